@@ -1,0 +1,76 @@
+# optlab: the two commands of README.md are `make book` and `make test`.
+# Everything installs from this repository's own files into .venv (created if missing).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.optlab-installed
+NODE_STAMP := node_modules/.optlab-installed
+CACHE  := _build/.jupyter_cache
+JOBS   ?= 2
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: setup book test lab assign exercises bench browser clean help
+
+help:
+	@echo "make book   execute every notebook and build the HTML book into _build/html"
+	@echo "make test   ruff, pytest (lab, notebooks via nbval, assignments, book structure, browser)"
+	@echo "make lab    open JupyterLab in the project's environment"
+	@echo "make assign CH=<slug>   student notebook + autograder into _build/assign/<slug>/"
+	@echo "make bench [GPU=1]      benchmark tables"
+
+# -- set-up ------------------------------------------------------------------------------
+# constraints.txt pins torch to the CPU wheel these machines carry; pyproject keeps torch>=2.3.
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+# MathJax, require.js and the ipywidgets html-manager, served from the book itself (no CDN).
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
+
+setup: $(STAMP) $(NODE_STAMP)
+
+# Headless Chromium for the browser smoke test (Debian package; installed when missing).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (Debian) for the browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "could not install chromium: the browser test will be skipped"; \
+	  else echo "chromium not found: the browser test will be skipped"; fi; }
+
+# -- the book ----------------------------------------------------------------------------
+book: setup
+	@$(BIN)/python -m lab.core.cache $(CACHE)
+	$(BIN)/jupyter-book build . --all -W --keep-going
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+# -- the tests ---------------------------------------------------------------------------
+# ruff; the book build (executes notebooks, warnings are errors); then one pytest run:
+# unit tests of lab, nbval on every notebook, assignment round-trips, book structure and the
+# headless-browser smoke test of the built pages.
+test: setup browser
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@$(MAKE) --no-print-directory book
+	LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider
+
+lab: setup
+	$(BIN)/jupyter lab book/
+
+assign: setup
+	@test -n "$(CH)" || { echo "usage: make assign CH=<slug>"; exit 2; }
+	$(BIN)/python -m lab assign $(CH)
+
+exercises: setup
+	@for d in book/*/assignment.ipynb; do $(BIN)/python -m lab exercises $$(basename $$(dirname $$d)); done
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b $(if $(GPU),--gpu,); done
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache

@@ -1,0 +1,151 @@
+"""Argument validation shared by every chapter.
+
+Each helper checks one public argument and, on failure, raises a ``ValueError`` or
+``TypeError`` whose message names the argument, shows the value it got and states the
+accepted range, e.g.::
+
+    ValueError: eta must be > 0 (got -0.1)
+
+Chapters call these at the boundary of every public function so that bad input never
+turns into a silent NaN or a deep stack trace.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "check_real",
+    "check_positive",
+    "check_range",
+    "check_int",
+    "check_choice",
+    "check_array",
+    "check_bool",
+]
+
+
+def _fmt(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_real(name: str, value: Any) -> float:
+    """Return ``value`` as a finite Python float, or raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        elif hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # 0-d tensor
+            value = value.item()
+        else:
+            raise TypeError(
+                f"{name} must be a real number (got {type(value).__name__}: {_fmt(value)})"
+            )
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite (got {value})")
+    return value
+
+
+def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """A finite real number ``> 0`` (or ``>= 0`` with ``allow_zero``)."""
+    value = check_real(name, value)
+    if value < 0 or (value == 0 and not allow_zero):
+        op = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {op} (got {value:g})")
+    return value
+
+
+def check_range(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """A finite real number inside ``[low, high]`` (bounds optional, inclusive by default)."""
+    value = check_real(name, value)
+    lo_ok = low is None or (value >= low if low_inclusive else value > low)
+    hi_ok = high is None or (value <= high if high_inclusive else value < high)
+    if not (lo_ok and hi_ok):
+        lb = "-inf" if low is None else f"{low:g}"
+        hb = "inf" if high is None else f"{high:g}"
+        interval = ("[" if low_inclusive and low is not None else "(") + f"{lb}, {hb}"
+        interval += "]" if high_inclusive and high is not None else ")"
+        raise ValueError(f"{name} must lie in {interval} (got {value:g})")
+    return value
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """An integer (bools rejected) inside ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | np.integer):
+        raise TypeError(f"{name} must be an integer (got {type(value).__name__}: {_fmt(value)})")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        lb = "-inf" if low is None else str(low)
+        hb = "inf" if high is None else str(high)
+        raise ValueError(f"{name} must be an integer in [{lb}, {hb}] (got {value})")
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """A real ``bool`` (not a truthy object)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False (got {type(value).__name__}: {_fmt(value)})")
+    return bool(value)
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
+    """One of a fixed set of options."""
+    choices = list(choices)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices} (got {_fmt(value)})")
+    return value
+
+
+def check_array(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    dtype: Any = np.float64,
+    finite: bool = True,
+    min_size: int = 0,
+) -> np.ndarray:
+    """Convert ``value`` to a numpy array and check its rank, shape and finiteness.
+
+    ``shape`` may contain ``None`` for a free axis. ``dtype=None`` keeps the input dtype.
+    Torch tensors are accepted (moved to CPU).
+    """
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch.Tensor without importing torch
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be array-like of numbers (got {type(value).__name__}): {exc}"
+        ) from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise ValueError(f"{name} must have ndim in {allowed} (got shape {arr.shape})")
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(
+            s is None or s == a for s, a in zip(shape, arr.shape, strict=False)
+        )
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want} (got {arr.shape})")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} elements (got {arr.size})")
+    if finite and np.issubdtype(arr.dtype, np.number) and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (got NaN or inf)")
+    return arr

@@ -1,0 +1,258 @@
+"""Classroom assignments with otter-grader.
+
+Every chapter keeps one **solution master**, ``book/<slug>/assignment.ipynb``, in otter's
+notebook format (raw ``# BEGIN QUESTION`` / ``# BEGIN TESTS`` cells, ``# BEGIN SOLUTION``
+markers in code). From it:
+
+* :func:`assign` writes the student notebook and the autograder zip into
+  ``_build/assign/<slug>/`` (``make assign CH=<slug>`` or ``python -m lab assign <slug>``);
+* :func:`grade` scores any notebook against that autograder, locally, without Docker;
+* :func:`roundtrip` proves the assignment works: the solutions score full marks, the
+  untouched student stubs do not;
+* :func:`exercise_page` writes ``book/<slug>/exercises.ipynb``, the clean student-facing page
+  the book shows (no otter cells, no tests, no solutions; not executed by the book build).
+
+Inside assignment tests, :func:`assert_close` gives students a readable failure message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "AssignmentBuild",
+    "assert_close",
+    "assign",
+    "exercise_page",
+    "grade",
+    "roundtrip",
+    "solution_lines",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _book_dir(root: Path | None) -> Path:
+    return (root or ROOT) / "book"
+
+
+def _master(slug: str, root: Path | None = None) -> Path:
+    if not isinstance(slug, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", slug):
+        raise ValueError(f"slug must be a chapter folder name like 'eos' (got {slug!r})")
+    path = _book_dir(root) / slug / "assignment.ipynb"
+    if not path.exists():
+        known = sorted(p.parent.name for p in _book_dir(root).glob("*/assignment.ipynb"))
+        raise ValueError(
+            f"slug {slug!r} has no assignment (book/{slug}/assignment.ipynb); chapters with one: {known}"
+        )
+    return path
+
+
+@dataclass
+class AssignmentBuild:
+    """Where :func:`assign` put things."""
+
+    slug: str
+    out_dir: Path
+    student: Path
+    solution: Path
+    autograder: Path
+
+
+def _otter(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.setdefault("LAB_PROGRESS", "0")
+    env.setdefault("LAB_EXPLORE_STATIC", "0")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "otter", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"otter {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return proc
+
+
+def assign(
+    slug: str,
+    out_dir: str | Path | None = None,
+    *,
+    root: Path | None = None,
+    run_tests: bool = True,
+) -> AssignmentBuild:
+    """Run ``otter assign`` on a chapter's solution master.
+
+    Writes ``<out_dir>/student/assignment.ipynb`` (hand this out) and
+    ``<out_dir>/autograder/*.zip`` (grade with it). With ``run_tests`` otter also executes the
+    master and fails if a solution does not pass its own tests.
+
+    See: book/intro.md ("Assignments").
+    """
+    master = _master(slug, root)
+    out = Path(out_dir) if out_dir is not None else (root or ROOT) / "_build" / "assign" / slug
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    args = ["assign", str(master), str(out)]
+    if not run_tests:
+        args.insert(1, "--no-run-tests")
+    _otter(*args, cwd=master.parent)
+    zips = sorted((out / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"expected one autograder zip in {out / 'autograder'}, found {zips}")
+    return AssignmentBuild(
+        slug, out, out / "student" / master.name, out / "autograder" / master.name, zips[0]
+    )
+
+
+def grade(autograder: str | Path, notebook: str | Path) -> dict:
+    """Grade ``notebook`` with an otter autograder zip.
+
+    Returns ``{"score": s, "max": m, "fraction": s/m, "questions": {name: (score, max)}}``.
+    """
+    autograder, notebook = Path(autograder), Path(notebook)
+    for name, p in (("autograder", autograder), ("notebook", notebook)):
+        if not p.exists():
+            raise ValueError(f"{name} file does not exist: {p}")
+    out = notebook.parent / f".grade-{notebook.stem}"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _otter("run", "-a", str(autograder), "-o", str(out), str(notebook))
+    data = json.loads((out / "results.json").read_text())
+    shutil.rmtree(out, ignore_errors=True)
+    questions = {
+        t["name"]: (float(t["score"]), float(t["max_score"]))
+        for t in data["tests"]
+        if t.get("max_score") is not None
+    }
+    score = sum(s for s, _ in questions.values())
+    total = sum(m for _, m in questions.values())
+    return {
+        "score": score,
+        "max": total,
+        "fraction": score / total if total else 0.0,
+        "questions": questions,
+    }
+
+
+def solution_lines(notebook: str | Path) -> list[str]:
+    """The non-trivial code lines between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` markers
+    (and lines ending in ``# SOLUTION``) of a solution master."""
+    nb = json.loads(Path(notebook).read_text())
+    lines: list[str] = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        inside = False
+        for line in "".join(cell["source"]).splitlines():
+            tag = line.strip()
+            if tag.startswith("# BEGIN SOLUTION"):
+                inside = True
+            elif tag.startswith("# END SOLUTION"):
+                inside = False
+            elif inside or tag.endswith("# SOLUTION"):
+                code = line.split("# SOLUTION")[0].strip()
+                if len(code) > 8 and not code.startswith("#"):
+                    lines.append(code)
+    return lines
+
+
+def roundtrip(slug: str, *, root: Path | None = None, out_dir: str | Path | None = None) -> dict:
+    """Build the assignment, grade the solution master and the untouched student notebook.
+
+    Returns ``{"solution": grade(...), "student": grade(...), "leaked": [lines]}`` where
+    ``leaked`` lists solution lines found in the student notebook (must be empty).
+    """
+    build = assign(slug, out_dir, root=root)
+    sol = grade(build.autograder, build.solution)
+    stu = grade(build.autograder, build.student)
+    student_text = build.student.read_text()
+    leaked = [ln for ln in solution_lines(build.solution) if ln in student_text]
+    return {"solution": sol, "student": stu, "leaked": leaked, "build": build}
+
+
+_OTTER_CELL = re.compile(
+    r"^\s*(# Initialize Otter|import otter|grader\s*=\s*otter|grader\.check|grader\.export)", re.M
+)
+
+
+def exercise_page(
+    slug: str, *, root: Path | None = None, student: str | Path | None = None
+) -> Path:
+    """Write ``book/<slug>/exercises.ipynb``: the student notebook without otter's machinery.
+
+    Markdown prompts and code stubs stay; the otter set-up cell and ``grader.check`` cells are
+    replaced by a short note on how to check answers locally. The page is marked
+    ``mystnb.execution_mode: off`` so the book shows the stubs without running them.
+    """
+    if student is None:
+        student = assign(slug, root=root, run_tests=False).student
+    nb = json.loads(Path(student).read_text())
+    cells = []
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code" and _OTTER_CELL.search(src):
+            continue
+        cell = copy.deepcopy(cell)
+        cell.pop("id", None)
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+            cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in ("tags",)}
+        else:
+            cell["metadata"] = {}
+        cells.append(cell)
+    note = (
+        "```{admonition} How to work on this assignment\n:class: tip\n"
+        f"This page is the student view of the chapter's assignment. Run `make assign CH={slug}` "
+        f"(or `python -m lab assign {slug}`) to get the notebook with its autograder in "
+        f"`_build/assign/{slug}/`; inside it, the check cell under each question tells you whether your answer "
+        "passes. Instructors grade a submission with `python -m lab grade "
+        f"{slug} submission.ipynb`.\n```"
+    )
+    insert_at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
+    cells.insert(insert_at, {"cell_type": "markdown", "metadata": {}, "source": note})
+    out_nb = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+            "mystnb": {"execution_mode": "off"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    import nbformat
+
+    node = nbformat.from_dict(out_nb)
+    for i, cell in enumerate(node.cells):
+        cell["id"] = f"{slug}-ex-{i:02d}"
+    path = _book_dir(root) / slug / "exercises.ipynb"
+    nbformat.write(node, path)
+    return path
+
+
+def assert_close(name: str, got, expected, *, rtol: float = 1e-9, atol: float = 1e-12) -> None:
+    """Assignment-test helper: fail with a message a student can act on."""
+    got_a = np.asarray(got, dtype=float)
+    exp_a = np.asarray(expected, dtype=float)
+    if got_a.shape != exp_a.shape:
+        raise AssertionError(f"{name}: expected shape {exp_a.shape}, got {got_a.shape}")
+    if not np.all(np.isfinite(got_a)):
+        raise AssertionError(f"{name}: your result contains NaN or inf")
+    if not np.allclose(got_a, exp_a, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got_a - exp_a))
+        raise AssertionError(
+            f"{name}: off by up to {err:.3g} (tolerance rtol={rtol:g}, atol={atol:g})"
+        )

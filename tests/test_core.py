@@ -1,0 +1,225 @@
+"""Unit tests of lab.core: checks, runtime, explore, cache guard, style, grading helpers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+import lab
+from lab.core import cache, checks, explore, grading, style
+from lab.core.runtime import device, seed, small_problem_threads
+
+
+# -- checks ------------------------------------------------------------------------------
+def test_check_positive_messages_name_argument_value_and_range():
+    assert checks.check_positive("eta", 0.5) == 0.5
+    with pytest.raises(ValueError, match=r"eta must be > 0 \(got -0.1\)"):
+        checks.check_positive("eta", -0.1)
+    with pytest.raises(ValueError, match="eta must be finite"):
+        checks.check_positive("eta", math.nan)
+    with pytest.raises(TypeError, match="eta must be a real number"):
+        checks.check_positive("eta", "0.1")
+    with pytest.raises(TypeError):
+        checks.check_positive("eta", True)
+    assert checks.check_positive("r0", 0, allow_zero=True) == 0.0
+
+
+def test_check_range_int_choice_bool():
+    with pytest.raises(ValueError, match=r"p must lie in \[0, 1\] \(got 2\)"):
+        checks.check_range("p", 2, 0, 1)
+    with pytest.raises(ValueError, match=r"p must lie in \(0, 1\]"):
+        checks.check_range("p", 0, 0, 1, low_inclusive=False)
+    assert checks.check_int("steps", np.int64(5), 1) == 5
+    with pytest.raises(TypeError, match="steps must be an integer"):
+        checks.check_int("steps", 2.5)
+    with pytest.raises(ValueError, match=r"depth must be an integer in \[2, inf\] \(got 1\)"):
+        checks.check_int("depth", 1, 2)
+    with pytest.raises(ValueError, match="model must be one of"):
+        checks.check_choice("model", "zz", ["xy", "product"])
+    with pytest.raises(TypeError):
+        checks.check_bool("flag", 1)
+
+
+def test_check_array_shape_and_finiteness():
+    a = checks.check_array("w0", [1, 2], shape=(2,))
+    assert a.dtype == np.float64
+    with pytest.raises(ValueError, match=r"w0 must have shape \(\*, 2\)"):
+        checks.check_array("w0", np.zeros((3, 3)), shape=(None, 2))
+    with pytest.raises(ValueError, match="w0 must contain only finite values"):
+        checks.check_array("w0", [1.0, np.inf])
+    with pytest.raises(ValueError, match="ndim"):
+        checks.check_array("w0", 1.0, ndim=1)
+    t = checks.check_array("w0", torch.ones(2, dtype=torch.float64))
+    assert isinstance(t, np.ndarray)
+
+
+# -- runtime -----------------------------------------------------------------------------
+def test_device_follows_env(monkeypatch):
+    monkeypatch.setenv("LAB_DEVICE", "cpu")
+    assert device().type == "cpu"
+    monkeypatch.setenv("LAB_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="LAB_DEVICE must be 'cpu' or 'cuda"):
+        device()
+    monkeypatch.delenv("LAB_DEVICE")
+    assert device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            device("cuda")
+
+
+def test_seed_makes_runs_repeat():
+    seed(3)
+    a = (np.random.rand(3), torch.rand(3))
+    seed(3)
+    b = (np.random.rand(3), torch.rand(3))
+    assert np.array_equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    with pytest.raises(ValueError):
+        seed(-1)
+
+
+def test_small_problem_threads_restores():
+    old = torch.get_num_threads()
+    with small_problem_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == old
+
+
+def test_setup_applies_style(monkeypatch):
+    import matplotlib as mpl
+    import plotly.io as pio
+
+    monkeypatch.setenv("LAB_DEVICE", "cpu")
+    old = torch.get_num_threads()
+    try:
+        dev = lab.setup(1, verbose=False)
+        assert dev.type == "cpu"
+        assert torch.get_num_threads() == 1
+        assert pio.templates.default == "optlab"
+        assert mpl.rcParams["axes.prop_cycle"].by_key()["color"][0] == style.PALETTE[0]
+    finally:
+        torch.set_num_threads(old)
+
+
+# -- explore -----------------------------------------------------------------------------
+def _compute(a, mode="line", log=False):
+    y = [0.0, a, 2 * a]
+    fig = go.Figure([go.Scatter(x=[0, 1, 2], y=y, name=mode), go.Scatter(x=[0], y=[a])])
+    fig.update_layout(title_text=f"a = {a:.2f} ({mode})", yaxis_type="log" if log else "linear")
+    fig.add_hline(y=a)
+    return fig
+
+
+def _controls():
+    return {
+        "a": explore.FloatSlider(0.0, 1.0, 0.1, 0.3),
+        "mode": explore.Dropdown(["line", "dots"]),
+        "log": explore.Checkbox(False),
+    }
+
+
+def test_explore_live_mode_recomputes_when_a_widget_moves():
+    ex = explore.explore(_compute, _controls(), static="a", display=False)
+    box = ex.widgets()
+    assert len(box.children) == 2  # controls row + figure output
+    ex._widgets["a"].value = 0.7
+    assert ex.values["a"] == 0.7
+    assert ex.figure.layout.title.text == "a = 0.70 (line)"
+    ex._widgets["mode"].value = "dots"
+    assert ex.figure.layout.title.text == "a = 0.70 (dots)"
+    ex.update(a=0.1)
+    assert ex._widgets["a"].value == 0.1 and ex.figure.data[1].y[0] == 0.1
+
+
+def test_explore_static_twin_has_one_frame_per_grid_value_and_a_slider():
+    ex = explore.explore(_compute, _controls(), static="a", display=False)
+    fig = ex.static_figure()
+    grid = _controls()["a"].grid()
+    assert len(grid) == 11 and 0.3 in grid
+    assert len(fig["frames"]) == len(grid)
+    slider = fig["layout"]["sliders"][0]
+    assert len(slider["steps"]) == len(grid)
+    assert slider["active"] == grid.index(0.3)
+    titles = [fr["layout"]["title"]["text"] for fr in fig["frames"]]
+    assert titles[0] == "a = 0.00 (line)" and titles[-1] == "a = 1.00 (line)"
+    # frames carry the shapes that move with the parameter (here the hline at y = a)
+    assert fig["frames"][-1]["layout"]["shapes"][0]["y0"] == 1.0
+    for step, frame in zip(slider["steps"], fig["frames"], strict=True):
+        assert step["method"] == "animate" and step["args"][0] == [frame["name"]]
+
+
+def test_explore_bundle_carries_widget_and_static_twin(monkeypatch):
+    ex = explore.explore(_compute, _controls(), static="mode", display=False)
+    bundle = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert len(bundle[explore.EXPLORE_MIME]["frames"]) == 2
+    monkeypatch.setenv("LAB_EXPLORE_STATIC", "0")
+    assert (
+        explore.EXPLORE_MIME
+        not in explore.explore(_compute, _controls(), display=False)._repr_mimebundle_()
+    )
+
+
+def test_explore_rejects_bad_input():
+    with pytest.raises(TypeError, match="compute must be callable"):
+        explore.explore(3, _controls(), display=False)
+    with pytest.raises(ValueError, match="static must name one of the controls"):
+        explore.explore(_compute, _controls(), static="zz", display=False)
+    with pytest.raises(TypeError, match="must be a lab.core.explore Control"):
+        explore.explore(_compute, {"a": 3}, display=False)
+    with pytest.raises(ValueError, match=r"value must lie in \[0, 1\]"):
+        explore.FloatSlider(0, 1, 0.1, 2.0)
+    with pytest.raises(TypeError, match="compute must return a plotly Figure"):
+        explore.explore(lambda a: 1, {"a": explore.FloatSlider(0, 1, 0.5, 0)}, display=False)
+
+    def uneven(a):
+        return go.Figure([go.Scatter(y=[a])] * (1 if a < 0.5 else 2))
+
+    ex = explore.explore(uneven, {"a": explore.FloatSlider(0, 1, 0.5, 0)}, display=False)
+    with pytest.raises(ValueError, match="same number of traces"):
+        ex.static_figure()
+
+
+def test_control_grids():
+    assert explore.LogSlider(-3, 0, 0.01, static_points=4).grid() == pytest.approx(
+        [1e-3, 1e-2, 1e-1, 1]
+    )
+    assert explore.IntSlider(0, 4, 2).grid() == [0, 1, 2, 3, 4]
+    assert explore.RangeSlider(0, 10, (2, 5), static_values=[(0, 10)]).grid() == [(0, 10), (2, 5)]
+    assert explore.grid_size(_controls()) == 11 * 2 * 2
+
+
+# -- cache guard ---------------------------------------------------------------------------
+def test_cache_guard_wipes_when_lab_sources_change(tmp_path):
+    root = tmp_path / "repo"
+    (root / "lab").mkdir(parents=True)
+    (root / "lab" / "m.py").write_text("x = 1\n")
+    (root / "pyproject.toml").write_text("[project]\n")
+    cdir = root / "_build" / ".jupyter_cache"
+    assert cache.guard(cdir, root) is False
+    (cdir / "executed.txt").write_text("old output")
+    assert cache.guard(cdir, root) is False and (cdir / "executed.txt").exists()
+    (root / "lab" / "m.py").write_text("x = 2\n")
+    assert cache.guard(cdir, root) is True
+    assert not (cdir / "executed.txt").exists()
+
+
+# -- grading helpers -----------------------------------------------------------------------
+def test_assert_close_messages():
+    grading.assert_close("x", [1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(AssertionError, match="off by up to"):
+        grading.assert_close("x", [1.0, 2.1], [1.0, 2.0])
+    with pytest.raises(AssertionError, match="NaN"):
+        grading.assert_close("x", [np.nan], [1.0])
+    with pytest.raises(AssertionError, match="shape"):
+        grading.assert_close("x", [1.0], [1.0, 2.0])
+
+
+def test_assign_rejects_unknown_chapter():
+    with pytest.raises(ValueError, match="slug"):
+        grading.assign("Not A Slug")
+    with pytest.raises(ValueError, match="has no assignment"):
+        grading.assign("nosuchchapter")
