@@ -47,20 +47,35 @@ def timed(fn, threads: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gpu", action="store_true", help="(no GPU part: the thread policy is CPU-only)")
+    parser.add_argument(
+        "--gpu", action="store_true", help="(no GPU part: the thread policy is CPU-only)"
+    )
     parser.parse_args()
     cores = os.cpu_count() or 1
     rows = []
-    for name, fn in (("MLP 64-32-2, 200 samples, 300 steps", tiny_mlp_steps), ("matmul 1024^2 x10", matmul)):
+    for name, fn in (
+        ("MLP 64-32-2, 200 samples, 300 steps", tiny_mlp_steps),
+        ("matmul 1024^2 x10", matmul),
+    ):
         t1, tn = timed(fn, 1), timed(fn, cores)
-        rows.append({"workload": name, "threads_1_s": round(t1, 4), f"threads_{cores}_s": round(tn, 4),
-                     "speedup_of_1_thread": round(tn / t1, 2)})
+        rows.append(
+            {
+                "workload": name,
+                "threads_1_s": round(t1, 4),
+                f"threads_{cores}_s": round(tn, 4),
+                "speedup_of_1_thread": round(tn / t1, 2),
+            }
+        )
     print(f"| workload | 1 thread (s) | {cores} threads (s) | 1-thread speed-up |")
     print("|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workload']} | {r['threads_1_s']} | {r[f'threads_{cores}_s']} | {r['speedup_of_1_thread']}x |")
+        print(
+            f"| {r['workload']} | {r['threads_1_s']} | {r[f'threads_{cores}_s']} | {r['speedup_of_1_thread']}x |"
+        )
     out = Path(__file__).parent / "results" / "core-cpu.json"
-    out.write_text(json.dumps({"cores": cores, "torch": torch.__version__, "rows": rows}, indent=2) + "\n")
+    out.write_text(
+        json.dumps({"cores": cores, "torch": torch.__version__, "rows": rows}, indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

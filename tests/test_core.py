@@ -189,6 +189,12 @@ def test_control_grids():
     )
     assert explore.IntSlider(0, 4, 2).grid() == [0, 1, 2, 3, 4]
     assert explore.RangeSlider(0, 10, (2, 5), static_values=[(0, 10)]).grid() == [(0, 10), (2, 5)]
+    assert explore.FloatRangeSlider(1, 5, 0.1, (3, 5), static_values=[(2, 4)]).grid() == [
+        (2.0, 4.0),
+        (3.0, 5.0),
+    ]
+    with pytest.raises(ValueError, match="low <= high"):
+        explore.FloatRangeSlider(1, 5, 0.1, (4, 3))
     assert explore.grid_size(_controls()) == 11 * 2 * 2
 
 

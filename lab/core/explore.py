@@ -51,6 +51,7 @@ __all__ = [
     "LogSlider",
     "IntSlider",
     "RangeSlider",
+    "FloatRangeSlider",
     "Dropdown",
     "Checkbox",
     "Explorer",
@@ -174,6 +175,7 @@ class LogSlider(Control):
         *,
         description: str | None = None,
         static_points: int = 13,
+        static_values: Sequence[float] | None = None,
     ):
         self.min_exp = check_real("min_exp", min_exp)
         self.max_exp = check_real("max_exp", max_exp)
@@ -187,6 +189,7 @@ class LogSlider(Control):
         self.value = value
         self.description = description
         self.static_points = check_int("static_points", static_points, 1, MAX_STATIC_FRAMES)
+        self.static_values = None if static_values is None else [float(v) for v in static_values]
 
     def widget(self, name: str):
         import ipywidgets as w
@@ -204,6 +207,8 @@ class LogSlider(Control):
         )
 
     def grid(self) -> list[float]:
+        if self.static_values is not None:
+            return _snap(self.static_values, self.value)
         return _snap(np.logspace(self.min_exp, self.max_exp, self.static_points), self.value)
 
 
@@ -298,6 +303,61 @@ class RangeSlider(Control):
 
     def grid(self) -> list[tuple[int, int]]:
         vals = [tuple(int(x) for x in v) for v in (self.static_values or [])]
+        return list(dict.fromkeys(vals + [self.value])) if vals else [self.value]
+
+
+class FloatRangeSlider(Control):
+    """A pair ``(low, high)`` of reals on ``[min, max]`` in increments of ``step``."""
+
+    min: float = 0.0
+    max: float = 1.0
+    step: float = 0.1
+    static_values: Sequence[tuple[float, float]] | None = None
+
+    def __init__(
+        self,
+        min: float,
+        max: float,
+        step: float,
+        value: tuple[float, float],
+        *,
+        description: str | None = None,
+        static_values: Sequence[tuple[float, float]] | None = None,
+    ):
+        self.min = check_real("min", min)
+        self.max = check_real("max", max)
+        if not self.max > self.min:
+            raise ValueError(f"max must be > min (got min={self.min:g}, max={self.max:g})")
+        self.step = check_real("step", step)
+        if self.step <= 0:
+            raise ValueError(f"step must be > 0 (got {self.step:g})")
+        if len(value) != 2:
+            raise ValueError(f"value must be a (low, high) pair (got {value!r})")
+        lo, hi = (check_real("value[0]", value[0]), check_real("value[1]", value[1]))
+        if not self.min <= lo <= hi <= self.max:
+            raise ValueError(
+                f"value must satisfy {self.min:g} <= low <= high <= {self.max:g} (got {value!r})"
+            )
+        self.value = (lo, hi)
+        self.description = description
+        self.static_values = static_values
+
+    def widget(self, name: str):
+        import ipywidgets as w
+
+        return w.FloatRangeSlider(
+            value=self.value,
+            min=self.min,
+            max=self.max,
+            step=self.step,
+            description=self.description or name,
+            continuous_update=False,
+            readout_format=".3g",
+            style={"description_width": "initial"},
+        )
+
+    def grid(self) -> list[tuple[float, float]]:
+        vals = [tuple(float(x) for x in v) for v in (self.static_values or [])]
         return list(dict.fromkeys(vals + [self.value])) if vals else [self.value]
 
 
@@ -614,7 +674,7 @@ def explore(
     title: str | None = None,
     caption: str | None = None,
     display: bool = True,
-) -> Explorer:
+) -> Explorer | None:
     """Show ``compute``'s figure with live controls, and a precomputed twin for the book.
 
     Parameters
@@ -631,21 +691,23 @@ def explore(
     title, caption : str, optional
         Shown above the live widget / below the static slider.
     display : bool
-        Display immediately (default). With ``False`` the :class:`Explorer` is returned
-        for the caller to display or test.
+        Display immediately (default) and return ``None``, so that a cell ending in
+        ``explore(...)`` shows the widget once. With ``False`` the :class:`Explorer` is
+        returned for the caller to display (``display(ex)``) or test.
 
     Returns
     -------
-    Explorer
+    Explorer or None
 
     See: book/intro.md (how the book's widgets work) and every chapter's notebooks.
     """
     ex = Explorer(compute, controls, static=static, title=title, caption=caption)
-    if display:
-        from IPython.display import display as _display
+    if not display:
+        return ex
+    from IPython.display import display as _display
 
-        _display(ex)
-    return ex
+    _display(ex)
+    return None
 
 
 def grid_size(controls: dict[str, Control]) -> int:
