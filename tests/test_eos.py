@@ -612,3 +612,43 @@ def test_mlp_digits_hovers_at_the_edge_of_stability():
     late = run.sharpness[run.sharpness_steps >= 300]
     assert np.all(np.abs(late / (2 / eta) - 1) < 0.12)  # then hovers at 2/eta
     assert run.accuracy == 1.0
+
+
+# -- figures of the book (lab.eos.figures) -----------------------------------------------------
+def test_regime_figure_badge_and_constant_trace_count():
+    from lab.eos import figures
+
+    titles, n_traces = [], set()
+    for eta in (0.7, 0.85, 1.0, 1.05, 1.3):
+        fig = figures.regime_figure(eta, steps=500)
+        titles.append(fig.layout.title.text)
+        n_traces.add(len(fig.data))
+    assert n_traces == {6}  # the static twin needs the same traces for every slider step
+    for word, title in zip(
+        ["stable", "subcritical", "critical", "supercritical", "beyond"], titles, strict=True
+    ):
+        assert f"<b>{word}" in title, title
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        figures.regime_figure(0.0)
+
+
+def test_cobweb_and_critical_fit_figures():
+    from lab.eos import figures
+
+    assert "stable fixed point" in figures.cobweb_figure(0.9).layout.title.text
+    assert "stable 2-cycle" in figures.cobweb_figure(1.1).layout.title.text
+    assert "period 4" in figures.cobweb_figure(1.3).layout.title.text
+    fig = figures.critical_fit_figure("xy", (3.0, 4.0), steps=10_000)
+    assert "k^−0.5" in fig.layout.title.text
+    with pytest.raises(ValueError, match="model_name must be one of"):
+        figures.critical_run("nope")
+    with pytest.raises(ValueError, match="window must span"):
+        figures.critical_fit_figure("xy", (3.0, 3.1), steps=10_000)
+
+
+def test_network_figure_from_a_short_run():
+    from lab.eos import figures
+
+    run = eos.mlp_digits_gd(0.2, steps=20, width=4, n_samples=20, track_every=10)
+    fig = figures.network_figure(run, 20)
+    assert len(fig.data) == 2 and "2/η = 10.0" in fig.layout.title.text

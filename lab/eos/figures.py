@@ -19,6 +19,7 @@ from . import (
     XYModel,
     classify_regime,
     distance_to_flattest,
+    envelope,
     fit_power_law,
     gd,
     lambda_min,
@@ -31,7 +32,6 @@ __all__ = [
     "cobweb_figure",
     "critical_fit_figure",
     "critical_run",
-    "downsample",
     "network_figure",
     "regime_figure",
 ]
@@ -45,21 +45,10 @@ REGIME_COLOURS = {
 }
 
 
-def downsample(k: np.ndarray, values: np.ndarray, points: int = 300, *, how: str = "max") -> tuple:
-    """Shrink a long series to about ``points`` values for plotting.
-
-    ``how="max"`` keeps the maximum of each block (an envelope: right for ``|r_k|`` whose
-    sign flips every step), ``"last"`` the block's last value.
-    """
-    n = len(values)
-    if n <= points:
-        return k, values
-    edges = np.unique(np.linspace(0, n, points + 1).astype(int))
-    if how == "max":
-        vals = np.maximum.reduceat(values, edges[:-1])
-    else:
-        vals = values[edges[1:] - 1]
-    return k[edges[1:] - 1], vals
+def log_indices(n: int, points: int = 300) -> np.ndarray:
+    """About ``points`` indices in ``1 .. n-1``, evenly spaced on a log scale (for log step axes)."""
+    n = check_int("n", n, 2)
+    return np.unique(np.geomspace(1, n - 1, points).astype(int))
 
 
 def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int = 4000):
@@ -137,17 +126,28 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
         1,
         1,
     )
-    # (b) |r_k| envelope
-    kk, rr = downsample(k, np.abs(run.residual) + 1e-300)
-    fig.add_trace(go.Scatter(x=kk, y=rr, mode="lines", name="|r_k|", line=dict(color=colour)), 1, 2)
-    # (c) sharpness with 2/eta and lambda_min
-    kk, ss = downsample(k, run.sharpness, how="last")
+    # (b)-(d) on a log step axis, sampled at about 300 log-spaced steps: the transient lives in
+    # the first hundred steps, the rates in the tail
+    ks = log_indices(len(k), 300)
+    env = np.append(envelope(run.residual), abs(run.residual[-1]))  # max over consecutive pairs
     fig.add_trace(
-        go.Scatter(x=kk, y=ss, mode="lines", name="λ(p_k)", line=dict(color=colour)), 2, 1
+        go.Scatter(
+            x=k[ks], y=env[ks] + 1e-300, mode="lines", name="|r_k|", line=dict(color=colour)
+        ),
+        1,
+        2,
     )
-    # (d) loss
-    kk, ll = downsample(k, run.loss + 1e-300)
-    fig.add_trace(go.Scatter(x=kk, y=ll, mode="lines", name="loss", line=dict(color=colour)), 2, 2)
+    ss = run.sharpness[ks]
+    fig.add_trace(
+        go.Scatter(x=k[ks], y=ss, mode="lines", name="λ(p_k)", line=dict(color=colour)), 2, 1
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=k[ks], y=run.loss[ks] + 1e-300, mode="lines", name="loss", line=dict(color=colour)
+        ),
+        2,
+        2,
+    )
 
     fig.add_hline(
         y=2 / eta,
@@ -165,12 +165,12 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
         annotation_text="λ_min",
         annotation_position="bottom right",
     )
-    fig.update_yaxes(type="log", row=1, col=2)
-    fig.update_yaxes(type="log", row=2, col=2)
+    fig.update_yaxes(type="log", exponentformat="power", row=1, col=2)
+    fig.update_yaxes(type="log", exponentformat="power", row=2, col=2)
     fig.update_xaxes(title_text="x", row=1, col=1)
     fig.update_yaxes(title_text="y", row=1, col=1)
     for r, c in ((1, 2), (2, 1), (2, 2)):
-        fig.update_xaxes(title_text="step k", row=r, col=c)
+        fig.update_xaxes(title_text="step k", type="log", exponentformat="power", row=r, col=c)
     fig.update_yaxes(
         range=[min(lam_min, ss.min()) - 0.05, max(2 / eta, ss.max()) + 0.1], row=2, col=1
     )
@@ -232,11 +232,16 @@ def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
         )
     )
     mult = 1 - 2 * eta  # F'(1) = 1 - 2 eta
-    state = "stable fixed point" if abs(mult) < 1 else "fixed point unstable: 2-cycle"
+    if abs(mult) < 1:
+        state = "stable fixed point"
+    elif eta < np.sqrt(5) - 1:  # the 2-cycle's own multiplier reaches -1 at sqrt(5) - 1
+        state = "fixed point unstable: stable 2-cycle"
+    else:
+        state = "2-cycle unstable too: period 4 and beyond"
     fig.update_layout(
         title_text=f"η = {eta:.3f}: F'(1) = 1 − 2η = {mult:+.2f} ({state})",
         xaxis=dict(title="a_k (on the balanced line x = y = a)", range=[0.55, 1.45]),
-        yaxis=dict(title="a_{k+1}", range=[0.55, 1.45], scaleanchor="x"),
+        yaxis=dict(title="a_{k+1}", range=[0.55, 1.45]),
         height=520,
         legend=dict(x=0.01, y=0.99),
     )

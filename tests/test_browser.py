@@ -1,0 +1,276 @@
+"""Smoke test of the built HTML book in headless Chromium, with the network cut off.
+
+Serves ``_build/html`` on a loopback port and opens every page of ``_toc.yml``. Any request
+that is not to that server is aborted and fails the test: the book must work offline (plotly.js,
+MathJax, require.js and the ipywidgets html-manager are vendored by ``lab.core.book``). On every
+page: no JavaScript console errors, no failed local requests, every plotly figure drawn, every
+widget view rendered, LaTeX in plotly labels typeset, and MathJax typeset on pages with math. Then one precomputed plotly
+slider is moved and the figure must change.
+
+Needs ``make book`` first and the Debian ``chromium`` package
+(``apt-get update && apt-get install -y chromium``); skipped without either.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 10_000
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (HTML / "index.html").is_file(),
+        reason="no built book at _build/html/index.html (run `make book` first)",
+    ),
+    pytest.mark.skipif(
+        not CHROMIUM.is_file(),
+        reason="no /usr/bin/chromium (apt-get update && apt-get install -y chromium)",
+    ),
+]
+
+
+def _toc_pages() -> list[str]:
+    """The toc's documents, in order, as paths relative to _build/html."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                walk(node.get(key) or [])
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(toc)
+    return [f + ".html" for f in files]
+
+
+PAGES = _toc_pages()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """``_build/html`` over http on 127.0.0.1 and a free port."""
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class OfflinePage:
+    """A page whose requests may only go to the local server; records what went wrong."""
+
+    def __init__(self, browser, server: str):
+        self.origin = server
+        self.context = browser.new_context(viewport={"width": 1200, "height": 1600})
+        self.off_machine: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+        self.page.on("requestfailed", self._request_failed)
+        self.page.on("response", self._response)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.origin + "/") or urlsplit(url).scheme in ("data", "blob"):
+            route.continue_()
+        else:
+            self.off_machine.append(url)
+            route.abort()
+
+    def _console(self, msg):
+        if msg.type == "error":
+            self.errors.append(f"console: {msg.text} ({msg.location.get('url', '')})")
+
+    def _request_failed(self, request):
+        if request.url.startswith(self.origin + "/"):
+            self.failed.append(f"{request.url}: {request.failure}")
+
+    def _response(self, response):
+        if response.url.startswith(self.origin + "/") and response.status >= 400:
+            self.failed.append(f"{response.url}: HTTP {response.status}")
+
+    def open(self, path: str) -> None:
+        self.page.goto(f"{self.origin}/{path}", wait_until="load")
+        # MathJax 3 typesets asynchronously; wait for its startup promise when it is present.
+        self.page.evaluate(
+            "() => (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)"
+            " ? window.MathJax.startup.promise.then(() => true) : true"
+        )
+
+    def wait_for(self, what: str, expression: str, arg=None) -> None:
+        """Wait until the JS ``expression`` (a function of ``arg``) is truthy, or fail with
+        ``what`` and everything that went wrong on the page so far."""
+        try:
+            self.page.wait_for_function(expression, arg=arg)
+        except Exception as exc:  # playwright's TimeoutError
+            pytest.fail(
+                f"{self.page.url}: {what} ({type(exc).__name__}); failed local requests: "
+                f"{self.failed}; off-machine requests: {self.off_machine}; "
+                f"JavaScript errors: {self.errors}"
+            )
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def offline(browser, server) -> Iterator[OfflinePage]:
+    page = OfflinePage(browser, server)
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_works_offline(offline: OfflinePage, path: str) -> None:
+    assert (HTML / path).is_file(), f"{path} is in _toc.yml but was not built"
+    offline.open(path)
+    page = offline.page
+
+    # every plotly figure written by lab.core.book is drawn
+    n_figs = page.locator(".optlab-plotly-div").count()
+    if n_figs:
+        offline.wait_for(
+            f"{n_figs} plotly figure(s) not drawn",
+            "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n"
+            " && document.querySelectorAll('.js-plotly-plot').length >= n",
+            n_figs,
+        )
+    for i in range(page.locator(".js-plotly-plot").count()):
+        fig = page.locator(".js-plotly-plot").nth(i)
+        assert fig.locator("svg.main-svg").count() > 0, f"{path}: plotly figure {i} not drawn"
+    # figures with $...$ in their text: plotly typeset it with MathJax (a failure is silent:
+    # the titles just vanish)
+    n_tex = page.locator(".optlab-plotly-div[data-optlab-tex]").count()
+    if n_tex:
+        offline.wait_for(
+            "LaTeX in plotly figure text not typeset",
+            "n => Array.from(document.querySelectorAll('.optlab-plotly-div[data-optlab-tex]'))"
+            ".filter(el => el.querySelector('g[class$=\"-math-group\"]')).length >= n",
+            n_tex,
+        )
+
+    # every embedded widget view is rendered by the html-manager
+    n_views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+    if n_views:
+        offline.wait_for(
+            f"{n_views} widget view(s) not rendered",
+            "n => document.querySelectorAll('.widget-subarea > *').length >= n",
+            n_views,
+        )
+
+    # math typeset by the local MathJax
+    n_math = page.locator(".math").count()
+    if n_math:
+        offline.wait_for(
+            "math not typeset by MathJax",
+            "() => document.querySelectorAll('mjx-container').length > 0",
+        )
+
+    page.wait_for_timeout(200)  # let late console errors arrive
+    assert not offline.off_machine, f"{path}: requests left the machine: {offline.off_machine}"
+    assert not offline.failed, f"{path}: local requests failed: {offline.failed}"
+    assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
+
+
+_SLIDER_STATE = """el => JSON.stringify({
+    title: (el.layout.title && el.layout.title.text) || '',
+    data: el.data.map(t => [t.x, t.y]),
+})"""
+
+
+def test_precomputed_slider_changes_figure(offline: OfflinePage) -> None:
+    """Click the last step of the first plotly slider with frames; the figure must change."""
+    page = offline.page
+    for path in PAGES:
+        offline.open(path)
+        n = page.locator(".optlab-plotly-div").count()
+        if n:
+            offline.wait_for(
+                "plotly figures not drawn",
+                "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n",
+                n,
+            )
+        figs = page.locator(".js-plotly-plot:has(.slider-container)")
+        for i in range(figs.count()):
+            fig = figs.nth(i)
+            has_frames = fig.evaluate(
+                "el => !!(el._transitionData && el._transitionData._frames"
+                " && el._transitionData._frames.length > 1)"
+            )
+            if has_frames:
+                break
+        else:
+            continue
+        break
+    else:
+        pytest.skip("no plotly figure with frames and a slider in the built book")
+
+    fig.scroll_into_view_if_needed()
+    before = fig.evaluate(_SLIDER_STATE)
+    ticks = fig.locator(".slider-container .slider-tick-rect")
+    rail = fig.locator(".slider-container .slider-rail-touch-rect").first.bounding_box()
+    last = ticks.nth(ticks.count() - 1).bounding_box()
+    assert rail is not None and last is not None, f"{path}: slider not laid out"
+    page.mouse.click(last["x"] + last["width"] / 2, rail["y"] + rail["height"] / 2)
+    offline.wait_for(
+        "moving the slider did not change the figure",
+        f"([el, before]) => ({_SLIDER_STATE})(el) !== before",
+        [fig.element_handle(), before],
+    )
+    after = fig.evaluate(_SLIDER_STATE)
+    assert after != before, f"{path}: moving the slider did not change the figure"
+    assert not offline.off_machine, f"{path}: requests left the machine: {offline.off_machine}"
+    assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
