@@ -209,7 +209,10 @@ def exercise_page(
         cell.pop("id", None)
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-            cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in ("tags",)}
+            tags = [
+                t for t in cell.get("metadata", {}).get("tags", []) if not t.startswith("otter")
+            ]
+            cell["metadata"] = {"tags": tags} if tags else {}
         else:
             cell["metadata"] = {}
         cells.append(cell)
