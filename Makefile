@@ -45,7 +45,7 @@ browser:
 
 # -- the book ----------------------------------------------------------------------------
 book: setup
-	@$(BIN)/python -m lab.core.cache $(CACHE)
+	@$(BIN)/python -m lab.core.cache $(CACHE) --prefill --jobs $(JOBS)
 	$(BIN)/jupyter-book build . --all -W --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 

@@ -229,3 +229,28 @@ def test_assign_rejects_unknown_chapter():
         grading.assign("Not A Slug")
     with pytest.raises(ValueError, match="has no assignment"):
         grading.assign("nosuchchapter")
+
+
+def test_cache_prefill_executes_once_and_myst_nb_finds_it(tmp_path):
+    import nbformat
+    from jupyter_cache import get_cache
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 6 * 7\nprint(x)")])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    bad = tmp_path / "bad.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("assert False")]), bad)
+    cdir = tmp_path / "cache"
+    report = cache.prefill(cdir, [path, bad], jobs=2)
+    assert isinstance(report[str(path)], float)
+    assert "AssertionError" in report[str(bad)] or "CellExecutionError" in report[str(bad)]
+    record, merged = get_cache(str(cdir)).merge_match_into_notebook(
+        nbformat.read(path, as_version=4)
+    )
+    assert merged.cells[0].outputs[0]["text"] == "42\n"
+    assert cache.prefill(cdir, [path], jobs=2) == {}  # cached: nothing to execute

@@ -7,6 +7,7 @@
 - :mod:`lab.core.progress`: the progress-bar convention (``tqdm.auto``).
 - :mod:`lab.core.grading`: assignments with otter-grader (assign, grade, round-trip).
 - :mod:`lab.core.book`: the book build's plotly renderer and offline assets (Sphinx side).
+- :mod:`lab.core.cache`: the execution cache of the book: wiped when ``lab`` changes, prefilled in parallel.
 """
 
 from .checks import (

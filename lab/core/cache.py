@@ -5,13 +5,21 @@ so after a change to ``lab/`` it would happily republish stale outputs. ``guard`
 everything a notebook's results depend on besides its own code (the ``lab`` sources and the
 install files) and wipes the cache when that hash changes. ``make book`` calls it before
 every build: ``python -m lab.core.cache _build/.jupyter_cache``.
+
+``prefill`` then executes, in parallel worker processes, every notebook of ``_toc.yml`` that
+the cache does not hold yet, and stores the results exactly as myst-nb's ``cache`` mode would.
+The Sphinx build afterwards only reads the cache (myst-nb executes serially, so on two cores
+this halves the execution part of ``make book``). A notebook that fails here is left out of
+the cache: the build then executes it itself and reports the error with its traceback.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shutil
-import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +54,110 @@ def guard(cache_dir: str | Path, root: Path = ROOT) -> bool:
     return wiped
 
 
+def toc_notebooks(root: Path = ROOT) -> list[Path]:
+    """The ``.ipynb`` files listed in ``_toc.yml`` that the book executes (not ``execution_mode: off``)."""
+    import json
+
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    entries: list[str] = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                entries.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key) or []:
+                    walk(child)
+
+    walk(toc)
+    out = []
+    for entry in entries:
+        path = root / f"{entry}.ipynb"
+        if path.exists():
+            meta = json.loads(path.read_text()).get("metadata", {})
+            if meta.get("mystnb", {}).get("execution_mode") != "off":
+                out.append(path)
+    return out
+
+
+def _execute(path: str, timeout: int) -> tuple[str, object, float, str | None]:
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    nb = nbformat.read(path, as_version=4)
+    t0 = time.perf_counter()
+    result = single_nb_execution(
+        nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False
+    )
+    err = None if result.err is None else f"{type(result.err).__name__}: {result.err}"
+    return path, nb, time.perf_counter() - t0, err
+
+
+def prefill(
+    cache_dir: str | Path, notebooks: list[Path], jobs: int = 2, timeout: int = 120
+) -> dict:
+    """Execute the notebooks the cache lacks, ``jobs`` at a time, and cache the results.
+
+    Returns ``{path: seconds or error string}`` for the notebooks it executed.
+    """
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(cache_dir))
+    todo = []
+    for path in notebooks:
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            todo.append(str(path))
+    report: dict = {}
+    if not todo:
+        return report
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_execute, p, timeout) for p in todo]
+        for fut in futures:
+            path, nb, seconds, err = fut.result()
+            if err is None:
+                stage = cache.add_nb_to_project(path)
+                cache.cache_notebook_bundle(
+                    CacheBundleIn(nb, stage.uri, data={"execution_seconds": seconds}),
+                    check_validity=False,
+                    overwrite=True,
+                )
+                report[path] = round(seconds, 1)
+            else:
+                report[path] = err
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="guard (and optionally prefill) the book's execution cache"
+    )
+    parser.add_argument("cache_dir", nargs="?", default=str(ROOT / "_build" / ".jupyter_cache"))
+    parser.add_argument(
+        "--prefill", action="store_true", help="execute missing notebooks in parallel"
+    )
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    wiped = guard(args.cache_dir)
+    print(
+        f"execution cache {args.cache_dir}: {'wiped (lab sources changed)' if wiped else 'up to date'}"
+    )
+    if args.prefill:
+        t0 = time.perf_counter()
+        report = prefill(args.cache_dir, toc_notebooks(), jobs=args.jobs)
+        for path, result in report.items():
+            rel = Path(path).relative_to(ROOT) if Path(path).is_absolute() else path
+            print(f"  executed {rel}: {result if isinstance(result, str) else f'{result} s'}")
+        print(
+            f"prefilled {len(report)} notebook(s) in {time.perf_counter() - t0:.1f} s with {args.jobs} workers"
+        )
+    return 0
+
+
 if __name__ == "__main__":
-    target = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "_build" / ".jupyter_cache")
-    wiped = guard(target)
-    print(f"execution cache {target}: {'wiped (lab sources changed)' if wiped else 'up to date'}")
+    raise SystemExit(main())
