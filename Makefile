@@ -60,7 +60,7 @@ test: setup browser
 	LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider
 
 lab: setup
-	$(BIN)/jupyter lab book/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) book/
 
 assign: setup
 	@test -n "$(CH)" || { echo "usage: make assign CH=<slug>"; exit 2; }

@@ -231,46 +231,55 @@ _SLIDER_STATE = """el => JSON.stringify({
 })"""
 
 
-def test_precomputed_slider_changes_figure(offline: OfflinePage) -> None:
-    """Click the last step of the first plotly slider with frames; the figure must change."""
-    page = offline.page
-    for path in PAGES:
-        offline.open(path)
-        n = page.locator(".optlab-plotly-div").count()
-        if n:
-            offline.wait_for(
-                "plotly figures not drawn",
-                "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n",
-                n,
-            )
-        figs = page.locator(".js-plotly-plot:has(.slider-container)")
-        for i in range(figs.count()):
-            fig = figs.nth(i)
-            has_frames = fig.evaluate(
-                "el => !!(el._transitionData && el._transitionData._frames"
-                " && el._transitionData._frames.length > 1)"
-            )
-            if has_frames:
-                break
-        else:
-            continue
-        break
-    else:
-        pytest.skip("no plotly figure with frames and a slider in the built book")
+def _explore_pages() -> list[str]:
+    """Pages built from notebooks that call ``explore(``: each must carry a working twin."""
+    out = []
+    for page in PAGES:
+        src = ROOT / (page[: -len(".html")] + ".ipynb")
+        if src.is_file() and "explore(" in src.read_text():
+            out.append(page)
+    return out
 
-    fig.scroll_into_view_if_needed()
-    before = fig.evaluate(_SLIDER_STATE)
-    ticks = fig.locator(".slider-container .slider-tick-rect")
-    rail = fig.locator(".slider-container .slider-rail-touch-rect").first.bounding_box()
-    last = ticks.nth(ticks.count() - 1).bounding_box()
-    assert rail is not None and last is not None, f"{path}: slider not laid out"
-    page.mouse.click(last["x"] + last["width"] / 2, rail["y"] + rail["height"] / 2)
-    offline.wait_for(
-        "moving the slider did not change the figure",
-        f"([el, before]) => ({_SLIDER_STATE})(el) !== before",
-        [fig.element_handle(), before],
-    )
-    after = fig.evaluate(_SLIDER_STATE)
-    assert after != before, f"{path}: moving the slider did not change the figure"
+
+@pytest.mark.parametrize("path", _explore_pages())
+def test_every_precomputed_slider_changes_its_figure(offline: OfflinePage, path: str) -> None:
+    """Every kernel-free twin on the page: move its slider to the step farthest from the default
+    and back; each move must change the figure (data or title). A page whose notebook calls ``explore`` must have one."""
+    page = offline.page
+    offline.open(path)
+    n = page.locator(".optlab-plotly-div").count()
+    if n:
+        offline.wait_for(
+            "plotly figures not drawn",
+            "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n",
+            n,
+        )
+    figs = page.locator(".js-plotly-plot:has(.slider-container)")
+    twins = [
+        figs.nth(i)
+        for i in range(figs.count())
+        if figs.nth(i).evaluate(
+            "el => !!(el._transitionData && el._transitionData._frames"
+            " && el._transitionData._frames.length > 1)"
+        )
+    ]
+    assert twins, f"{path}: the notebook calls explore() but the page has no precomputed slider"
+    for fig in twins:
+        fig.scroll_into_view_if_needed()
+        ticks = fig.locator(".slider-container .slider-tick-rect")
+        rail = fig.locator(".slider-container .slider-rail-touch-rect").first.bounding_box()
+        assert rail is not None, f"{path}: slider not laid out"
+        active = fig.evaluate("el => el.layout.sliders[0].active || 0")
+        far = 0 if active > (ticks.count() - 1) / 2 else ticks.count() - 1
+        for step in (far, active):  # away from the default and back: both must redraw
+            before = fig.evaluate(_SLIDER_STATE)
+            box = ticks.nth(step).bounding_box()
+            assert box is not None, f"{path}: slider tick {step} not laid out"
+            page.mouse.click(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
+            offline.wait_for(
+                f"moving the slider to step {step} did not change the figure",
+                f"([el, before]) => ({_SLIDER_STATE})(el) !== before",
+                [fig.element_handle(), before],
+            )
     assert not offline.off_machine, f"{path}: requests left the machine: {offline.off_machine}"
     assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
