@@ -469,6 +469,7 @@ def _copy_assets(app: Any, exception: Exception | None) -> None:
     from sphinx.util import logging
 
     n = copy_vendor_assets(app.srcdir, Path(app.outdir) / "_static")
+    n += _copy(Path(__file__).with_name("optlab.css"), Path(app.outdir) / "_static" / "optlab.css")
     logging.getLogger(__name__).info(f"lab.core.book: vendored offline assets ({n} files copied)")
 
 
@@ -483,6 +484,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _widget_assets_per_page, priority=400)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("build-finished", _copy_assets)
+    app.add_css_file("optlab.css")  # written into _static/ by _copy_assets
     from lab import __version__
 
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}
