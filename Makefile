@@ -10,7 +10,7 @@ CACHE  := _build/.jupyter_cache
 JOBS   ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test lab assign exercises bench browser clean help
+.PHONY: setup book test lab assign exercises bench gpu-check browser clean help
 
 help:
 	@echo "make book   execute every notebook and build the HTML book into _build/html"
@@ -18,6 +18,7 @@ help:
 	@echo "make lab    open JupyterLab in the project's environment"
 	@echo "make assign CH=<slug>   student notebook + autograder into _build/assign/<slug>/"
 	@echo "make bench [GPU=1]      benchmark tables"
+	@echo "make gpu-check          CUDA tests + GPU benchmarks (on a CUDA box)"
 
 # -- set-up ------------------------------------------------------------------------------
 # constraints.txt pins torch to the CPU wheel these machines carry; pyproject keeps torch>=2.3.
@@ -71,6 +72,11 @@ exercises: setup
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b $(if $(GPU),--gpu,); done
+
+# On a CUDA box: the CUDA tests and every benchmark's GPU sizes, as one script.
+gpu-check: setup
+	$(BIN)/python -m pytest -m cuda -q -p no:cacheprovider tests/
+	@for b in benchmarks/bench_*.py; do echo "== $$b --gpu"; $(BIN)/python $$b --gpu; done
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache
