@@ -1,0 +1,282 @@
+"""Tests of lab.bilevel: set smoothness, weak convexity and the zeroth-order method IZOM.
+
+Mirrors the "Correctness checks" of the chapter spec (shared/papers/bilevel-set-smoothness.md).
+CPU float64, a few seconds; the CUDA test is skipped without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lab import bilevel as bl
+from lab.core.runtime import small_problem_threads
+
+X0 = np.array([1.5, -1.2])
+
+
+@pytest.fixture(scope="module")
+def toy_p():
+    return bl.toy_pessimistic()
+
+
+@pytest.fixture(scope="module")
+def toy_o():
+    return bl.toy_optimistic()
+
+
+@pytest.fixture(scope="module")
+def cleaning():
+    return bl.hyper_cleaning(20, 40, 100, 0.3, 0)
+
+
+# ------------------------------------------------------------------------------------------
+# closed forms
+# ------------------------------------------------------------------------------------------
+def test_psi_star_matches_brute_force_and_has_the_kink():
+    u = np.array([-2.7, -1.0, -0.3, -1e-3, 0.0, 2e-3, 0.25, 0.9, 2.2])
+    t = np.linspace(-3.0, 3.0, 1_000_001)
+    brute = np.max(u[:, None] * t - (t**2 - 1.0) ** 2 / 4.0, axis=1)
+    value, arg = bl.psi_star(u)
+    np.testing.assert_allclose(value, brute, atol=1e-6)
+    np.testing.assert_allclose(arg**3 - arg, u, atol=1e-12)
+    assert bl.psi_star(0.0)[0] == 0.0
+    h = 1e-6
+    right = (bl.psi_star(h)[0] - bl.psi_star(0.0)[0]) / h
+    left = (bl.psi_star(0.0)[0] - bl.psi_star(-h)[0]) / h
+    assert right == pytest.approx(1.0, abs=1e-4) and left == pytest.approx(-1.0, abs=1e-4)
+    rng = np.random.default_rng(0)
+    p, q = rng.uniform(-3, 3, (2, 10_000))
+    mid = bl.psi_star(0.5 * (p + q))[0] - 0.5 * (bl.psi_star(p)[0] + bl.psi_star(q)[0])
+    assert mid.max() <= 1e-12  # convex
+
+
+def test_psi_star_torch_matches_numpy():
+    u = np.linspace(-4, 4, 1001)
+    got = bl.psi_star_torch(torch.tensor(u, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(got, bl.psi_star(u)[0], atol=1e-13)
+
+
+def test_closed_form_equals_projected_ascent(toy_p, toy_o):
+    rng = np.random.default_rng(0)
+    xs = rng.uniform(-2.0, 2.0, size=(12, 2))
+    for prob in (toy_p, toy_o):
+        oracle = bl.ProjectedAscentOracle(prob, n_starts=20, n_steps=400, lr=0.1)
+        err = max(abs(oracle(x) - prob(x)) for x in xs)
+        assert err < 1e-6, (prob.name, err)
+
+
+def test_toy_stationary_points(toy_p, toy_o):
+    assert toy_p(np.zeros(2)) == pytest.approx(0.5 * (0.5**2 + 0.3**2))
+    # x* = 0 minimises the convex Toy P: nothing lower on a grid
+    g = np.linspace(-1, 1, 81)
+    G = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    assert toy_p.phi_batch(G).min() >= toy_p(np.zeros(2)) - 1e-15
+    # Toy O's minimiser is a smooth point: gradient ~ 0 there
+    assert bl.clarke_ball_certificate(toy_o, toy_o.x_star, 1e-4, n_samples=0) < 1e-5
+    assert np.all(np.abs(toy_o.x_star) > 0.5)
+
+
+# ------------------------------------------------------------------------------------------
+# set smoothness and weak convexity
+# ------------------------------------------------------------------------------------------
+def test_set_smoothness_constants():
+    maps = bl.set_maps()
+    L_aff = bl.estimate_set_smoothness(*maps["affine"], n=10_000)
+    L_sin = bl.estimate_set_smoothness(*maps["sine"], n=10_000)
+    L_jump = bl.estimate_set_smoothness(*maps["jumping"], n=10_000)
+    assert L_aff[0] < 1e-10 and L_aff[1] == pytest.approx(0.25, rel=1e-9)
+    assert 0.99 <= L_sin[0] <= 1.0 + 1e-9 and 0.99 <= L_sin[1] <= 1.0 + 1e-9
+    assert L_jump[0] > 100
+
+
+def test_weak_convexity_modulus(toy_p):
+    assert bl.weak_convexity_modulus(toy_p, 2, box=2.0) <= 0.0
+    rho = bl.weak_convexity_modulus(bl.toy_pessimistic(kappa=2.0), 2, box=2.0)
+    assert 0.75 <= rho <= 1.0  # at most kappa - 1 = 1 (Theorem: weakly convex)
+    # Toy O is not weakly convex: concave kinks make the midpoint gap blow up on short segments
+    assert bl.weak_convexity_modulus(bl.toy_optimistic(), 2, box=0.05) > 10
+
+
+def test_moreau_gradient_prox_matches_nelder_mead(toy_p):
+    rng = np.random.default_rng(2)
+    for x in rng.uniform(-2, 2, (4, 2)):
+        exact = bl.moreau_gradient(toy_p, x, 0.5)
+        generic = bl.moreau_gradient(lambda z: toy_p(z), x, 0.5)
+        np.testing.assert_allclose(exact, generic, atol=1e-6)
+    np.testing.assert_allclose(bl.moreau_gradient(toy_p, np.zeros(2), 0.5), 0.0, atol=1e-14)
+
+
+# ------------------------------------------------------------------------------------------
+# zeroth-order estimator and IZOM
+# ------------------------------------------------------------------------------------------
+def test_zo_estimator_unbiased_for_ball_smoothing():
+    # 1-D phi = |x| + x^2/2: grad of the delta-ball smoothing at x in (0, delta) is x/delta + x
+    phi = lambda z: float(np.abs(z).sum() + 0.5 * (z**2).sum())  # noqa: E731
+    rng = np.random.default_rng(0)
+    x, delta = np.array([0.03]), 0.1
+    g = np.array([bl.zo_two_point(phi, x, delta, rng)[0] for _ in range(4000)])
+    se = g.std() / np.sqrt(g.size)
+    assert abs(g.mean() - (x[0] / delta + x[0])) < 3 * se + 1e-12
+    # on a quadratic the estimate is unbiased for the gradient; variance grows ~ m
+    variances = []
+    for m in (2, 8, 32):
+        Q = np.diag(np.linspace(1, 2, m))
+        xq = np.ones(m)
+        quad = lambda z, Q=Q: float(0.5 * z @ Q @ z)  # noqa: E731
+        G = np.array([bl.zo_two_point(quad, xq, 1e-3, rng) for _ in range(3000)])
+        se = G.std(0) / np.sqrt(len(G))
+        assert np.all(np.abs(G.mean(0) - Q @ xq) < 4 * se + 1e-9)
+        variances.append((G**2).sum(1).mean() / ((Q @ xq) ** 2).sum())  # E||g||^2 = m ||grad||^2
+    slope = np.polyfit(np.log([2, 8, 32]), np.log(variances), 1)[0]
+    assert 0.8 <= slope <= 1.2
+
+
+def test_izom_reaches_the_kink(toy_p):
+    dists = {}
+    for T in (250, 4000):
+        h = bl.izom(toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, 0, n_measure=5)
+        dists[T] = np.linalg.norm(h.x[-1])
+        assert h.x.shape == (T + 1, 2) and h.evaluations == 2 * T
+        assert 0 <= h.output_index < T
+        np.testing.assert_array_equal(h.x_out, h.x[h.output_index])
+        assert h.stationarity[0] > 1.0 and h.stationarity[-1] < 0.12
+    assert dists[250] < 0.1 and dists[4000] < 0.03
+
+
+def test_izom_random_output_rate(toy_p):
+    med = []
+    Ts = (250, 1000, 4000)
+    for T in Ts:
+        vals = [
+            bl.izom(toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, s, n_measure=1).stationarity_out
+            for s in range(8)
+        ]
+        med.append(np.median(np.square(vals)))
+    slope = np.polyfit(np.log(Ts), np.log(med), 1)[0]
+    assert slope <= -0.5, (med, slope)
+
+
+def test_izom_optimistic_clarke_certificate(toy_o):
+    T = 2000
+    h = bl.izom(toy_o, X0, T, 0.5 / np.sqrt(2 * T), T**-0.25, 0, n_measure=5)
+    assert h.measure == "clarke"
+    assert h.stationarity[-1] < 0.05 < h.stationarity[0]
+    assert np.linalg.norm(h.x[-1] - toy_o.x_star) < 0.05
+
+
+def test_baselines_do_not_certify(toy_p):
+    fd = bl.fd_gradient_descent(toy_p, X0, 1e-6, 0.2, 300)
+    # chatters across the kink: Moreau gradient stays at the level of the step size
+    chatter = np.median([np.linalg.norm(bl.moreau_gradient(toy_p, x, 0.5)) for x in fd[-20:]])
+    assert chatter > 0.05
+    gf = bl.gradient_free_goldstein(toy_p, X0, delta=0.3, eta=0.01, T=3000)
+    assert np.linalg.norm(gf[-200:].mean(0)) > 0.05  # minimiser of the smoothing, not x* = 0
+
+
+def test_izom_determinism_and_replay(toy_p):
+    a = bl.izom(toy_p, X0, 200, 0.02, 1e-3, 5, measure="none")
+    b = bl.izom(toy_p, X0, 200, 0.02, 1e-3, 5, measure="none")
+    np.testing.assert_array_equal(a.x, b.x)
+    rng = np.random.default_rng(3)
+    U = bl.sphere_directions(rng, 200, 2)
+    c = bl.izom(lambda z: toy_p(z), X0, 200, 0.02, 1e-3, 5, measure="none", directions=U)
+    d = bl.izom(toy_p, X0, 200, 0.02, 1e-3, 5, measure="none", directions=U)
+    np.testing.assert_allclose(c.x, d.x, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# fast path vs reference
+# ------------------------------------------------------------------------------------------
+def test_izom_batched_replays_izom(toy_p, cleaning):
+    rng = np.random.default_rng(4)
+    with small_problem_threads():
+        # Toy P far from the kink (short run: at the kink rounding differences are amplified)
+        U = bl.sphere_directions(rng, 40, 2)
+        ref = bl.izom(toy_p, X0, 40, 0.02, 1e-3, 0, measure="none", directions=U)
+        fast = bl.izom_batched(toy_p, X0, 40, 0.02, 1e-3, directions=U[:, None, None], device="cpu")
+        np.testing.assert_allclose(fast.x[:, 0].numpy(), ref.x, atol=1e-10)
+        # smooth hyper-cleaning: the whole run
+        U = bl.sphere_directions(rng, 300, cleaning.m)
+        x0 = np.zeros(cleaning.m)
+        ref = bl.izom(cleaning, x0, 300, 0.05, 1e-3, 0, measure="none", directions=U)
+        fast = bl.izom_batched(
+            cleaning, x0, 300, 0.05, 1e-3, directions=U[:, None, None], device="cpu"
+        )
+        np.testing.assert_allclose(fast.x[:, 0].numpy(), ref.x, atol=1e-10)
+        many = bl.izom_batched(toy_p, X0, 500, 0.02, 1e-3, n_dirs=4, runs=6, seed=1, device="cpu")
+        assert many.x.shape == (501, 6, 2) and np.all(many.output_index < 500)
+        assert float(many.x_last.norm(dim=1).max()) < 0.2
+
+
+def test_kkt_oracles_agree_with_cvxpy(cleaning):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4, cleaning.m))
+    oracle = bl.kkt_oracle_torch(cleaning.A, cleaning.G, cleaning.ytr, cleaning.yval, "cpu")
+    np.testing.assert_allclose(oracle(torch.tensor(X)).numpy(), cleaning.phi_batch(X), atol=1e-10)
+    np.testing.assert_allclose(
+        cleaning.phi_batch(X), [cleaning(x) for x in X], rtol=1e-10, atol=1e-12
+    )
+    for x in X[:2]:
+        w_ref = bl.cvxpy_inner_solve(cleaning, x)
+        np.testing.assert_allclose(cleaning.inner_solution(x), w_ref, atol=1e-6)
+    # the follower's problem is degenerate: A^T A has p - n_train zero eigenvalues
+    eig = np.linalg.eigvalsh(cleaning.A.T @ cleaning.A)
+    assert np.sum(eig < 1e-9) == 40 - 20
+
+
+def test_hyper_cleaning_application(cleaning):
+    h = bl.izom(cleaning, np.zeros(cleaning.m), 3000, 0.05, 1e-3, 0, measure="none")
+    x = h.x[-1]
+    before, after = cleaning(np.zeros(cleaning.m)), cleaning(x)
+    assert after < before / 100
+    bad = cleaning.corrupted
+    assert np.corrcoef(x[bad], -cleaning.errors[bad])[0, 1] > 0.95
+    # the min-norm selection with the *true* corrections is worse than the optimistic one
+    mn = bl.MinNormSelection(cleaning)
+    assert mn(-cleaning.errors) > 10 * cleaning(-cleaning.errors)
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------
+def test_bad_input(toy_p):
+    with pytest.raises(ValueError, match="delta"):
+        bl.izom(toy_p, X0, 10, 0.1, 0.0)
+    with pytest.raises(ValueError, match="eta"):
+        bl.izom(toy_p, X0, 10, -0.1, 1e-3)
+    with pytest.raises(ValueError, match="T"):
+        bl.izom(toy_p, X0, 0, 0.1, 1e-3)
+    with pytest.raises(TypeError, match="oracle"):
+        bl.izom(3.0, X0, 10, 0.1, 1e-3)
+    with pytest.raises(ValueError, match="not strongly convex"):
+        bl.moreau_gradient(bl.toy_pessimistic(kappa=3.0), X0, gamma=0.6)
+    with pytest.raises(ValueError, match="non-finite"):
+        bl.izom(lambda z: float("nan"), X0, 5, 0.1, 1e-3)
+    with pytest.raises(ValueError, match="mode"):
+        bl.BilevelProblem(*[None] * 4, 1, 1, "neutral", None, None, np.zeros(1))
+    with pytest.raises(ValueError, match="kappa"):
+        bl.toy_optimistic(kappa=1.5)
+    with pytest.raises(ValueError, match="corruption"):
+        bl.hyper_cleaning(corruption=1.5)
+    with pytest.raises(ValueError, match="p must"):
+        bl.hyper_cleaning(n_train=20, p=10)
+    # pessimistic problem with F unbounded above on S(x): the inner ascent diverges
+    unbounded = bl.toy_pessimistic(m=1)
+    unbounded.grad_y_F = lambda x, y: y  # F = ||y||^2 / 2
+    with pytest.raises(ValueError, match="bounded above"):
+        bl.ProjectedAscentOracle(unbounded, n_steps=500, lr=0.5)(np.zeros(1))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_izom_batched_cuda(cleaning):
+    rng = np.random.default_rng(0)
+    U = bl.sphere_directions(rng, 200, cleaning.m)
+    x0 = np.zeros(cleaning.m)
+    ref = bl.izom(cleaning, x0, 200, 0.05, 1e-3, 0, measure="none", directions=U)
+    fast = bl.izom_batched(
+        cleaning, x0, 200, 0.05, 1e-3, directions=U[:, None, None], device="cuda"
+    )
+    np.testing.assert_allclose(fast.x[:, 0].cpu().numpy(), ref.x, atol=1e-9)
