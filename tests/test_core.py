@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -199,18 +200,47 @@ def test_control_grids():
 
 
 # -- cache guard ---------------------------------------------------------------------------
-def test_cache_guard_wipes_when_lab_sources_change(tmp_path):
+def _tiny_notebook(path, code="x = 6 * 7\nprint(x)"):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_cache_guard_drops_only_what_changed(tmp_path):
+    from jupyter_cache import get_cache
+
     root = tmp_path / "repo"
-    (root / "lab").mkdir(parents=True)
-    (root / "lab" / "m.py").write_text("x = 1\n")
+    (root / "lab" / "core").mkdir(parents=True)
+    (root / "lab" / "core" / "x.py").write_text("x = 1\n")
+    (root / "lab" / "a.py").write_text("a = 1\n")
     (root / "pyproject.toml").write_text("[project]\n")
+    nbs = [
+        _tiny_notebook(root / "book" / slug / "01-n.ipynb", f"print('{slug}')")
+        for slug in ("a", "b")
+    ]
     cdir = root / "_build" / ".jupyter_cache"
-    assert cache.guard(cdir, root) is False
-    (cdir / "executed.txt").write_text("old output")
-    assert cache.guard(cdir, root) is False and (cdir / "executed.txt").exists()
-    (root / "lab" / "m.py").write_text("x = 2\n")
-    assert cache.guard(cdir, root) is True
-    assert not (cdir / "executed.txt").exists()
+    assert cache.guard(cdir, root) == []
+    cache.prefill(cdir, nbs, jobs=2)
+
+    def cached():
+        return sorted(Path(r.uri).parent.name for r in get_cache(str(cdir)).list_cache_records())
+
+    assert cached() == ["a", "b"]
+    assert cache.guard(cdir, root) == [] and cached() == ["a", "b"]
+    (root / "lab" / "a.py").write_text("a = 2\n")  # chapter a's module changed
+    assert cache.guard(cdir, root) == ["a"]
+    assert cached() == ["b"]
+    (root / "lab" / "core" / "x.py").write_text("x = 2\n")  # the core changed: everything
+    assert cache.guard(cdir, root) == ["all"]
+    assert cached() == []
 
 
 # -- grading helpers -----------------------------------------------------------------------

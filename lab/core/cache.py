@@ -2,8 +2,9 @@
 
 jupyter-cache (behind ``execute_notebooks: cache``) keys a notebook on its code cells only,
 so after a change to ``lab/`` it would happily republish stale outputs. ``guard`` hashes
-everything a notebook's results depend on besides its own code (the ``lab`` sources and the
-install files) and wipes the cache when that hash changes. ``make book`` calls it before
+everything a notebook's results depend on besides its own code (``lab.core`` and the install
+files for every notebook, ``lab/<slug>`` for the chapter's own notebooks) and drops the cached
+executions whose sources changed: all of them after a core change, one chapter's otherwise. ``make book`` calls it before
 every build: ``python -m lab.core.cache _build/.jupyter_cache``.
 
 ``prefill`` then executes, in parallel worker processes, every notebook of ``_toc.yml`` that
@@ -23,35 +24,86 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STAMP = "lab-sources.sha256"
+STAMP = "lab-sources.json"
 
 
-def sources_digest(root: Path = ROOT) -> str:
-    """SHA-256 over ``lab/**/*.py``, ``pyproject.toml`` and ``constraints.txt``."""
+def _hash_files(root: Path, files) -> str:
     h = hashlib.sha256()
-    files = sorted((root / "lab").rglob("*.py")) + [
-        root / "pyproject.toml",
-        root / "constraints.txt",
-    ]
-    for path in files:
-        if path.exists() and "__pycache__" not in path.parts:
+    for path in sorted(files):
+        if path.exists() and path.is_file() and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()
 
 
-def guard(cache_dir: str | Path, root: Path = ROOT) -> bool:
-    """Delete ``cache_dir`` if it was filled under other ``lab`` sources. Returns True if wiped."""
+def _chapter_slugs(root: Path) -> list[str]:
+    return sorted(
+        p.name
+        for p in (root / "book").iterdir()
+        if p.is_dir() and not p.name.startswith(("_", "."))
+    )
+
+
+def sources_digest(root: Path = ROOT) -> dict[str, str]:
+    """What each chapter's outputs depend on besides its notebooks' code.
+
+    ``"core"``: ``lab/__init__.py``, ``lab/__main__.py``, ``lab/core/**``, ``pyproject.toml`` and
+    ``constraints.txt``, which every notebook depends on; ``"<slug>"``: ``lab/<slug>.py`` or
+    ``lab/<slug>/**``. A change to the core invalidates every notebook, a change to one
+    chapter's module only that chapter's notebooks.
+    """
+    lab = root / "lab"
+    core = [
+        lab / "__init__.py",
+        lab / "__main__.py",
+        *(lab / "core").rglob("*"),
+        root / "pyproject.toml",
+        root / "constraints.txt",
+    ]
+    digests = {"core": _hash_files(root, core)}
+    for slug in _chapter_slugs(root) if (root / "book").is_dir() else []:
+        module = (
+            [lab / f"{slug}.py", *(lab / slug).rglob("*")]
+            if (lab / slug).is_dir()
+            else [lab / f"{slug}.py"]
+        )
+        digests[slug] = _hash_files(root, module)
+    return digests
+
+
+def guard(cache_dir: str | Path, root: Path = ROOT) -> list[str]:
+    """Drop cached executions made under other ``lab`` sources.
+
+    Returns what was invalidated: ``["all"]`` when the core changed (the cache is deleted),
+    else the slugs whose module changed (their notebooks' records are removed).
+    """
+    import json
+
     cache_dir = Path(cache_dir)
-    digest = sources_digest(root)
+    digests = sources_digest(root)
     stamp = cache_dir / STAMP
-    wiped = False
-    if cache_dir.exists() and (not stamp.exists() or stamp.read_text().strip() != digest):
+    old = json.loads(stamp.read_text()) if stamp.exists() else {}
+    stale: list[str] = []
+    if cache_dir.exists() and old.get("core") != digests["core"]:
         shutil.rmtree(cache_dir)
-        wiped = True
+        stale = ["all"]
+    elif cache_dir.exists():
+        stale = [slug for slug, d in digests.items() if slug != "core" and old.get(slug) != d]
+        if stale:
+            from jupyter_cache import get_cache
+
+            cache = get_cache(str(cache_dir))
+            for record in cache.list_cache_records():
+                parts = Path(record.uri).parts
+                if any(
+                    parts[i : i + 2] == ("book", slug)
+                    for slug in stale
+                    for i in range(len(parts) - 1)
+                ):
+                    cache.remove_cache(record.pk)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(digest + "\n")
-    return wiped
+    stamp.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+    return stale
 
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
