@@ -635,9 +635,18 @@ class Explorer:
             return
         from IPython.display import display
 
+        # The plotly mime bundle is written directly: going through plotly's renderers
+        # (display(fig)) imports nbformat/jsonschema, several seconds on first use.
+        bundle = {
+            "application/vnd.plotly.v1+json": {
+                **_figure_dict(self.figure),
+                "config": {"responsive": True},
+            },
+            "text/plain": f"<plotly figure: {len(self.figure.data)} traces>",
+        }
         self._out.clear_output(wait=True)
         with self._out:
-            display(self.figure)
+            display(bundle, raw=True)
 
     # -- display -----------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None):

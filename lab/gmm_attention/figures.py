@@ -1,0 +1,406 @@
+"""Figures of the gmm_attention chapter (plotly for ``lab.core.explore``, matplotlib panels).
+
+Kept out of the notebooks so each notebook cell stays a sentence of code, and out of the
+reference kernels so those read like the model.
+
+See: book/gmm_attention/01-heads-find-centroids.ipynb,
+book/gmm_attention/02-temperature-and-baselines.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core.checks import check_bool, check_choice, check_int, check_positive
+from . import (
+    SCORES,
+    TrainHistory,
+    identity_attention,
+    in_context_error,
+    population_risk_symmetric,
+    sample_gmm,
+    sample_in_context,
+    symmetric_means,
+    train_heads,
+)
+
+__all__ = [
+    "HEAD_COLOURS",
+    "chapter_means",
+    "cached_run",
+    "plane_basis",
+    "training_figure",
+    "landscape_axes",
+    "symmetric_coordinates",
+    "temperature_figure",
+    "temperature_curve",
+]
+
+HEAD_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7")
+CLUSTER_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#F0E442")
+
+
+def chapter_means(d: int = 10, separation: float = 3.0, symmetric: bool = True) -> np.ndarray:
+    """The chapter's centroids: ``+-mu`` (``||mu|| = separation``, fixed direction, seed 0)
+    or, with ``symmetric=False``, two random directions of norm ``separation`` shifted by
+    ``+1`` in every coordinate (not symmetric about the origin).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    d = check_int("d", d, 2)
+    separation = check_positive("separation", separation)
+    symmetric = check_bool("symmetric", symmetric)
+    if symmetric:
+        return symmetric_means(d, separation, seed=0)
+    rng = np.random.default_rng(1)
+    U = rng.standard_normal((2, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    return separation * U + 1.0
+
+
+@functools.lru_cache(maxsize=64)
+def cached_run(
+    d: int = 10,
+    separation: float = 3.0,
+    lam: float = 1.0,
+    score: str = "dot",
+    symmetric: bool = True,
+    steps: int = 300,
+    seed: int = 0,
+) -> TrainHistory:
+    """:func:`lab.gmm_attention.train_heads` on :func:`chapter_means`, memoised (so a slider
+    over the training step costs one run).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    means = chapter_means(d, separation, symmetric)
+    return train_heads(means, 1.0, steps, 0.1, 1024, seed, lam=lam, score=score)
+
+
+def plane_basis(means: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """An orthonormal pair ``(e1, e2)`` for drawing a run in the plane.
+
+    ``e1`` points along ``mu_1 - mu_2``; ``e2`` along the part of the centroids' midpoint
+    orthogonal to ``e1`` when the centroids are not centred, else along the largest
+    off-axis excursion of the heads (so that the rotation onto the axis is visible).
+    """
+    e1 = means[0] - means[1]
+    e1 = e1 / np.linalg.norm(e1)
+    mid = means.mean(axis=0)
+    off = mid - (mid @ e1) * e1
+    if np.linalg.norm(off) < 1e-8:
+        P = path.reshape(-1, path.shape[-1])
+        P = P - np.outer(P @ e1, e1)
+        _, _, vt = np.linalg.svd(P, full_matrices=False)
+        off = vt[0]
+        if np.linalg.norm(off - (off @ e1) * e1) < 1e-8:  # degenerate: any orthogonal axis
+            off = np.eye(len(e1))[np.argmin(np.abs(e1))]
+            off = off - (off @ e1) * e1
+    e2 = off / np.linalg.norm(off)
+    return np.stack([e1, e2])
+
+
+def training_figure(
+    step: int = 300,
+    separation: float = 3.0,
+    lam: float = 1.0,
+    d: int = 10,
+    score: str = "dot",
+    symmetric: bool = True,
+    seed: int = 0,
+):
+    """Two panels of one training run at ``step``: the heads' paths in the plane of the
+    centroids (over 300 unlabeled samples), and alignment / head norms against the step.
+
+    The number of traces never changes (for the static twin over ``step``).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    step = check_int("step", step, 0, 300)
+    score = check_choice("score", score, SCORES)
+    run = cached_run(int(d), float(separation), float(lam), score, bool(symmetric), 300, int(seed))
+    means = run.means
+    B = plane_basis(means, run.path)
+    X, z = sample_gmm(300, means, 1.0, 7)
+    Xp, Mp = X @ B.T, means @ B.T
+    Pp = run.path @ B.T  # (R, H, 2)
+    k = int(np.searchsorted(run.steps, step))
+
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.55, 0.45],
+        subplot_titles=("heads in the plane of the centroids", "alignment and head norms"),
+        horizontal_spacing=0.12,
+    )
+    for c in range(means.shape[0]):
+        sel = z == c
+        fig.add_trace(
+            go.Scatter(
+                x=Xp[sel, 0],
+                y=Xp[sel, 1],
+                mode="markers",
+                marker=dict(size=4, color=CLUSTER_COLOURS[c], opacity=0.35),
+                name=f"samples of component {c + 1} (labels not used)",
+                hoverinfo="skip",
+            ),
+            1,
+            1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=Mp[:, 0],
+            y=Mp[:, 1],
+            mode="markers",
+            marker=dict(symbol="star", size=16, color="black"),
+            name="true centroids μ",
+        ),
+        1,
+        1,
+    )
+    for h in range(Pp.shape[1]):
+        col = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        fig.add_trace(
+            go.Scatter(
+                x=Pp[: k + 1, h, 0],
+                y=Pp[: k + 1, h, 1],
+                mode="lines",
+                line=dict(color=col, width=2),
+                name=f"path of θ{h + 1}",
+            ),
+            1,
+            1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[Pp[k, h, 0]],
+                y=[Pp[k, h, 1]],
+                mode="markers",
+                marker=dict(size=13, color=col, line=dict(color="white", width=1.5)),
+                name=f"head θ{h + 1}",
+            ),
+            1,
+            1,
+        )
+    s = run.steps
+    fig.add_trace(
+        go.Scatter(x=s, y=run.alignment, mode="lines", line=dict(color="black"), name="alignment"),
+        1,
+        2,
+    )
+    mu_norm = float(np.mean(np.linalg.norm(means, axis=1)))
+    for h in range(run.norms.shape[1]):
+        fig.add_trace(
+            go.Scatter(
+                x=s,
+                y=run.norms[:, h] / mu_norm,
+                mode="lines",
+                line=dict(color=HEAD_COLOURS[h % len(HEAD_COLOURS)], dash="dot"),
+                name=f"‖θ{h + 1}‖ / mean ‖μ‖",
+            ),
+            1,
+            2,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[step, step],
+            y=[-1.05, 1.25],
+            mode="lines",
+            line=dict(color="#888888", width=1),
+            name="current step",
+            showlegend=False,
+        ),
+        1,
+        2,
+    )
+    lim = 1.15 * max(np.abs(Xp).max(), np.abs(Pp).max())
+    fig.update_xaxes(title_text="coordinate along μ₁ − μ₂", range=[-lim, lim], row=1, col=1)
+    fig.update_yaxes(title_text="second coordinate", range=[-lim, lim], row=1, col=1)
+    fig.update_xaxes(title_text="SGD step", range=[0, 300], row=1, col=2)
+    fig.update_yaxes(title_text="cosine / norm ratio", range=[-1.05, 1.25], row=1, col=2)
+    fig.update_layout(
+        title_text=(
+            f"step {step}: alignment {run.alignment[k]:.3f}, "
+            f"head norms {', '.join(f'{v:.2f}' for v in run.norms[k])} (‖μ‖ = {mu_norm:.2f})"
+        ),
+        height=470,
+        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
+    )
+    return fig
+
+
+def symmetric_coordinates(path: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(t, phi)`` of each recorded pair of heads: ``t = ||theta_1 - theta_2|| / 2`` and the
+    angle between ``theta_1 - theta_2`` and ``mu`` folded into ``[0, pi/2]`` (head labels
+    are interchangeable).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    diff = 0.5 * (path[:, 0] - path[:, 1])
+    t = np.linalg.norm(diff, axis=1)
+    cos = np.abs(diff @ mu) / np.maximum(t * np.linalg.norm(mu), 1e-300)
+    return t, np.arccos(np.clip(cos, 0.0, 1.0))
+
+
+def landscape_axes(ax, mu_norm=3.0, d=10, lam=1.0, t_max=5.0, n_t=200, n_phi=100):
+    """Draw the exact risk ``R(t, phi)`` (eq. 5) as a heatmap on a matplotlib axis.
+
+    Returns ``(t_grid, phi_grid, R)``.
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    t = np.linspace(0.0, t_max, n_t)
+    phi = np.linspace(0.0, np.pi / 2, n_phi)
+    R = population_risk_symmetric(t[None, :], phi[:, None], mu_norm, 1.0, d, lam)
+    im = ax.pcolormesh(t, np.degrees(phi), R, shading="auto", cmap="viridis")
+    ax.contour(t, np.degrees(phi), R, levels=12, colors="white", linewidths=0.5, alpha=0.6)
+    ax.grid(False)
+    ax.figure.colorbar(im, ax=ax, label="population risk R(t, φ)")
+    ax.set(xlabel="head norm t", ylabel="angle φ to μ (degrees)")
+    return t, phi, R
+
+
+@functools.lru_cache(maxsize=32)
+def _context_data(n_seq: int, L: int, K: int, separation: float, seed: int):
+    return sample_in_context(n_seq, L, 5, separation, K, 1.0, seed)
+
+
+def temperature_curve(
+    betas, L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1, n_seq: int = 200
+):
+    """In-context error (eq. 7) over a grid of ``beta`` on fixed sequences, plus the raw-token
+    error.
+
+    Returns ``(errors, raw_error)``.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    X, z = _context_data(int(n_seq), int(L), int(K), float(separation), 0)
+    errs = np.array([in_context_error(X, z, float(b), int(n_layers)) for b in betas])
+    return errs, in_context_error(X, z, 0.0, 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _curve_cached(L, K, separation, n_layers):
+    betas = np.geomspace(0.01, 10, 25)
+    errs, raw = temperature_curve(betas, L, K, separation, n_layers, n_seq=100)
+    return betas, errs, raw
+
+
+def temperature_figure(
+    beta: float = 0.2, n_layers: int = 1, L: int = 64, K: int = 2, separation: float = 3.0
+):
+    """Two panels: one sequence before and after ``n_layers`` identity-attention layers at
+    inverse temperature ``beta`` (plane of its first two centroids), and the in-context error
+    against ``beta`` with the current ``beta`` marked.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    beta = check_positive("beta", beta, allow_zero=True)
+    n_layers = check_int("n_layers", n_layers, 1, 50)
+    L = check_int("L", L, 8, 2048)
+    K = check_int("K", K, 2, 5)
+    X, z = _context_data(100, L, K, float(separation), 0)
+    X0, z0 = X[0], z[0]
+    Y0 = identity_attention(X0, beta, n_layers)
+    # plane of the first two centroid directions of sequence 0
+    c = np.stack([X0[z0 == k].mean(axis=0) for k in range(2)])
+    e1 = c[0] - c[1]
+    e1 /= np.linalg.norm(e1)
+    e2 = c[0] + c[1] - ((c[0] + c[1]) @ e1) * e1
+    if np.linalg.norm(e2) < 1e-6 or K == 2:
+        _, _, vt = np.linalg.svd(X0 - np.outer(X0 @ e1, e1), full_matrices=False)
+        e2 = vt[0]
+    e2 /= np.linalg.norm(e2)
+    Bm = np.stack([e1, e2])
+    Xp, Yp = X0 @ Bm.T, Y0 @ Bm.T
+    betas, errs, raw = _curve_cached(L, K, float(separation), n_layers)
+    err_now = in_context_error(X[:100], z[:100], beta, n_layers)
+
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("one sequence: tokens → outputs", "error to own in-context centroid"),
+        horizontal_spacing=0.12,
+    )
+    for k in range(5):
+        sel = z0 == k
+        col = CLUSTER_COLOURS[k]
+        fig.add_trace(
+            go.Scatter(
+                x=Xp[sel, 0],
+                y=Xp[sel, 1],
+                mode="markers",
+                marker=dict(size=5, color=col, opacity=0.3),
+                name=f"tokens, cluster {k + 1}",
+                showlegend=k < K,
+            ),
+            1,
+            1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=Yp[sel, 0],
+                y=Yp[sel, 1],
+                mode="markers",
+                marker=dict(size=7, color=col, symbol="x"),
+                name=f"outputs, cluster {k + 1}",
+                showlegend=k < K,
+            ),
+            1,
+            1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=betas, y=errs, mode="lines+markers", marker=dict(size=4), name="identity attention"
+        ),
+        1,
+        2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[betas[0], betas[-1]],
+            y=[raw, raw],
+            mode="lines",
+            line=dict(dash="dash", color="#888888"),
+            name="raw tokens",
+        ),
+        1,
+        2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[max(beta, 0.01)],
+            y=[err_now],
+            mode="markers",
+            marker=dict(size=13, color="#D55E00"),
+            name="current β",
+        ),
+        1,
+        2,
+    )
+    lim = 1.1 * np.abs(Xp).max()
+    fig.update_xaxes(range=[-lim, lim], title_text="along c₁ − c₂", row=1, col=1)
+    fig.update_yaxes(range=[-lim, lim], title_text="second direction", row=1, col=1)
+    fig.update_xaxes(type="log", title_text="inverse temperature β", row=1, col=2)
+    fig.update_yaxes(
+        type="log",
+        title_text="mean squared distance",
+        range=[np.log10(0.8 * min(errs.min(), err_now)), np.log10(1.3 * max(errs.max(), raw))],
+        row=1,
+        col=2,
+    )
+    fig.update_layout(
+        title_text=f"β = {beta:.3g}, {n_layers} layer(s): error {err_now:.2f} (raw tokens {raw:.2f})",
+        height=450,
+        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
+    )
+    return fig

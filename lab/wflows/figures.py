@@ -1,0 +1,307 @@
+"""Figures of the wflows chapter (plotly, for ``lab.core.explore``).
+
+Kept out of the notebooks so that each cell stays a sentence of code, and out of the
+reference kernels so that those read like the paper.
+
+See: book/wflows/01-three-samplers.ipynb, book/wflows/02-rates-and-variance.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core.checks import check_choice, check_int, check_positive
+from . import (
+    FiniteSumQuadratic,
+    SamplerHistory,
+    quadratic_finite_sum,
+    run_sampler,
+    sgd_flow_density,
+    sgd_flow_stationary_var_1d,
+    sgld_stationary_var_1d,
+    shifted_quadratic_1d,
+)
+
+__all__ = [
+    "COLOURS",
+    "LABELS",
+    "ellipse",
+    "sampler_frame",
+    "flow_1d_data",
+    "flow_1d_frame",
+    "sgld_variance_frame",
+]
+
+COLOURS = {"langevin": "#0072B2", "sgld": "#D55E00", "svrg": "#009E73", "target": "#555555"}
+LABELS = {"langevin": "ULA (GD flow)", "sgld": "SGLD (SGD flow)", "svrg": "SVRG-LD (SVRG flow)"}
+
+
+def ellipse(mean: np.ndarray, cov: np.ndarray, radius: float = 2.0, points: int = 120):
+    """Points of the ellipse ``{x : (x - mean)^T cov^-1 (x - mean) = radius^2}``.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    w, U = np.linalg.eigh(cov)
+    th = np.linspace(0, 2 * np.pi, points)
+    circle = np.stack([np.cos(th), np.sin(th)])
+    return (mean[:, None] + U @ (np.sqrt(w)[:, None] * radius * circle)).T
+
+
+def sampler_frame(
+    runs: dict[str, SamplerHistory],
+    potential: FiniteSumQuadratic,
+    budget: float,
+    metric: str = "KL",
+    show: int = 200,
+):
+    """Particle clouds of the three samplers at an equal gradient budget (left) and the
+    Gaussian-fit KL or W2 against gradient evaluations with the budget marked (right).
+
+    Always 2 + 3 * 3 traces (target ellipses, cloud, curve and marker per method).
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    budget = check_positive("budget", budget, allow_zero=True)
+    metric = check_choice("metric", metric, ("KL", "W2"))
+    show = check_int("show", show, 1, 300)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(
+            "particles at equal gradient budget (dashed: target 1σ, 2σ)",
+            f"Gaussian-fit {metric} to π vs gradient evaluations",
+        ),
+        horizontal_spacing=0.1,
+    )
+    for r in (1.0, 2.0):
+        e = ellipse(potential.mean, potential.cov, r)
+        fig.add_trace(
+            go.Scatter(
+                x=e[:, 0],
+                y=e[:, 1],
+                mode="lines",
+                line=dict(color=COLOURS["target"], dash="dash", width=1),
+                showlegend=False,
+                hoverinfo="skip",
+            ),
+            1,
+            1,
+        )
+    lines = []
+    for name, H in runs.items():
+        i = H.at_budget(budget)
+        Xk = H.particles[i][:show]
+        fig.add_trace(
+            go.Scatter(
+                x=Xk[:, 0],
+                y=Xk[:, 1],
+                mode="markers",
+                marker=dict(size=3, color=COLOURS[name], opacity=0.6),
+                name=LABELS[name],
+                legendgroup=name,
+            ),
+            1,
+            1,
+        )
+        y = H.kl if metric == "KL" else H.w2
+        ok = H.grad_evals > 0
+        idx = np.unique(np.geomspace(1, ok.sum(), 120).astype(int) - 1)
+        ge, yy = H.grad_evals[ok][idx], y[ok][idx]
+        lines.append(
+            (
+                go.Scatter(
+                    x=ge,
+                    y=yy,
+                    mode="lines",
+                    line=dict(color=COLOURS[name]),
+                    name=LABELS[name],
+                    legendgroup=name,
+                    showlegend=False,
+                ),
+                go.Scatter(
+                    x=[max(H.grad_evals[i], 1.0)],
+                    y=[y[i]],
+                    mode="markers",
+                    marker=dict(size=10, color=COLOURS[name], line=dict(color="white", width=1)),
+                    showlegend=False,
+                    hovertemplate=f"{LABELS[name]}<br>{metric} = %{{y:.4f}}<extra></extra>",
+                ),
+            )
+        )
+    for line, marker in lines:
+        fig.add_trace(line, 1, 2)
+        fig.add_trace(marker, 1, 2)
+    allX = np.concatenate([H.particles[:, :show].reshape(-1, 2) for H in runs.values()])
+    lo, hi = np.percentile(allX, [0.5, 99.5], axis=0)
+    fig.update_xaxes(title_text="x₁", range=[lo[0] - 0.3, hi[0] + 0.3], row=1, col=1)
+    fig.update_yaxes(title_text="x₂", range=[lo[1] - 0.3, hi[1] + 0.3], row=1, col=1)
+    fig.update_xaxes(
+        title_text="component-gradient evaluations per particle",
+        type="log",
+        exponentformat="power",
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(title_text=metric, type="log", exponentformat="power", row=1, col=2)
+    kls = {n: H.kl[H.at_budget(budget)] for n, H in runs.items()}
+    fig.update_layout(
+        title_text=f"budget {budget:,.0f} evaluations: KL  ULA {kls['langevin']:.4f} · "
+        f"SGLD {kls['sgld']:.4f} · SVRG-LD {kls['svrg']:.4f}",
+        height=470,
+        legend=dict(orientation="h", y=-0.22),
+    )
+    return fig
+
+
+@functools.lru_cache(maxsize=16)
+def flow_1d_data(
+    eta: float = 0.1,
+    batch_size: int = 1,
+    particles: int = 20_000,
+    t_end: float = 3.0,
+    frames: int = 31,
+    seed: int = 0,
+):
+    """The 1-D demo: the GD flow and the SGD flow (eq. 3) solved on a grid, and ULA / SGLD
+    particles with step ``h = eta``, at ``frames`` times in ``[0, t_end]``.
+
+    Target: ``quadratic_finite_sum(N=50, d=1, seed=3, eig_range=(0.3, 2.0), spread=3.0)``
+    (so the minibatch noise depends on x). Cached.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    eta = check_positive("eta", eta)
+    pot = quadratic_finite_sum(50, 1, 3, eig_range=(0.3, 2.0), spread=3.0)
+    x = np.linspace(-7, 7, 281)
+    dx = x[1] - x[0]
+    m0, s0 = 4.0, 0.5
+    steps = int(round(t_end / eta))
+    t = eta * np.round(np.linspace(0, steps, frames)).astype(int)
+    mu0 = np.exp(-0.5 * ((x - m0) / s0) ** 2)
+    gd = sgd_flow_density(pot, 0.0, batch_size, x, mu0, t, dt=min(eta, 0.02))
+    sgd = sgd_flow_density(pot, eta, batch_size, x, mu0, t, dt=min(eta, 0.02))
+    rng = np.random.default_rng(seed)
+    X0 = m0 + s0 * rng.standard_normal((particles, 1))
+    every = max(1, steps // (frames - 1))
+    ula = run_sampler("langevin", pot, X0, eta, steps, seed=seed + 1, record_every=every, keep=0)
+    sgld = run_sampler(
+        "sgld", pot, X0, eta, steps, batch_size, seed=seed + 2, record_every=every, keep=0
+    )
+    pi = np.exp(-0.5 * (x - pot.mean[0]) ** 2 / pot.cov[0, 0])
+    pi /= pi.sum() * dx
+    return {"pot": pot, "x": x, "t": t, "gd": gd, "sgd": sgd, "pi": pi, "ula": ula, "sgld": sgld}
+
+
+def _hist_from_moments(x, mean, var):
+    return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2 * np.pi * var)
+
+
+def flow_1d_frame(t: float = 3.0, eta: float = 0.1, batch_size: int = 1):
+    """Density of the GD and SGD flows at flow time ``t`` (PDE, the nearest stored time), with
+    the Gaussian fits of the ULA and SGLD particle clouds and the target. Always 5 traces.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    import plotly.graph_objects as go
+
+    t = check_positive("t", t, allow_zero=True)
+    data = flow_1d_data(float(eta), int(batch_size))
+    j = int(np.argmin(np.abs(data["t"] - t)))
+    x = data["x"][::2]  # 141 plotted points per curve
+    H_ula, H_sgld = data["ula"], data["sgld"]
+    ju = min(j, len(H_ula.step) - 1)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(x=x, y=data["pi"][::2], name="target π", line=dict(color="#555555", dash="dash"))
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=data["gd"][j][::2], name="GD flow (PDE)", line=dict(color=COLOURS["langevin"])
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=data["sgd"][j][::2],
+            name="SGD flow (PDE)",
+            line=dict(color=COLOURS["sgld"], width=3),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=_hist_from_moments(x, H_ula.mean[ju, 0], H_ula.cov[ju, 0, 0]),
+            name="ULA particles (Gaussian fit)",
+            line=dict(color=COLOURS["langevin"], dash="dot"),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=_hist_from_moments(x, H_sgld.mean[ju, 0], H_sgld.cov[ju, 0, 0]),
+            name="SGLD particles (Gaussian fit)",
+            line=dict(color=COLOURS["sgld"], dash="dot"),
+        )
+    )
+    fig.update_layout(
+        title_text=f"t = {data['t'][j]:.2f}: η = {eta:g}, b = {batch_size}",
+        xaxis_title="x",
+        yaxis_title="density",
+        yaxis_range=[0, 0.9],
+        height=420,
+    )
+    return fig
+
+
+@functools.lru_cache(maxsize=64)
+def _sgld_1d_run(h: float, s: float, batch_size: int, particles: int, seed: int):
+    pot = shifted_quadratic_1d(100, s, seed)
+    X0 = np.random.default_rng(seed).standard_normal((particles, 1))
+    steps = int(np.ceil(8.0 / h))
+    H = run_sampler(
+        "sgld", pot, X0, h, steps, batch_size, seed=seed + 1, record_every=steps, keep=0
+    )
+    return H.X[:, 0]
+
+
+def sgld_variance_frame(
+    h: float = 0.1, s: float = 3.0, batch_size: int = 2, particles: int = 10_000
+):
+    """Histogram of SGLD particles after flow time 8 on ``shifted_quadratic_1d(s)`` against
+    the target, the SGD flow's stationary law and SGLD's discrete stationary law. 4 traces.
+
+    See: book/wflows/02-rates-and-variance.ipynb
+    """
+    import plotly.graph_objects as go
+
+    h = check_positive("h", h)
+    X = _sgld_1d_run(float(h), float(s), int(batch_size), int(particles), 0)
+    v_sgld = sgld_stationary_var_1d(h, s, batch_size)
+    v_flow = sgd_flow_stationary_var_1d(h, s, batch_size)
+    edges = np.linspace(-6, 6, 81)
+    hist, _ = np.histogram(X, bins=edges, density=True)
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    x = np.linspace(-6, 6, 241)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=mid, y=hist, name="SGLD particles", marker_color="#E69F00", opacity=0.5))
+    for var, name, style in [
+        (1.0, "target π = N(0, 1)", dict(color="#555555", dash="dash")),
+        (v_flow, f"SGD flow: 1 + ηs²/2b = {v_flow:.3f}", dict(color=COLOURS["sgld"])),
+        (v_sgld, f"SGLD: (1 + hs²/2b)/(1 − h/2) = {v_sgld:.3f}", dict(color="#000000", dash="dot")),
+    ]:
+        fig.add_trace(go.Scatter(x=x, y=_hist_from_moments(x, 0.0, var), name=name, line=style))
+    fig.update_layout(
+        title_text=f"h = {h:.3g}: empirical variance {X.var():.3f} (formula {v_sgld:.3f})",
+        xaxis_title="x",
+        yaxis_title="density",
+        yaxis_range=[0, 0.5],
+        bargap=0,
+        height=420,
+        legend=dict(x=0.01, y=0.99),
+    )
+    return fig

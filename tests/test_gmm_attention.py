@@ -1,0 +1,320 @@
+"""Tests of lab.gmm_attention: attention heads cluster a Gaussian mixture.
+
+Mirrors the "Correctness checks" of the chapter spec
+(shared/papers/transformers-gmm-clustering.md). CPU, float64, a few seconds in all; the CUDA
+test is skipped without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lab import gmm_attention as ga
+from lab.core.runtime import small_problem_threads
+
+
+@pytest.fixture(scope="module")
+def mu():
+    return ga.symmetric_means(10, 3.0, seed=0)
+
+
+@pytest.fixture(scope="module")
+def trained(mu):
+    return ga.train_heads(mu, 1.0, 300, 0.1, 1024, 0, lam=1.0)
+
+
+def _numeric_grad(Theta, X, lam, score, h=1e-6):
+    G = np.zeros_like(Theta)
+    for idx in np.ndindex(*Theta.shape):
+        E = np.zeros_like(Theta)
+        E[idx] = h
+        G[idx] = (ga.risk(Theta + E, X, lam, score) - ga.risk(Theta - E, X, lam, score)) / (2 * h)
+    return G
+
+
+# ------------------------------------------------------------------------------------------
+# the layer and its gradient
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("score", ga.SCORES)
+def test_risk_grad_matches_finite_differences(score):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)) * 2
+    Theta = rng.normal(size=(3, 4))
+    G = ga.risk_grad(Theta, X, 0.7, score)
+    N = _numeric_grad(Theta, X, 0.7, score)
+    assert np.linalg.norm(G - N) / np.linalg.norm(N) < 1e-6
+
+
+@pytest.mark.parametrize("score", ga.SCORES)
+def test_risk_grad_matches_autograd(score):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(64, 5))
+    Theta = rng.normal(size=(2, 5))
+    lam = 1.3
+    Xt = torch.tensor(X)
+    T = torch.tensor(Theta, requires_grad=True)
+    logits = Xt @ T.T
+    if score == "distance":
+        logits = logits - 0.5 * (T**2).sum(1)
+    A = torch.softmax(lam * logits, -1) @ T
+    loss = ((Xt - A) ** 2).sum(1).mean()
+    loss.backward()
+    assert loss.item() == pytest.approx(ga.risk(Theta, X, lam, score), rel=1e-14)
+    np.testing.assert_allclose(ga.risk_grad(Theta, X, lam, score), T.grad.numpy(), atol=1e-10)
+
+
+def test_head_weights_and_stability():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(20, 3)) * 100
+    Theta = rng.normal(size=(2, 3)) * 100
+    for score in ga.SCORES:
+        A, W = ga.head_attention(X, Theta, 1e3, score)
+        assert np.all(np.isfinite(A)) and np.all(np.isfinite(W))
+        np.testing.assert_allclose(W.sum(1), 1.0, atol=1e-12)
+
+
+def test_head_swap_symmetry_and_symmetric_saddle(mu):
+    rng = np.random.default_rng(3)
+    X, _ = ga.sample_gmm(500, mu, 1.0, 4)
+    Theta = rng.normal(size=(2, 10))
+    for score in ga.SCORES:
+        assert abs(ga.risk(Theta, X, 1.0, score) - ga.risk(Theta[::-1], X, 1.0, score)) < 1e-12
+    # theta_1 = theta_2 stays symmetric under exact GD (a saddle): the heads never separate
+    v = rng.normal(size=10) * 0.1
+    T = np.stack([v, v])
+    for _ in range(50):
+        T = T - 0.1 * ga.risk_grad(T, X, 1.0, "dot")
+    assert np.abs(T[0] - T[1]).max() < 1e-12
+
+
+# ------------------------------------------------------------------------------------------
+# population risk (quadrature) vs Monte Carlo, landscape
+# ------------------------------------------------------------------------------------------
+
+
+def test_quadrature_matches_monte_carlo(mu):
+    u = mu[0] / np.linalg.norm(mu[0])
+    Theta = np.stack([3.01 * u, -3.01 * u])
+    quad = float(ga.population_risk_symmetric(3.01, 0.0))
+    mc, se = ga.monte_carlo_risk(Theta, mu, 1.0, 1.0, "dot", n=400_000, seed=5)
+    assert quad == pytest.approx(9.963, abs=1e-3)
+    assert abs(mc - quad) < 3 * se
+    # an off-axis pair, too (angle 1 rad)
+    w = np.zeros(10)
+    w[np.argmax(np.abs(u) < 0.5)] = 1
+    w -= (w @ u) * u
+    w /= np.linalg.norm(w)
+    v = np.cos(1.0) * u + np.sin(1.0) * w
+    q2 = float(ga.population_risk_symmetric(2.0, 1.0))
+    mc2, se2 = ga.monte_carlo_risk(np.stack([2 * v, -2 * v]), mu, 1.0, 1.0, "dot", 200_000, 6)
+    assert abs(mc2 - q2) < 4 * se2
+
+
+def test_landscape_minimiser():
+    t = np.linspace(0, 5, 200)
+    phi = np.linspace(0, np.pi, 100)
+    R = ga.population_risk_symmetric(t[None, :], phi[:, None])
+    i, j = np.unravel_index(np.argmin(R), R.shape)
+    assert phi[i] in (0.0, np.pi)
+    assert abs(t[j] - 3.0) < 0.05
+    # the origin (collapsed heads) is worse than the minimiser, the noise floor is d sigma^2
+    assert R[0, 0] == pytest.approx(9 + 10, abs=1e-12)
+    assert 9.9 < R.min() < 10.0
+
+
+# ------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------
+
+
+def test_training_aligns_with_centroids(mu, trained):
+    assert trained.Theta.shape == (2, 10)
+    assert trained.alignment[-1] > 0.999
+    assert np.all(np.abs(np.linalg.norm(trained.Theta, axis=1) / 3.0 - 1) < 0.02)
+    r, _ = ga.monte_carlo_risk(trained.Theta, mu, 1.0, 1.0, "dot", 100_000, 9)
+    assert abs(r - 9.963) / 9.963 < 0.01
+    assert trained.alignment[0] < 0.9  # it started unaligned
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_training_seeds(mu, seed):
+    h = ga.train_heads(mu, 1.0, 300, 0.1, 1024, seed)
+    assert h.alignment[-1] > 0.999
+
+
+def test_general_centroids_distance_score_beats_dot():
+    rng = np.random.default_rng(1)
+    U = rng.normal(size=(2, 10))
+    means = 3 * U / np.linalg.norm(U, axis=1, keepdims=True) + 1.0
+    dot = ga.train_heads(means, 1.0, 300, 0.1, 1024, 0, score="dot")
+    dist = ga.train_heads(means, 1.0, 300, 0.1, 1024, 0, score="distance")
+    e_dot, e_dist = ga.centroid_error(dot.Theta, means), ga.centroid_error(dist.Theta, means)
+    assert ga.alignment(dist.Theta, means) > 0.999
+    assert e_dist < 0.15 and e_dot > 2 * e_dist
+
+
+def test_large_lambda_is_a_lloyd_fixed_point(mu):
+    h = ga.train_heads(mu, 1.0, 300, 0.1, 1024, 0, lam=50.0)
+    X, _ = ga.sample_gmm(200_000, mu, 1.0, 11)
+    assert ga.lloyd_fixed_point_residual(h.Theta, X) < 0.1
+
+
+def test_determinism(mu):
+    a = ga.train_heads(mu, 1.0, 20, 0.1, 64, 3)
+    b = ga.train_heads(mu, 1.0, 20, 0.1, 64, 3)
+    np.testing.assert_array_equal(a.path, b.path)
+    X1, z1 = ga.sample_gmm(10, mu, 1.0, 5)
+    X2, z2 = ga.sample_gmm(10, mu, 1.0, 5)
+    np.testing.assert_array_equal(X1, X2)
+    np.testing.assert_array_equal(z1, z2)
+
+
+def test_alignment_is_permutation_invariant_and_sign_aware(mu):
+    assert ga.alignment(mu, mu) == pytest.approx(1.0)
+    assert ga.alignment(mu[::-1], mu) == pytest.approx(1.0)
+    assert ga.alignment(np.stack([mu[0], mu[0]]), mu) == pytest.approx(0.0, abs=1e-12)
+    K3 = np.eye(3) * 2
+    assert ga.alignment(K3[[2, 0, 1]] * 5, K3) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------
+# fast path vs reference
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("score", ga.SCORES)
+def test_batched_torch_matches_numpy_on_same_samples(mu, score):
+    rng = np.random.default_rng(7)
+    steps, batch = 30, 128
+    S = ga.sample_gmm(2 * steps * batch, mu, 1.0, 8)[0].reshape(2, steps, batch, 10)
+    T0 = 0.1 * rng.normal(size=(2, 2, 10))
+    with small_problem_threads(1):
+        fast = ga.train_heads_batched(
+            mu,
+            1.0,
+            steps,
+            0.1,
+            batch,
+            seeds=2,
+            lam=[1.0, 2.0],
+            score=score,
+            Theta0=T0,
+            samples=S,
+            device="cpu",
+        )
+    for r, lam in enumerate([1.0, 2.0]):
+        ref = ga.train_heads(
+            mu, 1.0, steps, 0.1, batch, 0, lam=lam, score=score, Theta0=T0[r], samples=S[r]
+        )
+        np.testing.assert_allclose(fast[r].numpy(), ref.Theta, atol=1e-8)
+
+
+def test_batched_torch_learns(mu):
+    with small_problem_threads(1):
+        out = ga.train_heads_batched(mu, 1.0, 300, 0.1, 256, seeds=4, device="cpu", seed=1)
+    assert out.shape == (4, 2, 10) and out.dtype == torch.float32
+    assert min(ga.alignment(o.numpy(), mu) for o in out) > 0.99
+
+
+def test_identity_attention_properties():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 16, 4))
+    Y = ga.identity_attention(X, 0.7)
+    # outputs are convex combinations: beta = 0 -> sequence mean; permutation equivariance
+    np.testing.assert_allclose(ga.identity_attention(X, 0.0), np.broadcast_to(X.mean(1, keepdims=True), X.shape), atol=1e-12)  # fmt: skip
+    perm = rng.permutation(16)
+    np.testing.assert_allclose(ga.identity_attention(X[:, perm], 0.7), Y[:, perm], atol=1e-12)
+    assert np.all(Y.max(1) <= X.max(1) + 1e-12) and np.all(Y.min(1) >= X.min(1) - 1e-12)
+    np.testing.assert_allclose(ga.identity_attention(X[1], 0.7), Y[1], atol=1e-14)
+    assert np.all(np.isfinite(ga.identity_attention(X * 100, 50.0)))
+    np.testing.assert_array_equal(ga.identity_attention(X, 3.0, 0), X)
+
+
+def test_sdpa_matches_reference():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, 32, 5))
+    ref = ga.identity_attention(X, 0.3, 2)
+    out = ga.identity_attention_sdpa(X, 0.3, 2, device="cpu")
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
+    out32 = ga.identity_attention_sdpa(torch.tensor(X, dtype=torch.float32), 0.3, 2)
+    np.testing.assert_allclose(out32.numpy(), ref, atol=1e-5)
+
+
+def test_in_context_u_curve():
+    X, z = ga.sample_in_context(500, 64, 5, 3.0, 2, 1.0, 0)
+    raw = ga.in_context_error(X, z, 0.0, 0)
+    best = ga.in_context_error(X, z, 0.2, 1)
+    hot = ga.in_context_error(X, z, 5.0, 1)
+    assert best < 1.0 and best * 4 < raw
+    assert hot > raw
+
+
+# ------------------------------------------------------------------------------------------
+# trusted library: scikit-learn
+# ------------------------------------------------------------------------------------------
+
+
+def test_heads_match_sklearn_kmeans_and_em(mu):
+    res = ga.fit_baselines(mu, 1.0, 10_000, 0)
+    heads = res["attention"]["centers"]
+    for name in ("k-means", "EM"):
+        assert ga.centroid_error(heads, res[name]["centers"]) < 0.1
+        assert res[name]["error"] < 0.1
+    assert res["attention"]["error"] < 0.1
+
+
+def test_kmeans_batched_matches_sklearn():
+    from sklearn.cluster import KMeans
+
+    X, z = ga.sample_in_context(8, 64, 5, 3.0, 2, 1.0, 3)
+    C, lab, inertia = ga.kmeans_batched(X, 2, seed=0)
+    for b in range(8):
+        km = KMeans(2, n_init=5, random_state=0).fit(X[b])
+        assert inertia[b] == pytest.approx(km.inertia_, rel=1e-9)
+        assert ga.centroid_error(C[b], km.cluster_centers_) < 1e-9
+    assert ga.in_context_kmeans_error(X, z, 2) < 0.2
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------
+
+
+def test_bad_input(mu):
+    X, _ = ga.sample_gmm(10, mu, 1.0, 0)
+    with pytest.raises(ValueError, match="lam"):
+        ga.head_attention(X, mu, 0.0)
+    with pytest.raises(ValueError, match="beta"):
+        ga.identity_attention(X, -1.0)
+    with pytest.raises(ValueError, match="Theta"):
+        ga.risk(mu[:1], X)
+    with pytest.raises(ValueError, match="dimension"):
+        ga.risk(mu[:, :5], X)
+    with pytest.raises(ValueError, match="sigma"):
+        ga.sample_gmm(10, mu, 0.0)
+    with pytest.raises(ValueError, match="weights"):
+        ga.sample_gmm(10, mu, 1.0, weights=[0.5, 0.6])
+    with pytest.raises(ValueError, match="score"):
+        ga.risk_grad(mu, X, 1.0, "cosine")
+    with pytest.raises(ValueError, match="means"):
+        ga.train_heads(mu[:1], 1.0, 10)
+    with pytest.raises(TypeError, match="steps"):
+        ga.train_heads(mu, 1.0, 1.5)
+    with pytest.raises(ValueError, match="lr"):
+        ga.train_heads(mu, 1.0, 10, lr=-1)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_fast_paths_match(mu):  # pragma: no cover - GPU only
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 256, 16))
+    ref = ga.identity_attention(X, 0.2)
+    out = ga.identity_attention_sdpa(torch.tensor(X, dtype=torch.float32, device="cuda"), 0.2)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-4)
+    heads = ga.train_heads_batched(mu, 1.0, 300, 0.1, 1024, seeds=8, device="cuda")
+    assert min(ga.alignment(h.cpu().numpy(), mu) for h in heads) > 0.999
