@@ -95,8 +95,8 @@ def setup(seed_value: int = 0, *, threads: int | str = "auto", verbose: bool = T
     """The parameters cell's one call: seed everything, pick the device, set CPU threads,
     apply the book's figure style (matplotlib style, plotly template ``optlab``).
 
-    ``threads="auto"`` uses one torch thread on CPU (the measured policy for small problems)
-    and leaves CUDA runs alone. Returns the device.
+    ``threads="auto"`` uses one torch thread and one BLAS thread on CPU (the measured policy
+    for small problems) and leaves CUDA runs alone. Returns the device.
     """
     import torch
 
@@ -107,12 +107,18 @@ def setup(seed_value: int = 0, *, threads: int | str = "auto", verbose: bool = T
     register_plotly_template()
     dev = device()
     if threads == "auto":
-        if dev.type == "cpu":
-            torch.set_num_threads(1)
+        n = 1 if dev.type == "cpu" else None
     else:
         from .checks import check_int
 
-        torch.set_num_threads(check_int("threads", threads, 1, os.cpu_count() or 1))
+        n = check_int("threads", threads, 1, os.cpu_count() or 1)
+    if n is not None:
+        torch.set_num_threads(n)
+        # numpy's BLAS (OpenBLAS) follows the same policy: its threads contend the same way
+        # (two 650x650 solves in parallel processes ran 3-8x slower with 2 BLAS threads each).
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=n, user_api="blas")
     if verbose:
         print(f"lab: device={dev.type}, torch threads={torch.get_num_threads()}, seed={seed_value}")
     return dev

@@ -1160,7 +1160,7 @@ def kl_grid(mu: Any, pi: Any, dx: float) -> float:
 
 
 def fisher_grid(mu: Any, pi: Any, dx: float) -> float:
-    r"""Relative Fisher information $I(\mu\|\pi) = \int \mu\,|(\log \mu/\pi)'|^2$ on a grid
+    r"""Relative Fisher information ``I(mu || pi) = int mu * ((log mu/pi)')^2`` on a grid
     (central differences; cells with ``mu <= 1e-300`` skipped).
 
     See: book/wflows/02-rates-and-variance.ipynb

@@ -1,0 +1,104 @@
+r"""
+# ACE: adaptive constrained equivariance
+
+Manolache, Chamon, Niepert. *Learning (Approximately) Equivariant Networks via Constrained
+Optimization.* NeurIPS 2025 (oral). [arXiv:2505.13631](https://arxiv.org/abs/2505.13631)
+
+**What is reconstructed.** The update equations, the Lagrangians and the statements of
+Theorems 4.1/4.2 come from a detailed summary of the paper cross-checked against the
+official code (`andreimano/ACE`), not from the full text. The SO(2) vector-field toy, its
+data and every number in the chapter are ours.
+
+## Homotopy model
+
+Each layer mixes an equivariant and an unconstrained branch,
+
+$$f^i_{\theta,\gamma}(x) = f^{eq,i}_\theta(x) + \gamma_i f^{neq,i}_\theta(x),$$
+
+so that $\gamma = 0$ is an exactly equivariant network. Training starts at $\gamma = 1$.
+
+## Algorithm 1 (equality constraints, fully symmetric data)
+
+$\min_{\theta,\gamma} J_0(\theta,\gamma)$ s.t. $\gamma_i = 0$. Lagrangian
+$J_0 + \sum_i \lambda_i\gamma_i$ (optionally $+\,c\,\gamma_i^2$, the augmented term),
+simultaneous gradient descent-ascent:
+
+$$\theta \leftarrow \theta - \eta_p\nabla_\theta J_0,\quad
+\gamma_i \leftarrow \gamma_i - \eta_p(\partial_{\gamma_i}J_0 + \lambda_i + 2c\gamma_i),\quad
+\lambda_i \leftarrow \lambda_i + \eta_d\gamma_i .$$
+
+## Algorithm 2 (resilient constraints, partially symmetric data)
+
+$\min_{\theta,\gamma,u} J_0 + \tfrac\rho2\lVert u\rVert^2$ s.t. $|\gamma_i| \le u_i$,
+$\lambda_i \leftarrow [\lambda_i + \eta_d(|\gamma_i| - u_i)]_+$; at the optimum
+$u_i^* = \lambda_i^*/\rho$.
+
+## Theorems (as stated in the summary)
+
+With $\bar\gamma = \max_i|\gamma_i|$, $M$ a Lipschitz bound of the layers, $B$ a bound of
+the non-equivariant branches:
+
+* 4.1: $\lVert f_{\theta,\gamma}(x) - f_{\theta,0}(x)\rVert \le
+  [\sum_{k<L}(1+\bar\gamma)^k]\,\bar\gamma B M^{L-1}\lVert x\rVert$;
+* 4.2: $\lVert\rho_Y(g)f(x) - f(\rho_X(g)x)\rVert \le 2\bar\gamma(M + C\bar\gamma)^{L-1}LB^2\lVert x\rVert$.
+
+## Deviations
+
+* The dual step uses the slack measured *before* the primal step (simultaneous GDA, as
+  Cooper's ``SimultaneousOptimizer``); the official code steps the primal first.
+* The resilient cost is $\tfrac\rho2\lVert u\rVert^2$ (the paper's form; the code uses
+  $\rho\lVert u\rVert^2$).
+
+Reference kernels: :func:`dual_step` and :func:`scalar_gda` (numpy, float64). The torch
+engine :class:`ACE` runs on CPU or CUDA and follows its model's device; the equivariance
+check sends every sampled group element through one batched forward pass.
+
+See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_CONSTRAINED = (
+    "ACE",
+    "HomotopyLayer",
+    "dual_step",
+    "equivariance_error",
+    "homotopy",
+    "scalar_gda",
+    "truncation_bound",
+    "violation_bound",
+)
+_TOY = (
+    "METHODS",
+    "NeqBranch",
+    "VNLayer2D",
+    "layer_constants",
+    "make_toy_model",
+    "rotation_matrices",
+    "so2_equivariance_error",
+    "swirl_dataset",
+    "swirl_field",
+    "train_toy",
+    "truncation_gap",
+    "violation_gap",
+)
+_SWEEP = ("load_sweep", "run_sweep", "sweep_mse", "SWEEP_PATH", "METHOD_SETTINGS", "SWEEP_SETTINGS")
+
+__all__ = list(_CONSTRAINED + _TOY + _SWEEP)
+
+
+def __getattr__(name: str):
+    # torch is imported only when a torch-backed name is first used (cheap ``import lab.ace``)
+    if name in _CONSTRAINED:
+        return getattr(importlib.import_module(".constrained", __name__), name)
+    if name in _TOY:
+        return getattr(importlib.import_module(".so2_toy", __name__), name)
+    if name in _SWEEP:
+        return getattr(importlib.import_module(".sweep", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,175 @@
+"""Figures of the koala chapter (plotly for ``lab.core.explore``).
+
+See: book/koala/01-kalman-view.ipynb, book/koala/02-training-digits.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core.checks import check_positive, check_range
+from . import NoisyQuadratic, TrainRun, run_quadratic
+
+__all__ = ["COLOURS", "LABELS", "quadratic_figure", "training_figure"]
+
+COLOURS = {
+    "ekf": "#000000",
+    "koalapp": "#D55E00",
+    "koalapp_vanilla": "#E69F00",
+    "koalav": "#0072B2",
+    "adam": "#009E73",
+    "sgd": "#CC79A7",
+}
+LABELS = {
+    "ekf": "full EKF",
+    "koalapp": "KOALA++",
+    "koalapp_vanilla": "KOALA++ (vanilla)",
+    "koalav": "KOALA-V",
+    "adam": "Adam",
+    "sgd": "SGD-momentum",
+}
+PATH_METHODS = ("ekf", "koalapp", "koalav", "adam")
+
+
+@functools.lru_cache(maxsize=256)
+def _quadratic_runs(kappa: float, noise: float, q: float, r: float, sigma0: float, steps: int):
+    prob = NoisyQuadratic(n=2, kappa=kappa, noise=noise, seed=0, max_steps=max(steps, 10))
+    runs = {}
+    for m in PATH_METHODS:
+        try:
+            runs[m] = run_quadratic(prob, m, steps=steps, sigma0=sigma0, q=q, r=r)
+        except FloatingPointError:  # the KOALA++ closure lost positivity: show no path
+            runs[m] = None
+    return prob, runs
+
+
+def quadratic_figure(
+    kappa: float = 100.0,
+    noise: float = 0.1,
+    q: float = 0.1,
+    r: float = 0.5,
+    sigma0: float = 0.1,
+    steps: int = 40,
+):
+    """Two panels: the paths of EKF / KOALA++ / KOALA-V / Adam over the loss contours of a
+    2-D noisy quadratic with condition number ``kappa``, and the noise-free loss per step.
+
+    Always 9 traces (a contour, four paths, four loss curves), as the explore twin needs.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    kappa = check_range("kappa", kappa, 1.0, 1e6)
+    noise = check_positive("noise", noise, allow_zero=True)
+    prob, runs = _quadratic_runs(
+        float(kappa), float(noise), float(q), float(r), float(sigma0), int(steps)
+    )
+    lim = 3.3
+    grid = np.linspace(-lim, lim, 41)
+    X, Y = np.meshgrid(grid, grid)
+    Z = prob.mean_loss(np.stack([X.ravel(), Y.ravel()], 1)).reshape(X.shape)
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("paths over the loss contours", "noise-free loss (log)")
+    )
+    fig.add_trace(
+        go.Contour(
+            x=grid,
+            y=grid,
+            z=np.log10(Z + 1e-6),
+            showscale=False,
+            contours_coloring="lines",
+            ncontours=14,
+            line_width=0.8,
+            colorscale="Greys",
+            hoverinfo="skip",
+            name="log₁₀ loss",
+        ),
+        row=1,
+        col=1,
+    )
+    k = np.arange(steps + 1)
+    for m in PATH_METHODS:
+        run = runs[m]
+        th = run["theta"] if run is not None else np.full((1, 2), np.nan)
+        fig.add_trace(
+            go.Scatter(
+                x=th[:, 0],
+                y=th[:, 1],
+                mode="lines+markers",
+                marker_size=4,
+                line_color=COLOURS[m],
+                name=LABELS[m],
+                legendgroup=m,
+            ),
+            row=1,
+            col=1,
+        )
+    for m in PATH_METHODS:
+        run = runs[m]
+        ml = run["mean_loss"] if run is not None else np.full(k.size, np.nan)
+        fig.add_trace(
+            go.Scatter(
+                x=k,
+                y=ml,
+                mode="lines",
+                line_color=COLOURS[m],
+                name=LABELS[m],
+                legendgroup=m,
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
+        )
+    fig.update_xaxes(title_text="θ₁", range=[-lim, lim], row=1, col=1)
+    fig.update_yaxes(title_text="θ₂", range=[-lim, lim], row=1, col=1)
+    fig.update_xaxes(title_text="step k", row=1, col=2)
+    fig.update_yaxes(title_text="½ θᵀAθ", type="log", row=1, col=2)
+    fig.update_layout(
+        title_text=f"condition number κ = {kappa:.3g}, gradient noise = {noise:.3g}",
+        height=420,
+        legend=dict(orientation="h", y=-0.18),
+    )
+    return fig
+
+
+def training_figure(runs: dict[str, TrainRun], title: str = ""):
+    """Train loss (log) and test accuracy per epoch for a dict ``name -> TrainRun``.
+
+    Always ``2 * len(runs)`` traces.
+
+    See: book/koala/02-training-digits.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log)", "test accuracy"))
+    for name, run in runs.items():
+        ep = np.arange(len(run.train_loss))
+        label = LABELS.get(name, name)
+        colour = COLOURS.get(name, None)
+        fig.add_trace(
+            go.Scatter(x=ep, y=run.train_loss, name=label, line_color=colour, legendgroup=name),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=ep,
+                y=run.test_acc,
+                name=label,
+                line_color=colour,
+                legendgroup=name,
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
+        )
+    fig.update_xaxes(title_text="epoch")
+    fig.update_yaxes(title_text="cross-entropy", type="log", row=1, col=1)
+    fig.update_yaxes(title_text="accuracy", range=[0.5, 1.0], row=1, col=2)
+    fig.update_layout(title_text=title, height=400, legend=dict(orientation="h", y=-0.2))
+    return fig

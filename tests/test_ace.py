@@ -1,0 +1,289 @@
+"""Tests of lab.ace: closed forms, dual feasibility, exact equivariance, reductions, Cooper."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import lab
+from lab import ace
+from lab.ace.sweep import load_sweep, run_sweep, sweep_mse
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # tiny models: one torch thread is many times faster than two on a shared machine
+    with lab.small_problem_threads(1):
+        yield
+
+
+class _Const(nn.Module):
+    """A layer that ignores its input and returns a fixed value (shape (1,))."""
+
+    def __init__(self, value: float):
+        super().__init__()
+        self.register_buffer("value", torch.tensor([value], dtype=torch.float64))
+
+    def forward(self, x):
+        return self.value.expand(x.shape[0])
+
+
+def _scalar_model(gamma0=1.0):
+    # f(x) = 0 + gamma * 1, so the homotopy output *is* gamma
+    return ace.HomotopyLayer(_Const(0.0), _Const(1.0), gamma0=gamma0).double()
+
+
+def _scalar_ace_run(eta_p, eta_d, steps, aug=0.0, mode="equality", rho=1.0):
+    layer = _scalar_model()
+    opt = torch.optim.SGD(layer.parameters(), lr=eta_p)
+    eng = ace.ACE(layer, opt, mode=mode, dual_lr=eta_d, aug=aug, rho=rho)
+    if mode == "resilient":
+        eng.primal_opts[0].param_groups[-1]["lr"] = eta_p
+    z = torch.zeros(1, dtype=torch.float64)
+    xs, lams = [1.0], [0.0]
+    for _ in range(steps):
+        out = eng.step(((layer(z) - 2.0) ** 2).sum())
+        xs.append(float(out["gamma"][0]))
+        lams.append(float(out["lam"][0]))
+    return np.array(xs), np.array(lams), eng
+
+
+# ---------------------------------------------------------------- closed forms (reference)
+def test_scalar_equality_kkt():
+    r = ace.scalar_gda(eta_p=0.05, eta_d=0.05, aug=1.0, steps=2000)
+    assert abs(r["x"][-1]) < 1e-3 and abs(r["lam"][-1] - 4.0) < 1e-3
+
+
+def test_scalar_resilient_optimum():
+    r = ace.scalar_gda(eta_p=0.05, eta_d=0.05, steps=4000, mode="resilient", rho=1.0)
+    for k in ("x", "u", "lam"):
+        assert abs(r[k][-1] - 4 / 3) < 1e-3, k
+    assert np.all(r["lam"] >= 0)
+
+
+def test_undamped_gda_oscillates_damped_converges():
+    free = ace.scalar_gda(eta_p=0.05, eta_d=0.5, aug=0.0, steps=400)
+    damped = ace.scalar_gda(eta_p=0.05, eta_d=0.5, aug=1.0, steps=400)
+    assert np.sign(free["x"][50:]).min() < 0 < np.sign(free["x"][50:]).max()  # swings
+    assert abs(damped["x"][-1]) < abs(free["x"][-100:]).max()
+
+
+def test_dual_step_kinds():
+    lam = np.array([0.1, -0.2, 0.0])
+    s = np.array([-1.0, 0.5, 2.0])
+    assert np.allclose(ace.dual_step(lam, s, 0.1), lam + 0.1 * s)
+    assert np.all(ace.dual_step(lam, s, 1.0, "inequality") >= 0)
+    with pytest.raises(ValueError, match="same shape"):
+        ace.dual_step(lam, s[:2], 0.1)
+
+
+# ---------------------------------------------------------------- torch engine vs reference
+@pytest.mark.parametrize("aug", [0.0, 1.0])
+def test_ace_equals_numpy_reference(aug):
+    xs, lams, _ = _scalar_ace_run(0.05, 0.05, 300, aug=aug)
+    r = ace.scalar_gda(eta_p=0.05, eta_d=0.05, aug=aug, steps=300)
+    np.testing.assert_allclose(xs, r["x"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lams, r["lam"], rtol=1e-10, atol=1e-12)
+
+
+def test_ace_resilient_equals_reference_and_feasible():
+    xs, lams, eng = _scalar_ace_run(0.05, 0.05, 300, mode="resilient")
+    r = ace.scalar_gda(eta_p=0.05, eta_d=0.05, steps=300, mode="resilient")
+    np.testing.assert_allclose(xs, r["x"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(lams, r["lam"], rtol=1e-9, atol=1e-12)
+    assert np.all(lams >= 0)
+    assert abs(float(eng.u.detach()[0]) - r["u"][-1]) < 1e-10
+
+
+def test_lambda_integrates_gamma_when_loss_ignores_it():
+    layer = _scalar_model(gamma0=0.7)
+    layer.gamma.requires_grad_(False)  # gamma frozen, loss independent of gamma
+    eng = ace.ACE(layer, torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1), dual_lr=0.3)
+    g = float(layer.gamma)
+    for k in range(1, 11):
+        out = eng.step(torch.zeros((), requires_grad=True))
+        assert abs(out["lam"][0] - 0.3 * g * k) < 1e-12
+
+
+def test_cooper_simultaneous_gda_agrees():
+    cooper = pytest.importorskip("cooper")
+
+    class Problem(cooper.ConstrainedMinimizationProblem):
+        def __init__(self):
+            super().__init__()
+            mult = cooper.multipliers.DenseMultiplier(num_constraints=1, dtype=torch.float64)
+            self.c = cooper.Constraint(
+                constraint_type=cooper.ConstraintType.EQUALITY,
+                formulation_type=cooper.formulations.Lagrangian,
+                multiplier=mult,
+            )
+
+        def compute_cmp_state(self, x):
+            loss = ((x - 2.0) ** 2).sum()
+            return cooper.CMPState(
+                loss=loss, observed_constraints={self.c: cooper.ConstraintState(violation=x)}
+            )
+
+    x = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+    cmp = Problem()
+    opt = cooper.optim.SimultaneousOptimizer(
+        cmp=cmp,
+        primal_optimizers=torch.optim.SGD([x], lr=0.05),
+        dual_optimizers=torch.optim.SGD(cmp.dual_parameters(), lr=0.05, maximize=True),
+    )
+    cx, cl = [], []
+    for _ in range(200):
+        opt.roll(compute_cmp_state_kwargs={"x": x})
+        cx.append(float(x.detach()))
+        cl.append(float(cmp.c.multiplier.weight.detach().reshape(-1)[0]))
+    xs, lams, _ = _scalar_ace_run(0.05, 0.05, 200)
+    np.testing.assert_allclose(xs[1:], cx, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(lams[1:], cl, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- equivariance
+def _x(n=256, seed=0):
+    x, _ = ace.swirl_dataset(n, 0.0, seed)
+    return torch.tensor(x)
+
+
+def test_strict_and_truncated_are_exactly_equivariant():
+    strict = ace.make_toy_model(homotopy=False, dtype=torch.float64)
+    assert ace.so2_equivariance_error(strict, _x(), n=64) < 1e-10
+    model = ace.make_toy_model(dtype=torch.float64)
+    eng = ace.ACE(model, torch.optim.SGD(model.parameters(), lr=0.0))
+    assert ace.so2_equivariance_error(eng.truncate(), _x(), n=64) < 1e-10
+    assert ace.so2_equivariance_error(model, _x(), n=64) > 1e-3  # gamma = 1: broken
+
+
+def test_neq_branch_alone_is_not_equivariant():
+    branch = ace.NeqBranch(1, 1).double()
+
+    def f(x):
+        return branch(x.reshape(-1, 1, 2)).reshape(-1, 2)
+
+    assert ace.so2_equivariance_error(f, _x(), n=32) > 1e-2
+
+
+def test_equivariance_error_batched_matches_loop_and_closed_form():
+    A = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64))
+    x = _x(64, 3)
+    th = torch.tensor([0.3, 1.1, 2.0, 4.0], dtype=torch.float64)
+    got = ace.equivariance_error(
+        lambda v: v @ A.T, x, lambda n: th[:n], ace.rotation_matrices, ace.rotation_matrices, n=4
+    )
+    R = ace.rotation_matrices(th)
+    num = np.mean([float(((x @ (A @ r - r @ A).T) ** 2).sum(-1).mean()) for r in R])
+    den = float(((x @ A.T) ** 2).sum(-1).mean())
+    assert abs(got - num / den) < 1e-12
+
+
+def test_truncation_bound_holds_on_toy():
+    model = ace.make_toy_model(dtype=torch.float64, gamma0=0.2)
+    x = _x(1000, 5)
+    eng = ace.ACE(model, torch.optim.SGD(model.parameters(), lr=0.0))
+    k = ace.layer_constants(model, x)
+    gap = ace.truncation_gap(model, eng.truncate(), x)
+    bound = ace.truncation_bound([0.2] * 3, k["B"], k["M"], 3, x.norm(dim=-1).numpy())
+    assert np.all(gap <= bound + 1e-12)
+
+
+def test_bounds_closed_form_and_linear_in_gamma():
+    assert math.isclose(
+        ace.truncation_bound([0.1, -0.2], 2.0, 1.5, 2, 3.0),
+        1 * 0.2 * 2 * 1.5 * 3 + 1.2 * 0.2 * 2 * 1.5 * 3,
+    )
+    assert math.isclose(ace.violation_bound([0.1], 2.0, 1.5, 1.0, 1, 1.0), 2 * 0.1 * 4.0)
+    assert ace.truncation_bound([0.0], 1.0, 1.0, 3, 1.0) == 0.0
+
+
+# ---------------------------------------------------------------- reductions and determinism
+def test_ace_with_zero_dual_lr_is_unconstrained_bit_for_bit():
+    a = ace.train_toy("unconstrained", N=32, steps=30, record_every=10)
+    b = ace.train_toy("equality", N=32, steps=30, dual_lr=0.0, record_every=10)
+    np.testing.assert_array_equal(a["test_mse"], b["test_mse"])
+    np.testing.assert_array_equal(a["gamma"], b["gamma"])
+
+
+def test_gamma_frozen_at_zero_is_strict_bit_for_bit():
+    x, y = ace.swirl_dataset(32, 0.3, 0)
+    X, Y = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+    strict = ace.make_toy_model(homotopy=False)
+    hom = ace.make_toy_model(gamma0=0.0)
+    for layer in hom.layers:
+        layer.gamma.requires_grad_(False)
+        layer.use_neq = False
+    eqp = [p for n, p in hom.named_parameters() if ".eq." in n]
+    o1 = torch.optim.Adam(strict.parameters(), lr=1e-2)
+    o2 = torch.optim.Adam(eqp, lr=1e-2)
+    eng = ace.ACE(hom, o2, dual_lr=0.1)
+    for _ in range(20):
+        o1.zero_grad()
+        l1 = ((strict(X) - Y) ** 2).sum(-1).mean()
+        l1.backward()
+        o1.step()
+        l2 = ((hom(X) - Y) ** 2).sum(-1).mean()
+        eng.step(l2)
+        assert float(l1.detach()) == float(l2.detach())
+
+
+def test_train_toy_deterministic():
+    a = ace.train_toy("resilient", N=32, eps=0.5, steps=20, record_every=5)
+    b = ace.train_toy("resilient", N=32, eps=0.5, steps=20, record_every=5)
+    np.testing.assert_array_equal(a["gamma"], b["gamma"])
+    np.testing.assert_array_equal(a["lam"], b["lam"])
+    assert np.all(a["lam"] >= 0)
+
+
+def test_stored_sweep_regenerates():
+    stored = load_sweep()
+    short = run_sweep(["strict"], [0.5], [32], [0], show_progress=False)
+    key = "strict|0.5|32|0"
+    assert abs(short["runs"][key]["test_mse"] - stored["runs"][key]["test_mse"]) < 1e-4
+    assert sweep_mse(stored, "strict", 0.5, 32) > 0
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_inputs():
+    model = ace.make_toy_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="mode"):
+        ace.ACE(model, opt, mode="inequality")
+    with pytest.raises(ValueError, match="dual_lr"):
+        ace.ACE(model, opt, dual_lr=-1.0)
+    with pytest.raises(ValueError, match="rho"):
+        ace.ACE(model, opt, mode="resilient", rho=0.0)
+    strict = ace.make_toy_model(homotopy=False)
+    with pytest.raises(ValueError, match="HomotopyLayer"):
+        ace.ACE(strict, torch.optim.SGD(strict.parameters(), lr=0.1))
+    bad = ace.HomotopyLayer(nn.Linear(2, 3), nn.Linear(2, 4))
+    with pytest.raises(ValueError, match=r"\(5, 3\).*\(5, 4\)"):
+        bad(torch.zeros(5, 2))
+    with pytest.raises(TypeError, match="eq"):
+        ace.HomotopyLayer("not a module", nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="N"):
+        ace.swirl_dataset(0, 0.1, 0)
+    with pytest.raises(ValueError, match="method"):
+        ace.train_toy("penalty")
+    with pytest.raises(ValueError, match="x must be a 2-d"):
+        ace.so2_equivariance_error(model, torch.zeros(3))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu_trajectory():
+    torch.manual_seed(0)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        model = ace.make_toy_model(dtype=torch.float64).to(dev)
+        x, y = ace.swirl_dataset(64, 0.5, 0)
+        X = torch.tensor(x, device=dev)
+        Y = torch.tensor(y, device=dev)
+        eng = ace.ACE(model, torch.optim.SGD(model.parameters(), lr=1e-2), dual_lr=0.05, aug=1.0)
+        gs = [eng.step(((model(X) - Y) ** 2).sum(-1).mean())["gamma"] for _ in range(200)]
+        res[dev] = np.array(gs)
+    np.testing.assert_allclose(res["cuda"], res["cpu"], rtol=1e-5, atol=1e-8)

@@ -1,0 +1,366 @@
+"""Tests of lab.coreset: facility-location coresets and posterior-sampled selection.
+
+Mirrors the "Correctness checks" of the chapter spec (shared/papers/coreset-posterior-sampling.md):
+facility-location invariants and the (1 - 1/e) bound, reference vs fast path, agreement with
+apricot, the sigma = 0 reduction, the concatenation identity, parameter restoration, the weighted
+loss, label noise, bad input. The paper-scale alignment and training checks are marked slow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lab import coreset as cs
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _pool(n=60, m=5, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, m))
+
+
+# ------------------------------------------------------------------------------------------
+# facility location
+# ------------------------------------------------------------------------------------------
+def test_greedy_invariants():
+    D = cs.pairwise_distances(_pool())
+    prev = -1.0
+    for b in range(1, 15):
+        idx, w = cs.greedy_facility_location(D, b)
+        assert len(np.unique(idx)) == b == len(w)
+        assert w.dtype.kind == "i" and (w >= 1).all() and w.sum() == 60
+        f = cs.facility_location_objective(D, idx)
+        assert f >= prev - 1e-12
+        prev = f
+        # greedy is a prefix family: the first b picks of B are the picks of b
+        assert np.array_equal(cs.greedy_facility_location(D, 14)[0][:b], idx)
+
+
+def test_budget_at_least_pool_returns_everything():
+    D = cs.pairwise_distances(_pool(7))
+    for fn in (
+        cs.greedy_facility_location,
+        lambda d, b: cs.facility_location_torch(d, b, metric="precomputed", device="cpu"),
+    ):
+        idx, w = fn(D, 7)
+        assert np.array_equal(idx, np.arange(7)) and np.array_equal(w, np.ones(7))
+        idx, w = fn(D, 50)
+        assert np.array_equal(idx, np.arange(7))
+
+
+def test_greedy_within_one_minus_one_over_e_of_brute_force():
+    rng = np.random.default_rng(3)
+    for _ in range(15):
+        D = cs.pairwise_distances(rng.standard_normal((12, 2)))
+        b = int(rng.integers(1, 5))
+        idx, _ = cs.greedy_facility_location(D, b)
+        _, best = cs.brute_force_facility_location(D, b)
+        assert cs.facility_location_objective(D, idx) >= (1 - 1 / math.e) * best
+
+
+def test_weights_are_nearest_medoid_counts():
+    G = _pool(40)
+    D = cs.pairwise_distances(G)
+    idx, w = cs.greedy_facility_location(D, 6)
+    nearest = np.argmin(D[:, idx], axis=1)
+    assert np.array_equal(np.bincount(nearest, minlength=6), w)
+
+
+def test_lazy_greedy_reaches_the_same_objective():
+    D = cs.pairwise_distances(_pool(120, 4, 5))
+    i1, _ = cs.greedy_facility_location(D, 20)
+    i2, w2 = cs.greedy_facility_location(D, 20, lazy=True)
+    f1, f2 = (cs.facility_location_objective(D, i) for i in (i1, i2))
+    assert f2 == pytest.approx(f1, rel=1e-12) and w2.sum() == 120
+
+
+def test_reference_vs_torch_identical_on_random_float64():
+    for seed, (n, m, b) in enumerate([(50, 3, 5), (300, 10, 30), (1000, 8, 40)]):
+        G = _pool(n, m, seed)
+        ref = cs.greedy_facility_location(cs.pairwise_distances(G), b)
+        fast = cs.facility_location_torch(torch.as_tensor(G), b)
+        assert np.array_equal(ref[0], fast[0]) and np.array_equal(ref[1], fast[1])
+
+
+def test_reference_vs_torch_ties_broken_the_same_way():
+    # integer distances: many exact ties, all sums exact in float64
+    rng = np.random.default_rng(0)
+    P = rng.integers(0, 4, size=(40, 2)).astype(float)
+    D = np.abs(P[:, None, :] - P[None, :, :]).sum(-1)  # L1 on a grid: integer-valued
+    for b in (1, 5, 12):
+        ref = cs.greedy_facility_location(D, b)
+        fast = cs.facility_location_torch(D, b, metric="precomputed", device="cpu")
+        assert np.array_equal(ref[0], fast[0]) and np.array_equal(ref[1], fast[1])
+
+
+def test_torch_batch_equals_one_pool_at_a_time():
+    G = np.stack([_pool(80, 6, s) for s in range(4)])
+    idx, w = cs.facility_location_torch(torch.as_tensor(G), 9)
+    assert idx.shape == (4, 9) and (w.sum(1) == 80).all()
+    for p in range(4):
+        i1, w1 = cs.greedy_facility_location(cs.pairwise_distances(G[p]), 9)
+        assert np.array_equal(i1, idx[p]) and np.array_equal(w1, w[p])
+
+
+def test_apricot_agrees_on_the_objective():
+    apricot = pytest.importorskip("apricot")
+    D = cs.pairwise_distances(_pool(150, 6, 2))
+    idx, _ = cs.greedy_facility_location(D, 15)
+    sel = apricot.FacilityLocationSelection(15, metric="precomputed", optimizer="naive")
+    sel.fit(D.max() - D)
+    f_ref = cs.facility_location_objective(D, idx)
+    assert cs.facility_location_objective(D, sel.ranking) == pytest.approx(f_ref, rel=1e-12)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_torch_on_cuda_float32_objective():
+    G = _pool(2000, 16, 4)
+    D = cs.pairwise_distances(G)
+    idx_ref, _ = cs.greedy_facility_location(D, 50)
+    idx, w = cs.facility_location_torch(torch.as_tensor(G, dtype=torch.float32, device="cuda"), 50)
+    f_ref = cs.facility_location_objective(D, idx_ref)
+    assert cs.facility_location_objective(D, idx) == pytest.approx(f_ref, rel=1e-5)
+    assert w.sum() == 2000
+
+
+# ------------------------------------------------------------------------------------------
+# posterior features
+# ------------------------------------------------------------------------------------------
+def _net():
+    return cs.make_mlp(8, 16, 3, seed=0)
+
+
+def _data(n=40):
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(n, 8, generator=g)
+    y = torch.randint(0, 3, (n,), generator=g)
+    return X, y
+
+
+def test_posterior_features_reduce_to_the_proxy():
+    net, (X, y) = _net(), _data()
+    net.eval()
+    with torch.no_grad():
+        ref = cs.gradient_proxy(net(X), y)
+    F = cs.posterior_features(net, X, y, K=1, sigma=0.0)
+    assert torch.equal(F, ref)
+    F3 = cs.posterior_features(net, X, y, K=3, sigma=0.0)
+    assert F3.shape == (40, 9) and torch.equal(F3[:, 3:6], ref)
+    assert torch.allclose(ref.sum(1), torch.zeros(40), atol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["norm", "all", "last", "norm_out"])
+def test_posterior_features_restore_parameters_and_mode(where):
+    net, (X, y) = _net(), _data()
+    net.train()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    g = torch.Generator().manual_seed(1)
+    F = cs.posterior_features(net, X, y, K=4, sigma=0.1, where=where, generator=g)
+    assert F.shape == (40, 12)
+    after = net.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # running stats untouched too
+    assert net.training
+    # and the noise did something
+    assert not torch.equal(F[:, :3], F[:, 3:6])
+
+
+def test_posterior_features_deterministic_with_generator():
+    net, (X, y) = _net(), _data()
+    F1 = cs.posterior_features(net, X, y, 4, 0.1, generator=torch.Generator().manual_seed(5))
+    F2 = cs.posterior_features(net, X, y, 4, 0.1, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(F1, F2)
+
+
+def test_concatenation_identity():
+    X, y, _, _ = cs.digits_split()
+    W = cs.softmax_regression_fit(X, y, 10, steps=10)
+    G = cs.logreg_posterior_features(W, X[:30], y[:30], K=5, sigma=0.3, seed=2)
+    blocks = G.reshape(30, 5, -1)
+    lhs = ((G[:, None] - G[None]) ** 2).sum(-1)
+    rhs = sum(((blocks[:, None, k] - blocks[None, :, k]) ** 2).sum(-1) for k in range(5))
+    np.testing.assert_allclose(lhs, rhs, rtol=0, atol=1e-12)
+
+
+def test_sigma_zero_posterior_selection_is_craig():
+    X, y, _, _ = cs.digits_split()
+    W = cs.softmax_regression_fit(X, y, 10, steps=10)
+    Xp, yp = X[:120], y[:120]
+    craig = cs.greedy_facility_location(
+        cs.pairwise_distances(cs.logreg_example_gradients(W, Xp, yp).reshape(120, -1)), 12
+    )
+    for K in (1, 2, 4):
+        post = cs.greedy_facility_location(
+            cs.pairwise_distances(cs.logreg_posterior_features(W, Xp, yp, K, 0.0)), 12
+        )
+        assert np.array_equal(craig[0], post[0]) and np.array_equal(craig[1], post[1])
+
+
+def test_minibatch_coresets_sigma_zero_is_craig_and_shapes():
+    net = cs.make_mlp(seed=0)
+    X, y, _, _ = cs.digits_split()
+    Xt = torch.as_tensor(X, dtype=torch.float32)
+    kw = dict(pool_size=64, budget=8, steps=3, seed=4)
+    craig = cs.select_minibatch_coresets(net, Xt, y, method="craig", **kw)
+    post = cs.select_minibatch_coresets(net, Xt, y, method="posterior", sigma=0.0, K=3, **kw)
+    rand = cs.select_minibatch_coresets(net, Xt, y, method="random", **kw)
+    assert len(craig) == len(post) == len(rand) == 3
+    for (i1, w1), (i2, w2) in zip(craig, post, strict=True):
+        assert np.array_equal(i1, i2) and np.array_equal(w1, w2) and w1.sum() == 64
+    for i, w in rand:
+        assert len(np.unique(i)) == 8 and (w == 1).all()
+
+
+# ------------------------------------------------------------------------------------------
+# the weighted loss, label noise, logistic-regression algebra
+# ------------------------------------------------------------------------------------------
+def test_coreset_loss_uniform_and_duplicates():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(6, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3, 1, 0])
+    ref = torch.nn.functional.cross_entropy(z, y)
+    assert torch.allclose(cs.coreset_loss(z, y, torch.ones(6)), ref, rtol=1e-14)
+    gam = torch.tensor([1.0, 2.0, 3.0, 1.0, 4.0, 2.0])
+    loss = cs.coreset_loss(z, y, gam)
+    (gz,) = torch.autograd.grad(loss, z)
+    # duplicate row 4 and halve its weight
+    z2 = torch.cat([z, z[4:5]])
+    y2 = torch.cat([y, y[4:5]])
+    gam2 = torch.cat([gam, gam[4:5]])
+    gam2[4] = gam2[6] = 2.0
+    loss2 = cs.coreset_loss(z2, y2, gam2)
+    (gz2,) = torch.autograd.grad(loss2, z)
+    assert torch.allclose(loss, loss2, rtol=1e-14) and torch.allclose(gz, gz2, rtol=1e-13)
+
+
+def test_corrupt_labels():
+    y = np.arange(20000) % 10
+    same, fl = cs.corrupt_labels(y, 0.0, 10, 0)
+    assert np.array_equal(same, y) and not fl.any()
+    for ratio in (0.2, 0.5, 0.8):
+        yn, fl = cs.corrupt_labels(y, ratio, 10, 1)
+        p = ratio * 9 / 10
+        assert abs(fl.mean() - p) < 3 * math.sqrt(p * (1 - p) / y.size)
+        assert np.array_equal(fl, yn != y)
+    yn, fl = cs.corrupt_labels(y, 0.5, 10, 1, mode="exclusive")
+    assert abs(fl.mean() - 0.5) < 3 * math.sqrt(0.25 / y.size)
+    assert np.array_equal(cs.corrupt_labels(y, 0.3, 10, 7)[0], cs.corrupt_labels(y, 0.3, 10, 7)[0])
+
+
+def test_logreg_gradients_and_hessian_match_autograd():
+    X, y, _, _ = cs.digits_split()
+    X, y = X[:25, :6], y[:25] % 3
+    W = np.random.default_rng(0).standard_normal((3, 7)) * 0.3
+    gam = np.random.default_rng(1).uniform(0.5, 2.0, 25)
+
+    def loss(Wt):
+        Xa = torch.cat([torch.as_tensor(X), torch.ones(25, 1, dtype=torch.float64)], 1)
+        ce = torch.nn.functional.cross_entropy(Xa @ Wt.T, torch.as_tensor(y), reduction="none")
+        g = torch.as_tensor(gam)
+        return (g * ce).sum() / g.sum()
+
+    Wt = torch.as_tensor(W)
+    H_auto = torch.autograd.functional.hessian(loss, Wt).reshape(21, 21).numpy()
+    np.testing.assert_allclose(cs.logreg_hessian(W, X, y, gam), H_auto, atol=1e-12)
+    G = cs.logreg_example_gradients(W, X, y)
+    g_auto = torch.autograd.functional.jacobian(loss, Wt).numpy()
+    np.testing.assert_allclose(np.einsum("i,ica->ca", gam / gam.sum(), G), g_auto, atol=1e-12)
+
+
+def test_alignment_errors_of_the_whole_pool_are_zero():
+    X, y, _, _ = cs.digits_split()
+    X, y = X[:60], y[:60]
+    W = cs.softmax_regression_fit(X, y, 10, steps=5)
+    err = cs.alignment_errors(W, X, y, np.arange(60), np.ones(60), sigma=0.1, draws=2)
+    assert err["grad"] < 1e-25 and err["hess"] < 1e-12 and err["newton"] < 1e-10
+
+
+def test_alignment_study_small_ranking():
+    X, y, _, _ = cs.digits_split()
+    st = cs.alignment_study(X, y, noise=0.4, trials=2, eval_draws=2, sigma=0.2)
+    g, h = st.mean("grad"), st.mean("hess")
+    assert g["craig"] < g["random"] and g["posterior"] < g["random"]
+    assert h["craig"] < h["random"] and h["posterior"] < h["random"]
+
+
+def test_trainer_short_run_and_restores_nothing_broken():
+    Xtr, ytr, Xte, yte = cs.digits_split()
+    yn, fl = cs.corrupt_labels(ytr, 0.3, 10, 0)
+    net = cs.make_mlp(seed=0)
+    h = cs.CoresetTrainer("posterior", select_every=5).fit(
+        net, Xtr, yn, Xte, yte, steps=20, flipped=fl, eval_every=10
+    )
+    assert h.steps == [10, 20] and 0.2 < h.test_acc[-1] <= 1.0
+    assert 0.0 <= h.noisy_share[-1] <= 1.0
+    h2 = cs.CoresetTrainer("posterior", select_every=5).fit(
+        cs.make_mlp(seed=0), Xtr, yn, Xte, yte, steps=20, flipped=fl, eval_every=10
+    )
+    assert h.test_acc == h2.test_acc  # deterministic
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------
+def test_bad_input():
+    D = cs.pairwise_distances(_pool(10))
+    with pytest.raises(ValueError, match="budget"):
+        cs.greedy_facility_location(D, 0)
+    with pytest.raises(TypeError, match="budget"):
+        cs.greedy_facility_location(D, 2.5)
+    with pytest.raises(ValueError, match="square"):
+        cs.greedy_facility_location(D[:, :5], 2)
+    with pytest.raises(ValueError, match="non-negative"):
+        cs.greedy_facility_location(-D, 2)
+    with pytest.raises(ValueError, match="finite"):
+        cs.facility_location_torch(np.full((3, 2), np.nan), 1)
+    with pytest.raises(ValueError, match="budget"):
+        cs.facility_location_torch(_pool(5), -1)
+    net, (X, y) = _net(), _data()
+    with pytest.raises(ValueError, match="K"):
+        cs.posterior_features(net, X, y, K=0)
+    with pytest.raises(ValueError, match="sigma"):
+        cs.posterior_features(net, X, y, sigma=-0.1)
+    with pytest.raises(ValueError, match="where"):
+        cs.posterior_features(net, X, y, where="middle")
+    plain = torch.nn.Sequential(torch.nn.Linear(8, 3))
+    with pytest.raises(ValueError, match='where="last"'):
+        cs.posterior_features(plain, X, y, where="norm")
+    with pytest.raises(ValueError, match="finite"):
+        cs.gradient_proxy(torch.full((2, 3), float("nan")), [0, 1])
+    with pytest.raises(ValueError, match="ratio"):
+        cs.corrupt_labels([0, 1], 1.5, 2, 0)
+    with pytest.raises(ValueError, match="y must lie"):
+        cs.corrupt_labels([0, 5], 0.1, 3, 0)
+    with pytest.raises(ValueError, match="method"):
+        cs.CoresetTrainer("gradmatch")
+    with pytest.raises(ValueError, match="gamma"):
+        cs.coreset_loss(torch.zeros(2, 3), torch.tensor([0, 1]), torch.tensor([-1.0, 1.0]))
+
+
+# ------------------------------------------------------------------------------------------
+# paper-scale checks (slow)
+# ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_alignment_ranking_at_notebook_scale():
+    X, y, _, _ = cs.digits_split()
+    st = cs.alignment_study(X, y, noise=0.4, trials=6, K=8, sigma=0.2)
+    h, g = st.mean("hess"), st.mean("grad")
+    assert h["posterior"] <= h["craig"] < h["random"]
+    assert g["posterior"] <= 1.1 * g["craig"] and g["craig"] < g["random"]
+
+
+@pytest.mark.slow
+def test_training_trend_at_fifty_percent_noise():
+    r = cs.noise_sweep((0.5,), seeds=(0, 1, 2), steps=200)
+    assert r["posterior"].mean() >= r["craig"].mean() - 0.01
+    assert r["random"].mean() > r["full"].mean()

@@ -1,0 +1,470 @@
+"""Tests of lab.koala: the EKF reference, KOALA++ (reference, loop, fast path), KOALA-V."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from lab import koala
+
+DEV_CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small problems: one torch thread (per-op overhead and contention dominate)."""
+    from lab.core.runtime import small_problem_threads
+
+    with small_problem_threads(1):
+        yield
+
+
+def run_opt(opt_cls, theta0, loss_fn, grad_fn, steps, lsq=None, **kw):
+    """Drive a lab optimizer on one float64 parameter vector with numpy loss/grad."""
+    p = torch.nn.Parameter(torch.tensor(theta0, dtype=torch.float64))
+    opt = opt_cls([p], **kw)
+    for k in range(1, steps + 1):
+        th = p.detach().numpy().copy()
+        p.grad = torch.tensor(grad_fn(th, k))
+        opt.step_with_loss(loss_fn(th, k), None if lsq is None else lsq[k - 1])
+    return p.detach().numpy(), opt
+
+
+@pytest.fixture(scope="module")
+def quad10():
+    return koala.NoisyQuadratic(n=10, kappa=100.0, noise=0.0, seed=0)
+
+
+# ------------------------------------------------------------------ exactness in 1-D
+
+
+@pytest.mark.parametrize("q,r,s0", [(0.1, 0.5, 0.1), (1e-3, 2.0, 1.0), (0.5, 0.01, 0.05)])
+def test_one_dimension_koalapp_is_the_ekf(q, r, s0):
+    prob = koala.NoisyQuadratic(n=1, kappa=1.0, noise=0.3, seed=3)
+    th0 = np.array([2.5])
+    ekf = koala.ekf_full(th0, prob.loss, prob.grad, s0, q, r, 50, phantom=True)
+    ref = koala.koalapp_reference(th0, prob.loss, prob.grad, steps=50, sigma0=s0, q=q, r=r)
+    np.testing.assert_allclose(ref["theta"], ekf["theta"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ref["v"], ekf["v_true"], rtol=1e-12, atol=1e-14)
+    final, _ = run_opt(koala.KoalaPP, th0, prob.loss, prob.grad, 50, lr=1.0, sigma0=s0, q=q, r=r)
+    np.testing.assert_allclose(final, ekf["theta"][-1], rtol=0, atol=1e-12)
+
+
+def test_collinear_gradients_all_variants_equal_ekf():
+    # L = 1/2 (u^T theta - b)^2: every gradient is a multiple of u, so w_k = 0 and the closure
+    # is exact: vanilla = symmetric = full EKF.
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(6)
+
+    def loss(th):
+        return 0.5 * (u @ th - 1.0) ** 2
+
+    def grad(th):
+        return (u @ th - 1.0) * u
+
+    th0 = rng.standard_normal(6)
+    ekf = koala.ekf_full(th0, loss, grad, 0.2, 0.05, 0.3, 40)
+    for sym in (True, False):
+        ref = koala.koalapp_reference(
+            th0, loss, grad, steps=40, sigma0=0.2, q=0.05, r=0.3, symmetric=sym
+        )
+        np.testing.assert_allclose(ref["theta"], ekf["theta"], atol=1e-12)
+
+
+def test_first_step_closed_form():
+    rng = np.random.default_rng(1)
+    th0 = rng.standard_normal(5)
+    h1 = rng.standard_normal(5)
+    s0, q, r = 0.3, 0.2, 0.7
+    out = koala.koalapp_reference(th0, lambda t: 1.0, lambda t: h1, steps=1, sigma0=s0, q=q, r=r)
+    xx = h1 @ h1
+    lam = (s0 + q) * xx / ((s0 + q) * xx + r)
+    np.testing.assert_allclose(out["v"][0], (1 - lam) * (s0 + q) * h1, rtol=1e-14)
+
+
+def test_v_update_matches_reference_and_ekf_in_1d():
+    rng = np.random.default_rng(2)
+    v_prev, h_prev, h = rng.standard_normal((3, 5))
+    S_prev, q = 1.7, 0.1
+    for sym in (True, False):
+        got = koala.koalapp_v_update(v_prev, h_prev, h, S_prev, q, sym)
+        x, y, a, c = h_prev @ h_prev, h_prev @ v_prev, h @ h_prev, h @ v_prev
+        lam = (c + q * a) / S_prev
+        w = c / x - a * y / x**2 if sym else 0.0
+        want = (a / x - lam) * v_prev + q * (h - lam * h_prev) + w * h_prev
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    # 1-D: equals H_k P_{k-1} of the EKF
+    prob = koala.NoisyQuadratic(n=1, kappa=1.0, noise=0.2, seed=0)
+    ekf = koala.ekf_full(np.array([1.5]), prob.loss, prob.grad, 0.1, 0.1, 0.5, 5)
+    hs = [prob.grad(ekf["theta"][k - 1], k) for k in range(1, 6)]
+    v = koala.koalapp_v_update(ekf["v_true"][2], hs[2], hs[3], ekf["S"][2], 0.1)
+    np.testing.assert_allclose(v, ekf["v_true"][3], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ tracking (n = 10)
+
+
+def test_tracking_n10_kappa100(quad10):
+    ekf = koala.run_quadratic(quad10, "ekf", steps=60, q=0.1, r=0.5, sigma0=0.1)
+    for m in ("koalapp", "koalapp_vanilla"):
+        run = koala.run_quadratic(quad10, m, steps=60, q=0.1, r=0.5, sigma0=0.1)
+        err = koala.tracking_error(run, ekf)
+        assert np.all(err[[5, 20, 60]] < 0.1), err[[5, 20, 60]]
+        assert run["mean_loss"][-1] < run["mean_loss"][0] / 10
+
+
+def test_covariance_replay_shapes_and_1d_exact():
+    out = koala.covariance_replay(koala.NoisyQuadratic(n=1, kappa=1.0), steps=20)
+    assert np.max(out["rel_koalapp"]) < 1e-12
+    out = koala.covariance_replay(koala.NoisyQuadratic(n=10, kappa=100.0), steps=30)
+    assert out["angle_koalav"].shape == (30,)
+    assert np.all(out["rel_koalapp"] < 1.0)
+
+
+# ------------------------------------------------------------------ limits
+
+
+def test_limits():
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal(4)
+    th0 = rng.standard_normal(4)
+    th0 += (2.0 - c @ th0) / (c @ c) * c  # L(theta0) = c^T theta0 - 0.5 = 1.5 > 0
+
+    def loss(t):
+        return c @ t - 0.5
+
+    def grad(t):
+        return c
+
+    # Q = sigma0 = 0: v = 0, no step
+    out = koala.koalapp_reference(th0, loss, grad, steps=3, sigma0=0.0, q=0.0, r=1.0)
+    np.testing.assert_array_equal(out["theta"][-1], th0)
+    # R -> infinity: the step vanishes
+    big = koala.koalapp_reference(th0, loss, grad, steps=1, r=1e12)
+    assert np.linalg.norm(big["theta"][1] - th0) < 1e-10
+    # R = 0, linear loss, eta = 1: one step solves L = 0
+    one = koala.koalapp_reference(th0, loss, grad, steps=1, r=0.0)
+    assert abs(loss(one["theta"][1])) < 1e-13
+
+
+# ------------------------------------------------------------------ optimizer = reference
+
+
+@pytest.mark.parametrize("foreach", [True, False])
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("init", ["phantom", "prior"])
+def test_koalapp_matches_reference(quad10, foreach, symmetric, init):
+    th0 = quad10.start()
+    hp = dict(lr=0.8, sigma0=0.1, q=0.1, r=0.5, symmetric=symmetric, init=init, weight_decay=0.01)
+    ref = koala.koalapp_reference(th0, quad10.loss, quad10.grad, steps=100, **hp)
+    got, _ = run_opt(koala.KoalaPP, th0, quad10.loss, quad10.grad, 100, foreach=foreach, **hp)
+    np.testing.assert_allclose(got, ref["theta"][-1], rtol=0, atol=1e-12)
+
+
+def test_koalapp_ema_r_matches_reference_sequence(quad10):
+    th0 = quad10.start()
+    lsq = np.linspace(0.2, 3.0, 40)
+    R, Rs = 1.0, []
+    for v in lsq:
+        R = 0.9 * R + 0.1 * v
+        Rs.append(R)
+    ref = koala.koalapp_reference(th0, quad10.loss, quad10.grad, steps=40, r=np.array(Rs))
+    got, opt = run_opt(koala.KoalaPP, th0, quad10.loss, quad10.grad, 40, lsq=lsq)
+    np.testing.assert_allclose(got, ref["theta"][-1], atol=1e-12)
+    assert abs(float(opt.state["R"]) - Rs[-1]) < 1e-14
+
+
+def _separable_run(device, steps=200, host_checks=None):
+    """Three tensors of a separable quadratic, float64: foreach path vs per-block reference."""
+    rng = np.random.default_rng(5)
+    shapes = [(3, 4), (7,), (2, 2, 2)]
+    As = []
+    for s in shapes:
+        n = int(np.prod(s))
+        M = rng.standard_normal((n, n))
+        As.append(M @ M.T / n + 0.1 * np.eye(n))
+    th0 = [rng.standard_normal(s) for s in shapes]
+    params = [torch.nn.Parameter(torch.tensor(t, device=device)) for t in th0]
+    opt = koala.KoalaPP(params, lr=1.0, sigma0=0.1, q=0.1, r=0.5, weight_decay=1e-3, foreach=True)
+    if host_checks is not None:  # exercise the sync-free (CUDA) branch of the fast path
+        from lab.koala import optim
+
+        base = optim.koalapp_foreach_
+        opt_step = opt.step_with_loss
+
+        def step_with_loss(loss, lsq=None):
+            optim.koalapp_foreach_ = lambda *a, **kw: base(*a, host_checks=host_checks, **kw)
+            try:
+                opt_step(loss, lsq)
+            finally:
+                optim.koalapp_foreach_ = base
+
+        opt.step_with_loss = step_with_loss
+    losses, grads = [], [[] for _ in shapes]
+    for _ in range(steps):
+        L = 0.0
+        for i, (p, A) in enumerate(zip(params, As, strict=True)):
+            t = p.detach().cpu().numpy().ravel()
+            L += 0.5 * t @ A @ t
+            g = A @ t
+            grads[i].append(g)
+            p.grad = torch.tensor(g.reshape(p.shape), device=device)
+        losses.append(L)
+        opt.step_with_loss(L)
+    worst = 0.0
+    for i, A in enumerate(As):
+        ref = koala.koalapp_reference(
+            th0[i].ravel(),
+            lambda t, k: losses[k - 1],
+            lambda t, k, A=A: A @ t,
+            steps=steps,
+            lr=1.0,
+            sigma0=0.1,
+            q=0.1,
+            r=0.5,
+            weight_decay=1e-3,
+        )
+        got = params[i].detach().cpu().numpy().ravel()
+        worst = max(worst, float(np.max(np.abs(got - ref["theta"][-1]))))
+    return worst
+
+
+def test_foreach_multi_tensor_matches_reference_cpu():
+    assert _separable_run("cpu") < 1e-10
+
+
+def test_foreach_sync_free_branch_matches_reference_on_cpu():
+    assert _separable_run("cpu", steps=60, host_checks=False) < 1e-10
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not DEV_CUDA, reason="needs a CUDA GPU")
+def test_foreach_multi_tensor_matches_reference_cuda():
+    assert _separable_run("cuda") < 1e-10
+
+
+def test_koalav_matches_reference(quad10):
+    th0 = quad10.start()
+    hp = dict(lr=1.0, sigma0=0.1, q=0.1, r=0.5, weight_decay=0.01)
+    ref = koala.koalav_reference(th0, quad10.loss, quad10.grad, steps=60, **hp)
+    got, opt = run_opt(koala.KoalaV, th0, quad10.loss, quad10.grad, 60, **hp)
+    np.testing.assert_allclose(got, ref["theta"][-1], atol=1e-12)
+    assert abs(float(opt.state["sigma"]) - ref["sigma"][-1]) < 1e-14
+
+
+def test_adam_reference_matches_torch(quad10):
+    th0 = quad10.start()
+    ref = koala.adam_reference(th0, quad10.grad, steps=30, lr=0.1)
+    p = torch.nn.Parameter(torch.tensor(th0))
+    opt = torch.optim.Adam([p], lr=0.1)
+    for k in range(1, 31):
+        p.grad = torch.tensor(quad10.grad(p.detach().numpy(), k))
+        opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), ref["theta"][-1], atol=1e-12)
+
+
+# ------------------------------------------------------------------ trusted library
+
+
+def test_ekf_matches_filterpy():
+    from filterpy.kalman import ExtendedKalmanFilter
+
+    prob = koala.NoisyQuadratic(n=5, kappa=20.0, noise=0.0, seed=2)
+    th0 = prob.start()
+    Q, R, P0 = 0.05, 0.4, 0.3
+    ours = koala.ekf_full(th0, prob.loss, prob.grad, P0, Q, R, 25, phantom=False)
+    f = ExtendedKalmanFilter(dim_x=5, dim_z=1)
+    f.x = th0.reshape(5, 1).copy()
+    f.P = P0 * np.eye(5)
+    f.F = np.eye(5)
+    f.Q = Q * np.eye(5)
+    f.R = np.array([[R]])
+    for _ in range(25):
+        f.predict()
+        f.update(
+            np.array([[0.0]]),
+            HJacobian=lambda x: prob.grad(x.ravel()).reshape(1, 5),
+            Hx=lambda x: np.array([[prob.loss(x.ravel())]]),
+        )
+    np.testing.assert_allclose(f.x.ravel(), ours["theta"][-1], atol=1e-10)
+    np.testing.assert_allclose(f.P, ours["P"][-1], atol=1e-10)
+
+
+# ------------------------------------------------------------------ optimizer invariants
+
+
+def _mlp(seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)).to(
+        dtype
+    )
+
+
+def _batch(seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(32, 8, generator=g, dtype=dtype), torch.randint(0, 3, (32,), generator=g)
+
+
+def _train(model, opt, steps, start=0):
+    for k in range(start, start + steps):
+        x, y = _batch(k)
+        opt.zero_grad()
+        per = torch.nn.functional.cross_entropy(model(x), y, reduction="none")
+        per.mean().backward()
+        opt.step_with_loss(per.mean().detach(), (per.detach() ** 2).mean())
+
+
+def test_foreach_equals_loop_on_mlp():
+    outs = []
+    for foreach in (True, False):
+        model = _mlp()
+        _train(model, koala.KoalaPP(model.parameters(), foreach=foreach, weight_decay=5e-4), 30)
+        outs.append(torch.cat([p.detach().ravel() for p in model.parameters()]))
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=1e-12)
+
+
+def test_state_shapes_grad_untouched_and_state_dict_roundtrip():
+    model = _mlp()
+    opt = koala.KoalaPP(model.parameters())
+    _train(model, opt, 5)
+    for p in model.parameters():
+        st = opt.state[p]
+        assert st["v"].shape == (p.numel(),) and st["h_prev"].shape == (p.numel(),)
+    x, y = _batch(99)
+    opt.zero_grad()
+    per = torch.nn.functional.cross_entropy(model(x), y, reduction="none")
+    per.mean().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    opt.step_with_loss(per.mean().detach(), (per.detach() ** 2).mean())
+    for g, p in zip(grads, model.parameters(), strict=True):
+        assert torch.equal(g, p.grad)
+    # continuation from a state_dict is bit-identical
+    model2 = copy.deepcopy(model)
+    opt2 = koala.KoalaPP(model2.parameters())
+    opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
+    _train(model, opt, 5, start=10)
+    _train(model2, opt2, 5, start=10)
+    for a, b in zip(model.parameters(), model2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_closure_api_equals_explicit():
+    m1, m2 = _mlp(), _mlp()
+    o1, o2 = koala.KoalaPP(m1.parameters()), koala.KoalaPP(m2.parameters())
+    _train(m1, o1, 3)
+    for k in range(3):
+        x, y = _batch(k)
+
+        def closure(x=x, y=y):
+            o2.zero_grad()
+            per = torch.nn.functional.cross_entropy(m2(x), y, reduction="none")
+            per.mean().backward()
+            return per.mean(), per
+
+        o2.step(closure)
+    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_nonpositive_s_raises_on_cpu():
+    # sigma0 = 1, Q = 1e-3: the least-squares closure loses positivity at step 21
+    prob = koala.NoisyQuadratic(n=10, kappa=100.0, seed=0)
+    with pytest.raises(FloatingPointError, match="S_k"):
+        run_opt(koala.KoalaPP, prob.start(), prob.loss, prob.grad, 40, sigma0=1.0, q=1e-3, r=0.5)
+    with pytest.raises(FloatingPointError, match="S_k"):
+        koala.koalapp_reference(
+            prob.start(), prob.loss, prob.grad, steps=40, sigma0=1.0, q=1e-3, r=0.5
+        )
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"lr": 0.0}, "lr"),
+        ({"q": -0.1}, "q"),
+        ({"sigma0": -1.0}, "sigma0"),
+        ({"alpha_r": 1.0}, "alpha_r"),
+        ({"init": "zero"}, "init"),
+    ],
+)
+def test_bad_hyperparameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        koala.KoalaPP(_mlp().parameters(), **kw)
+
+
+def test_bad_calls():
+    model = _mlp()
+    opt = koala.KoalaPP(model.parameters())
+    with pytest.raises(TypeError, match="step_with_loss"):
+        opt.step()
+    x, y = _batch()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    with pytest.raises(TypeError, match="loss_sq_mean"):
+        opt.step_with_loss(1.0)
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        opt.step_with_loss(float("nan"), 1.0)
+    before = [p.detach().clone() for p in model.parameters()]
+    skip = koala.KoalaPP(model.parameters(), skip_nonfinite=True)
+    skip.step_with_loss(float("inf"), 1.0)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    emb(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(NotImplementedError, match="sparse"):
+        koala.KoalaPP(emb.parameters(), r=1.0).step_with_loss(1.0)
+    with pytest.raises(ValueError, match="kappa"):
+        koala.NoisyQuadratic(kappa=0.5)
+    with pytest.raises(ValueError, match="method"):
+        koala.run_quadratic(koala.NoisyQuadratic(n=2), "lbfgs")
+    with pytest.raises(ValueError, match="optimizer"):
+        koala.train_digits("rmsprop")
+    with pytest.raises(ValueError, match="h_prev must be nonzero"):
+        koala.koalapp_v_update(np.ones(2), np.zeros(2), np.ones(2), 1.0, 0.1)
+
+
+def test_skip_rule_keeps_state():
+    p = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    opt = koala.KoalaPP([p], r=1.0)
+    p.grad = torch.full((3,), 1e-12, dtype=torch.float64)
+    opt.step_with_loss(1.0)
+    assert torch.equal(p.detach(), torch.ones(3, dtype=torch.float64))
+    assert float(opt.state[p]["initialized"]) == 0.0
+
+
+# ------------------------------------------------------------------ training sanity
+
+
+def test_digits_training_sanity_and_determinism():
+    a = koala.train_digits("koalapp", epochs=10, seed=0, device="cpu")
+    assert a.finite and a.test_acc[-1] >= 0.93
+    b = koala.train_digits("koalapp", epochs=2, seed=0, device="cpu")
+    np.testing.assert_array_equal(a.train_loss[:3], b.train_loss)
+
+
+def test_stepwise_callables():
+    # a default-valued second parameter is not the step index; a parameter named k is
+    ref = koala.ekf_full(
+        np.array([1.0]),
+        lambda t, a=2.0: 0.5 * a * t[0] ** 2,
+        lambda t, a=2.0: a * t,
+        0.1,
+        0.1,
+        0.5,
+        3,
+        phantom=False,
+    )
+    ref2 = koala.ekf_full(
+        np.array([1.0]), lambda t: t[0] ** 2, lambda t: 2.0 * t, 0.1, 0.1, 0.5, 3, phantom=False
+    )
+    np.testing.assert_array_equal(ref["theta"], ref2["theta"])
+    prob = koala.NoisyQuadratic(n=2, noise=1.0, seed=0)
+    a = koala.ekf_full(prob.start(), prob.loss, prob.grad, 0.1, 0.1, 0.5, 3)
+    b = koala.ekf_full(
+        prob.start(), lambda t, k: prob.loss(t, k), lambda t, k: prob.grad(t, k), 0.1, 0.1, 0.5, 3
+    )
+    np.testing.assert_array_equal(a["theta"], b["theta"])
