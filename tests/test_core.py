@@ -284,3 +284,19 @@ def test_cache_prefill_executes_once_and_myst_nb_finds_it(tmp_path):
     )
     assert merged.cells[0].outputs[0]["text"] == "42\n"
     assert cache.prefill(cdir, [path], jobs=2) == {}  # cached: nothing to execute
+
+
+def test_static_slider_moves_below_a_horizontal_legend():
+    def compute(a):
+        fig = go.Figure([go.Scatter(y=[0, a], name=f"series number {i}") for i in range(6)])
+        fig.update_layout(height=400, legend=dict(orientation="h", y=-0.2))
+        return fig
+
+    fig = explore.explore(
+        compute, {"a": explore.FloatSlider(0, 1, 0.5, 0)}, display=False
+    ).static_figure()
+    slider, layout = fig["layout"]["sliders"][0], fig["layout"]
+    assert slider["yanchor"] == "top" and slider["y"] < -0.2  # under the legend, not on it
+    assert layout["margin"]["b"] > 110 and layout["height"] > 400
+    plain = explore.explore(_compute, _controls(), display=False).static_figure()
+    assert "y" not in plain["layout"]["sliders"][0]  # figures without such a legend are untouched

@@ -443,6 +443,37 @@ def _frame_layout(layout: dict) -> dict:
     return out
 
 
+def _slider_below_legend(layout: dict, data: list) -> None:
+    """A horizontal legend under the plot would sit on top of the slider: move the slider
+    below the legend's estimated rows and grow the bottom margin (and the height, so the plot
+    area keeps its size)."""
+    leg = layout.get("legend") or {}
+    if leg.get("orientation") != "h" or layout.get("showlegend", True) is False:
+        return
+    if leg.get("y", 1.0) >= 0 or leg.get("yanchor") == "bottom":
+        return
+    margin = layout["margin"]
+    height = layout.get("height", 450)
+    top, bottom = margin.get("t", 60), margin["b"]
+    plot_px = max(height - top - bottom, 100)
+    # pack the entries (~40 px of symbol and padding + ~7 px a character) into ~760 px rows
+    widths = [
+        40 + 7 * len(str(tr["name"]))
+        for tr in data
+        if tr.get("showlegend", True) is not False and tr.get("name")
+    ]
+    rows, used = 1, 0
+    for w in widths:
+        if used and used + w > 760:
+            rows, used = rows + 1, 0
+        used += w
+    legend_px = -float(leg["y"]) * plot_px + rows * 22 + 14
+    new_bottom = int(legend_px + 95)
+    layout["height"] = height + max(0, new_bottom - bottom)
+    margin["b"] = max(bottom, new_bottom)
+    layout["sliders"][0].update(y=-legend_px / plot_px, yanchor="top", pad={"t": 10, "b": 10})
+
+
 def static_twin(
     compute: Callable[..., Any],
     controls: dict[str, Control],
@@ -505,6 +536,7 @@ def static_twin(
     margin = dict(layout.get("margin", {}))
     margin["b"] = max(margin.get("b", 50), 110)
     layout["margin"] = margin
+    _slider_below_legend(layout, base["data"])
     fixed = {k: c.label(c.value) for k, c in controls.items() if k != static}
     note = caption or (
         "Precomputed: move the slider. "
