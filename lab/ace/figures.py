@@ -127,7 +127,7 @@ def _live_cell(method: str, eps: float, N: int, steps: int) -> dict:
 def partial_symmetry_figure(
     sweep: dict, eps: float = 0.5, log2N: int = 6, truncate: bool = False, live_steps: int = 300
 ):
-    """Test MSE of the four methods and the per-layer |γ_i|, u_i at one (ε, N).
+    """Test MSE of the four methods and the per-layer ``|γ_i|`` and ``u_i`` at one (ε, N).
 
     Reads the stored sweep when (ε, N) is on its grid (seed-averaged), otherwise trains the
     four models live (``live_steps`` steps, one seed).
