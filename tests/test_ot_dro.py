@@ -1,0 +1,253 @@
+"""Tests for lab.ot_dro: closed forms, limits, identities, POT agreement, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lab import ot_dro as o
+from lab.core.runtime import cuda_available, small_problem_threads
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with small_problem_threads(1):
+        yield
+
+
+def _rand(n=12, m=17, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=m), rng.uniform(0, 2, size=(n, m))
+
+
+def test_worst_case_weights_matches_reference_and_sums():
+    for s in range(5):
+        loss, C = _rand(seed=s)
+        pi, Q = o.worst_case_weights(loss, C, 0.7, 0.3)
+        pr, qr = o.worst_case_weights_ref(loss, C, 0.7, 0.3)
+        assert np.allclose(pi, pr, atol=1e-12) and np.allclose(Q, qr, atol=1e-12)
+        assert np.allclose(pi.sum(1), 1, atol=1e-12) and abs(Q.sum() - 1) < 1e-12
+        assert (Q >= 0).all()
+
+
+def test_worst_case_limits_and_invariance():
+    loss, C = _rand()
+    _, Q = o.worst_case_weights(loss, C, 1.0, 1e4)
+    assert 0.5 * np.abs(Q - 1 / len(Q)).sum() < 1e-3  # eps -> inf: uniform
+    pi, _ = o.worst_case_weights(loss, C, 0.1, 1e-4)  # eps -> 0: argmax of l - lam C
+    assert np.array_equal(pi.argmax(1), (loss[None] - 0.1 * C).argmax(1))
+    assert np.allclose(pi.max(1), 1, atol=1e-6)
+    _, Q2 = o.worst_case_weights(loss + 3.7, C, 1.0, 0.2)
+    _, Q1 = o.worst_case_weights(loss, C, 1.0, 0.2)
+    assert np.allclose(Q1, Q2, atol=1e-12)
+    # lam -> inf with zero diagonal cost: each p keeps its own candidate
+    C0 = C[:, :12] + 0.5
+    np.fill_diagonal(C0, 0.0)
+    pi, _ = o.worst_case_weights(loss[:12], C0, 1e3, 0.01)
+    assert np.allclose(np.diag(pi), 1, atol=1e-6)
+
+
+def test_no_overflow_tiny_eps():
+    loss, C = _rand()
+    pi, Q = o.worst_case_weights(loss * 100, C, 1.0, 1e-3)
+    assert np.isfinite(pi).all() and abs(Q.sum() - 1) < 1e-9
+
+
+def test_envelope_gradient_and_bounds():
+    loss, C = _rand()
+    lt = torch.tensor(loss, requires_grad=True)
+    R = o.sinkhorn_dro_objective(lt, torch.tensor(C), 0.8, 0.4)
+    (g,) = torch.autograd.grad(R, lt)
+    _, Q = o.worst_case_weights(loss, C, 0.8, 0.4)
+    assert np.allclose(g.numpy(), Q, atol=1e-10)
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        n, m = rng.integers(2, 10, size=2)
+        loss = rng.normal(size=m) * 3
+        C = rng.uniform(0, 3, size=(n, m))
+        lam, eps = rng.uniform(0.1, 5), rng.uniform(0.01, 3)
+        R = float(o.sinkhorn_dro_objective(loss, C, lam, eps))
+        upper = lam * eps * (np.logaddexp.reduce(loss / (lam * eps)) - math.log(m))
+        assert loss.mean() - lam * C.mean() - 1e-9 <= R <= upper + 1e-9 <= loss.max() + 2e-9
+
+
+def test_stopgrad_weighted_loss_equals_dual_gradient():
+    torch.manual_seed(0)
+    w = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    X = torch.randn(9, 5, dtype=torch.float64)
+    C = torch.rand(6, 9, dtype=torch.float64)
+    loss_q = (X @ w) ** 2
+    R = o.sinkhorn_dro_objective(loss_q, C, 1.0, 0.2)
+    (g1,) = torch.autograd.grad(R, w, retain_graph=True)
+    _, Q = o.worst_case_weights(loss_q.detach(), C, 1.0, 0.2)
+    (g2,) = torch.autograd.grad((Q * loss_q).sum(), w)
+    assert torch.allclose(g1, g2, atol=1e-10)
+
+
+def test_batched_worst_case():
+    rng = np.random.default_rng(1)
+    L, C = rng.normal(size=(4, 9)), rng.uniform(size=(4, 5, 9))
+    pi, Q = o.worst_case_weights(torch.tensor(L), torch.tensor(C), 1.0, 0.5)
+    for b in range(4):
+        assert np.allclose(Q[b].numpy(), o.worst_case_weights_ref(L[b], C[b], 1.0, 0.5)[1])
+
+
+def test_entropic_plan_vs_reference_and_pot():
+    import ot
+
+    rng = np.random.default_rng(0)
+    C = rng.uniform(size=(50, 40))
+    a = rng.uniform(0.5, 1.5, 50)
+    a /= a.sum()
+    b = np.full(40, 1 / 40)
+    P = o.entropic_plan(C, 0.05, a, b, n_iter=5000, tol=1e-12)
+    P_log = o.entropic_plan(C, 0.05, a, b, n_iter=5000, tol=1e-12, method="log")
+    assert np.abs(P - P_log).max() < 1e-9
+    # small eps: auto falls back to the log domain and stays finite
+    P_tiny = o.entropic_plan(C, 1e-3, a, b, n_iter=3000, tol=1e-8)
+    assert np.isfinite(P_tiny).all() and np.allclose(P_tiny.sum(1), a, atol=1e-5)
+    assert np.allclose(P.sum(1), a, atol=1e-10) and np.allclose(P.sum(0), b, atol=1e-10)
+    Pr = o.entropic_plan_ref(C, 0.05, a, b, n_iter=5000, tol=1e-12)
+    Pot = ot.bregman.sinkhorn_log(a, b, C, 0.05, numItermax=5000, stopThr=1e-12)
+    assert np.abs(P - Pr).max() < 1e-6 and np.abs(P - Pot).max() < 1e-6
+    Pot2 = ot.sinkhorn(a, b, C, 0.05, numItermax=20000, stopThr=1e-12)
+    assert np.abs(P - Pot2).max() < 1e-6
+
+
+def test_entropic_plan_batched_and_semi_relaxed():
+    rng = np.random.default_rng(2)
+    C = torch.tensor(rng.uniform(size=(3, 20, 30)))
+    P = o.entropic_plan(C, 0.1, tol=1e-12, n_iter=3000)
+    P_log = o.entropic_plan(C, 0.1, tol=1e-12, n_iter=3000, method="log")
+    assert torch.allclose(P, P_log, atol=1e-9)
+    for k in range(3):
+        Pk = o.entropic_plan(C[k], 0.1, tol=1e-12, n_iter=3000)
+        assert torch.allclose(P[k], Pk, atol=1e-9)
+    S = o.entropic_plan(C[0], 0.1, semi_relaxed=True)
+    assert torch.allclose(S.sum(1), torch.full((20,), 1 / 20, dtype=S.dtype))
+    P_small, it = o.entropic_plan(C[0].numpy(), 1.0, tol=1e-6, return_iters=True)
+    assert isinstance(P_small, np.ndarray) and it < 1000
+
+
+def test_semantic_cost_properties():
+    torch.manual_seed(0)
+    zp, zq, W = torch.randn(7, 4), torch.randn(9, 4), torch.randn(3, 4)
+    yp, yq = torch.randint(0, 3, (7,)), torch.randint(0, 3, (9,))
+    C = o.semantic_cost(zp, yp, zq, yq, W)
+    assert C.shape == (7, 9) and (C >= -1e-6).all() and (C <= 4 + 1e-6).all()
+    ref = (1 - torch.nn.functional.cosine_similarity(zp[:, None], zq[None], dim=-1)) + (
+        1 - torch.nn.functional.cosine_similarity(W[yp][:, None], W[yq][None], dim=-1)
+    )
+    assert torch.allclose(C, ref, atol=1e-5)
+    soft = torch.nn.functional.one_hot(yq, 3).double()
+    C2 = o.semantic_cost(zp.double(), yp, zq.double(), soft, W.double())
+    assert torch.allclose(C2.float(), C, atol=1e-5)
+
+
+def test_iot_is_infonce_and_balanced_matches_pot():
+    import ot
+
+    torch.manual_seed(0)
+    za, zb = torch.randn(50, 8, dtype=torch.float64), torch.randn(50, 8, dtype=torch.float64)
+    sim = torch.nn.functional.normalize(za, dim=1) @ torch.nn.functional.normalize(zb, dim=1).T
+    ce = torch.nn.functional.cross_entropy(sim / 0.2, torch.arange(50))
+    assert abs(float(o.iot_loss(za, zb, 0.2)) - float(ce)) < 1e-10
+    lb = o.iot_loss(za, zb, 0.2, balanced=True, n_iter=500)
+    u = np.full(50, 1 / 50)
+    P = ot.sinkhorn(u, u, (1 - sim).numpy(), 0.2, numItermax=10000, stopThr=1e-12)
+    ref = -np.mean(np.log(50 * np.diag(P)))
+    assert abs(float(lb) - ref) < 1e-4
+
+
+def test_refine_reference():
+    zp = torch.eye(5)[:4]
+    zq = zp.clone()
+    zq[2] = torch.eye(5)[4]  # candidate 2 no longer resembles its source (nor anything else)
+    keep = o.refine_reference(zp, zq, omega=0.6, eps_f=0.1)
+    assert keep.tolist() == [True, True, False, True]
+    assert bool(o.refine_reference(torch.eye(4), torch.eye(4), omega=1.0).all())
+    z = torch.randn(20, 3)
+    keep = o.refine_reference(z, -z, omega=0.6, min_keep=0.25)
+    assert int(keep.sum()) >= 5
+    perm = torch.randperm(20)
+    zq = z + 0.3 * torch.randn(20, 3)
+    k1 = o.refine_reference(z, zq)
+    k2 = o.refine_reference(z[perm], zq[perm])
+    assert torch.equal(k1[perm], k2)
+    assert o.refine_reference(z, zq, rule="unpaired").shape == (20,)
+
+
+def test_adadro_step_and_end_to_end_beats_erm():
+    Xte, yte = o.make_spurious(2000, 0.1, seed=99)
+    m_erm, _ = o.train_method("erm", seed=0, steps=250)
+    m_ada, hist = o.train_method("adadro", seed=0, steps=250, log_every=50)
+    a_erm, a_ada = o.accuracy(m_erm, Xte, yte), o.accuracy(m_ada, Xte, yte)
+    assert a_ada - a_erm >= 0.15, (a_erm, a_ada)
+    assert len(hist["keep"]) > 0 and all(0 < k <= 1 for k in hist["keep"])
+
+
+def test_adadro_step_detach_options():
+    X, y = o.make_spurious(64, 0.95, seed=1)
+    Xq, _ = o.flip_spurious(X, seed=1)
+    batch_p = (torch.as_tensor(X), torch.as_tensor(y))
+    batch_nu = (torch.as_tensor(Xq), torch.as_tensor(y))
+    for detach in (True, False):
+        model = o.make_model(8, seed=0)
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        out = o.adadro_step(model, batch_p, batch_nu, opt, o.AdaDROConfig(detach_cost=detach))
+        assert abs(float(out["Q"].sum()) - 1) < 1e-5 and 0 < out["keep"] <= 1
+        assert out["rho"] >= 0 and math.isfinite(out["robust"])
+    with pytest.raises(TypeError, match="cfg"):
+        o.adadro_step(model, batch_p, batch_nu, opt, cfg={"lam": 1.0})
+
+
+def test_determinism():
+    m1, _ = o.train_method("adadro", seed=3, steps=20)
+    m2, _ = o.train_method("adadro", seed=3, steps=20)
+    for p, q in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_bad_inputs():
+    loss, C = _rand()
+    with pytest.raises(ValueError, match="lam"):
+        o.worst_case_weights(loss, C, 0.0, 0.1)
+    with pytest.raises(ValueError, match="eps"):
+        o.worst_case_weights(loss, C, 1.0, -1.0)
+    with pytest.raises(ValueError, match="loss_q"):
+        o.worst_case_weights(loss[:3], C, 1.0, 0.1)
+    with pytest.raises(ValueError, match="loss_q"):
+        o.worst_case_weights(np.full_like(loss, np.nan), C, 1.0, 0.1)
+    with pytest.raises(ValueError, match="omega"):
+        o.refine_reference(torch.eye(3), torch.eye(3), omega=1.5)
+    with pytest.raises(ValueError, match="omega"):
+        o.AdaDROConfig(omega=-0.1)
+    with pytest.raises(ValueError, match="non-empty"):
+        o.semantic_cost(torch.randn(3, 2), [0, 1, 0], torch.zeros(0, 2), [], torch.randn(2, 2))
+    with pytest.raises(ValueError, match="yq"):
+        o.semantic_cost(torch.randn(3, 2), [0, 1, 0], torch.randn(2, 2), [0, 5], torch.randn(2, 2))
+    with pytest.raises(ValueError, match="yp"):
+        o.semantic_cost(torch.randn(3, 2), [0, 1], torch.randn(2, 2), [0, 1], torch.randn(2, 2))
+    with pytest.raises(ValueError, match="eps"):
+        o.entropic_plan(C, 0.0)
+    with pytest.raises(TypeError, match="n_iter"):
+        o.entropic_plan(C, 0.1, n_iter=2.5)
+    with pytest.raises(ValueError, match="method"):
+        o.train_method("groupdro")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    rng = np.random.default_rng(0)
+    C = torch.tensor(rng.uniform(size=(8, 64, 64)))
+    P_cpu = o.entropic_plan(C, 0.05, tol=1e-10, n_iter=3000)
+    P_gpu = o.entropic_plan(C.cuda(), 0.05, tol=1e-10, n_iter=3000)
+    assert P_gpu.device.type == "cuda" and torch.allclose(P_gpu.cpu(), P_cpu, atol=1e-9)
+    L = torch.tensor(rng.normal(size=(8, 64)))
+    _, Q1 = o.worst_case_weights(L, C, 1.0, 0.1)
+    _, Q2 = o.worst_case_weights(L.cuda(), C.cuda(), 1.0, 0.1)
+    assert torch.allclose(Q2.cpu(), Q1, atol=1e-10)

@@ -1,0 +1,261 @@
+"""Tests of lab.traceability: closed forms, invariants, reference vs fast path, DP
+calibration cross-checks, bad input, determinism."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import ndtr
+
+from lab import traceability as tr
+
+
+@pytest.fixture(scope="module")
+def inst():
+    return tr.l2_hard_instance(50, 400, seed=3, n_ref=1000, n_fresh=2000)
+
+
+# ---------------------------------------------------------------- fingerprinting lemma
+@pytest.mark.parametrize("est", tr.ESTIMATORS)
+def test_fingerprint_identity_and_inequality(est):
+    t = tr.fingerprint_terms(est, n=30, trials=100_000, seed=1)
+    # eq. (1): E[f Σ(x_i − p)] = E[2pf], within 4 SE of the paired difference
+    assert abs(t["corr"] - t["identity"]) <= 4 * t["diff_se"] + 1e-12
+    # eq. (2): corr + 2E|f − p| ≥ 2/3
+    assert t["total"] >= 2 / 3 - 4 * t["total_se"]
+
+
+def test_fingerprint_mean_is_two_thirds():
+    t = tr.fingerprint_terms("mean", n=50, trials=200_000, seed=0)
+    # for f = mean, E[f Σ(x_i − p)] = E[Σ(x_i−p)^2]/n = E[1 − p²] = 2/3 exactly
+    assert abs(t["corr"] - 2 / 3) <= 4 * t["corr_se"]
+
+
+def test_fingerprint_constant():
+    t = tr.fingerprint_terms("constant", n=10, trials=10_000, seed=0)
+    assert t["corr"] == 0 and t["identity"] == 0
+    assert abs(t["acc"] - 1.0) <= 4 * t["acc_se"]  # 2E|p| = 1
+
+
+# ---------------------------------------------------------------- instance and learners
+def test_instance_shapes_and_values(inst):
+    d = inst["d"]
+    assert inst["Z"].shape == (50, d) and inst["Z_ref"].shape == (1000, d)
+    assert np.allclose(np.abs(inst["Z"]), 1 / math.sqrt(d))
+    assert np.allclose(np.linalg.norm(inst["Z"], axis=1), 1.0)
+    # E z = μ/√d, checked on the pooled reference and fresh samples
+    pooled = np.concatenate([inst["Z_ref"], inst["Z_fresh"]])
+    err = pooled.mean(0) * math.sqrt(d) - inst["mu"]
+    assert np.abs(err).max() < 4.5 / math.sqrt(pooled.shape[0])
+
+
+def test_excess_closed_form_vs_monte_carlo(inst):
+    d, mu = inst["d"], inst["mu"]
+    w = tr.erm_l2(inst["Z"])
+    wstar = mu / np.linalg.norm(mu)
+    big = tr.l2_hard_instance(2, d, seed=3, n_ref=20, n_fresh=100_000)["Z_fresh"]
+    assert np.allclose(big.mean(0) * 0, 0)
+    diff = -(big @ w) + big @ wstar  # f(w; z) − f(w*; z)
+    exact = tr.excess_risk_linear(w, mu, d)
+    assert abs(diff.mean() - exact) <= 4 * diff.std() / math.sqrt(diff.size)
+    assert tr.excess_risk_linear(wstar, mu, d) == pytest.approx(0, abs=1e-12)
+
+
+def test_erm_in_ball_and_dual_map():
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(30)
+    for p in (1.2, 1.5, 2.0, 3.0, 6.0):
+        w = tr.dual_map(v, p)
+        assert np.sum(np.abs(w) ** p) ** (1 / p) == pytest.approx(1.0, abs=1e-10)
+        q = p / (p - 1)
+        # Hölder equality: ⟨w, v⟩ = ‖v‖_q
+        assert w @ v == pytest.approx(np.sum(np.abs(v) ** q) ** (1 / q), rel=1e-10)
+    assert np.allclose(tr.dual_map(v, 2.0), v / np.linalg.norm(v))
+
+
+def test_dual_map_matches_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal(8)
+    w = cp.Variable(8)
+    prob = cp.Problem(cp.Maximize(v @ w), [cp.pnorm(w, 1.5) <= 1])
+    prob.solve()
+    assert np.allclose(tr.dual_map(v, 1.5), w.value, atol=2e-3)
+
+
+def test_erm_excess_decreases_with_n():
+    vals = []
+    for n in (25, 50, 100, 200):
+        e = [
+            tr.excess_risk_linear(tr.erm_l2(I["Z"]), I["mu"], 300)
+            for I in (tr.l2_hard_instance(n, 300, seed=s, n_ref=20, n_fresh=1) for s in range(20))
+        ]
+        vals.append(np.mean(e))
+    assert all(a > b for a, b in zip(vals, vals[1:], strict=False)), vals
+
+
+def test_noisy_erm_limits(inst):
+    Z = inst["Z"]
+    assert np.allclose(tr.noisy_erm_l2(Z, 0.0), tr.erm_l2(Z))
+    w = tr.noisy_erm_l2(Z, 1e6, seed=2)
+    g = np.random.default_rng(2).standard_normal(Z.shape[1])
+    assert np.allclose(w, g / np.linalg.norm(g), atol=1e-5)
+
+
+# ---------------------------------------------------------------- DP calibration
+def test_classic_sigma_formula():
+    # σ = √(2 ln(1.25/δ)) Δ/ε by hand
+    assert tr.gaussian_sigma(0.04, 0.5, 1e-5, "classic") == pytest.approx(
+        math.sqrt(2 * math.log(1.25e5)) * 0.04 / 0.5, rel=1e-14
+    )
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 0.9, 1.0, 2.0, 8.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-8])
+def test_analytic_sigma_is_tight(eps, delta):
+    s = tr.gaussian_sigma(1.0, eps, delta)
+
+    def profile(s):  # Balle & Wang (2018), Thm. 8, written independently here
+        return ndtr(0.5 / s - eps * s) - math.exp(eps) * ndtr(-0.5 / s - eps * s)
+
+    assert profile(s) <= delta * (1 + 1e-9)
+    assert profile(s * (1 - 1e-6)) > delta * (1 - 1e-6)  # smallest such s
+    if eps < 1:  # the classic calibration is valid, hence never smaller than the exact one
+        assert s <= tr.gaussian_sigma(1.0, eps, delta, "classic")
+    # scale covariance in Δ
+    assert tr.gaussian_sigma(0.04, eps, delta) == pytest.approx(0.04 * s, rel=1e-9)
+
+
+def test_privacy_loss_profile_by_monte_carlo():
+    # δ(ε) = P[L > ε] − e^ε P[L' > ε] for the privacy loss L ~ N(Δ²/2s², Δ²/s²)
+    eps, delta = 1.0, 1e-3
+    s = tr.gaussian_sigma(1.0, eps, delta)
+    x = np.random.default_rng(0).standard_normal(2_000_000) * s
+    loss = (1 - 2 * x) / (2 * s * s)  # log p(x)/q(x), p = N(0, s²), q = N(1, s²)
+    est = np.mean(np.maximum(0.0, 1 - np.exp(eps - loss)))
+    assert est == pytest.approx(delta, rel=0.15)
+
+
+def test_dp_learner_equals_calibrated_noisy_erm(inst):
+    Z = inst["Z"]
+    n, d = Z.shape
+    s = tr.gaussian_sigma(2 / n, 1.0, 1e-5)
+    assert np.allclose(
+        tr.dp_gaussian_l2(Z, 1.0, 1e-5, seed=4), tr.noisy_erm_l2(Z, math.sqrt(d) * s, 4)
+    )
+
+
+def test_dp_trace_bound():
+    assert tr.dp_trace_bound(1.0, 1e-5, 0.05) == pytest.approx(math.e * 0.05 + 1e-5)
+    assert tr.dp_trace_bound(10.0, 0.0, 0.5) == 1.0
+
+
+# ---------------------------------------------------------------- tracer
+def test_trace_soundness_and_completeness():
+    # the threshold is itself estimated from R/2 reference points, so the realised
+    # false-positive rate varies by ~√(ξ(1−ξ)(1/m + 2/R)); test within 3.5 of those SE
+    I = tr.l2_hard_instance(50, 400, seed=5, n_ref=4000, n_fresh=4000)
+    w = tr.erm_l2(I["Z"])
+    xi = 0.05
+    fresh = tr.trace(w, I["Z_fresh"], I["Z_ref"], xi)
+    se = math.sqrt(xi * (1 - xi) * (1 / 4000 + 2 / 4000))
+    assert abs(fresh.mean() - xi) <= 3.5 * se
+    lo, hi = tr.binomial_interval(int(fresh.sum()), fresh.size)
+    assert 0 <= lo <= fresh.mean() <= hi <= 1
+    assert tr.trace(w, I["Z"], I["Z_ref"], xi).mean() > 3 * xi
+
+
+def test_trace_with_oracle_center(inst):
+    w = tr.erm_l2(inst["Z"])
+    c = inst["mu"] / math.sqrt(inst["d"])
+    m = tr.trace(w, inst["Z"], inst["Z_ref"], 0.05, center=c)
+    s = tr.tracer_scores(w, inst["Z"], c)
+    tau = tr.calibrate_threshold(tr.tracer_scores(w, inst["Z_ref"], c), 0.05)
+    assert np.array_equal(m, s > tau)
+
+
+def test_trace_batched_matches_reference(inst):
+    rng = np.random.default_rng(0)
+    d = inst["d"]
+    W = np.stack([tr.noisy_erm_l2(inst["Z"], s, 1) for s in (0.0, 0.3, 1.0)])
+    W = W + 1e-3 * rng.standard_normal(W.shape)  # generic, tie-free
+    cand = np.concatenate([inst["Z"], inst["Z_fresh"]])
+    got = tr.trace_batched(
+        torch.as_tensor(W),
+        torch.as_tensor(cand).expand(3, -1, -1),
+        torch.as_tensor(inst["Z_ref"]).expand(3, -1, -1),
+        0.05,
+    ).numpy()
+    for i in range(3):
+        assert np.array_equal(got[i], tr.trace(W[i], cand, inst["Z_ref"], 0.05))
+    assert got.shape == (3, cand.shape[0]) and d == W.shape[1]
+
+
+def test_tradeoff_backends_agree_and_deterministic():
+    kw = dict(n=30, d=300, sigmas=[0.0, 0.5, 3.0], reps=3, seed=2, n_ref=400, n_fresh=300)
+    a = tr.tradeoff_curve(backend="numpy", **kw)
+    b = tr.tradeoff_curve(backend="torch", device="cpu", **kw)
+    c = tr.tradeoff_curve(backend="torch", device="cpu", **kw)
+    assert np.array_equal(a["traced_all"], b["traced_all"])
+    assert np.array_equal(a["fpr_all"], b["fpr_all"])
+    assert np.allclose(a["excess_all"], b["excess_all"])
+    assert np.array_equal(b["traced_all"], c["traced_all"])
+
+
+def test_tradeoff_monotone_default():
+    from scipy.stats import spearmanr
+
+    r = tr.tradeoff_curve(50, 1000, sigmas=[0, 0.1, 0.3, 1, 3, 10], reps=5, device="cpu")
+    assert np.all(np.diff(r["excess"]) > 0)
+    assert spearmanr(r["sigma"], r["traced"]).statistic <= -0.9
+
+
+def test_dp_learner_below_ceiling():
+    r = tr.tradeoff_curve(50, 1000, eps=[0.5, 1.0, 2.0], reps=20, device="cpu")
+    for e, t, se in zip(r["eps"], r["traced"], r["traced_se"], strict=True):
+        assert t <= tr.dp_trace_bound(e, 1e-5, 0.05) + 3 * se
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: tr.trace(np.ones(3), np.ones((2, 3)), np.ones((10, 3)), 0.0),
+        lambda: tr.trace(np.ones(3), np.ones((2, 3)), np.ones((10, 3)), 1.0),
+        lambda: tr.trace(np.ones(3), np.ones((2, 4)), np.ones((10, 3)), 0.1),
+        lambda: tr.trace(np.ones(3), np.ones((2, 3)), np.ones((3, 3)), 0.1),
+        lambda: tr.dp_trace_bound(-1.0, 1e-5, 0.1),
+        lambda: tr.dp_trace_bound(1.0, 1.0, 0.1),
+        lambda: tr.gaussian_sigma(1.0, 0.0, 1e-5),
+        lambda: tr.gaussian_sigma(1.0, 1.0, 0.0),
+        lambda: tr.gaussian_sigma(1.0, 1.0, 1e-5, "laplace"),
+        lambda: tr.l2_hard_instance(1, 10),
+        lambda: tr.l2_hard_instance(10, 0),
+        lambda: tr.excess_risk_linear(np.ones(3), np.ones(3), 3),
+        lambda: tr.excess_risk_linear(np.zeros(3), np.ones(4), 3),
+        lambda: tr.noisy_erm_l2(np.ones((2, 3)), -1.0),
+        lambda: tr.fingerprint_terms("mode"),
+        lambda: tr.tradeoff_curve(10, 10, sigmas=[0.1], eps=[1.0]),
+        lambda: tr.dual_map(np.ones(3), 1.0),
+    ],
+)
+def test_bad_input_raises(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_type_errors():
+    with pytest.raises(TypeError):
+        tr.l2_hard_instance(5.5, 10)
+    with pytest.raises(TypeError):
+        tr.trace(np.ones(3), np.ones((2, 3)), np.ones((10, 3)), "0.1")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_matches_cpu():
+    kw = dict(n=30, d=300, sigmas=[0.0, 1.0], reps=2, seed=0, n_ref=400, n_fresh=300)
+    a = tr.tradeoff_curve(device="cpu", **kw)
+    b = tr.tradeoff_curve(device="cuda", **kw)
+    assert np.abs(a["traced_all"] - b["traced_all"]).max() <= 2 / 30
