@@ -58,7 +58,7 @@ test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(MAKE) --no-print-directory book
-	LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider
+	LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider -m "not slow"
 
 lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) book/
