@@ -264,7 +264,9 @@ class RangeSlider(Control):
 
     min: int = 0
     max: int = 10
+    step: int = 1
     static_values: Sequence[tuple[int, int]] | None = None
+    _widget_class = "IntRangeSlider"
 
     def __init__(
         self,
@@ -272,68 +274,26 @@ class RangeSlider(Control):
         max: int,
         value: tuple[int, int],
         *,
+        step: int = 1,
         description: str | None = None,
         static_values: Sequence[tuple[int, int]] | None = None,
     ):
-        self.min = check_int("min", min)
-        self.max = check_int("max", max, self.min + 1)
-        if len(value) != 2:
-            raise ValueError(f"value must be a (low, high) pair (got {value!r})")
-        lo, hi = (
-            check_int("value[0]", value[0], self.min, self.max),
-            check_int("value[1]", value[1], self.min, self.max),
-        )
-        if lo > hi:
-            raise ValueError(f"value must satisfy low <= high (got {value!r})")
-        self.value = (lo, hi)
-        self.description = description
-        self.static_values = static_values
+        self._set(min, max, step, value, description, static_values)
 
-    def widget(self, name: str):
-        import ipywidgets as w
+    @staticmethod
+    def _number(name: str, value: Any) -> int:
+        return check_int(name, value)
 
-        return w.IntRangeSlider(
-            value=self.value,
-            min=self.min,
-            max=self.max,
-            description=self.description or name,
-            continuous_update=False,
-            style={"description_width": "initial"},
-        )
-
-    def grid(self) -> list[tuple[int, int]]:
-        vals = [tuple(int(x) for x in v) for v in (self.static_values or [])]
-        return list(dict.fromkeys(vals + [self.value])) if vals else [self.value]
-
-
-class FloatRangeSlider(Control):
-    """A pair ``(low, high)`` of reals on ``[min, max]`` in increments of ``step``."""
-
-    min: float = 0.0
-    max: float = 1.0
-    step: float = 0.1
-    static_values: Sequence[tuple[float, float]] | None = None
-
-    def __init__(
-        self,
-        min: float,
-        max: float,
-        step: float,
-        value: tuple[float, float],
-        *,
-        description: str | None = None,
-        static_values: Sequence[tuple[float, float]] | None = None,
-    ):
-        self.min = check_real("min", min)
-        self.max = check_real("max", max)
+    def _set(self, min, max, step, value, description, static_values) -> None:
+        self.min, self.max = self._number("min", min), self._number("max", max)
         if not self.max > self.min:
             raise ValueError(f"max must be > min (got min={self.min:g}, max={self.max:g})")
-        self.step = check_real("step", step)
+        self.step = self._number("step", step)
         if self.step <= 0:
             raise ValueError(f"step must be > 0 (got {self.step:g})")
         if len(value) != 2:
             raise ValueError(f"value must be a (low, high) pair (got {value!r})")
-        lo, hi = (check_real("value[0]", value[0]), check_real("value[1]", value[1]))
+        lo, hi = self._number("value[0]", value[0]), self._number("value[1]", value[1])
         if not self.min <= lo <= hi <= self.max:
             raise ValueError(
                 f"value must satisfy {self.min:g} <= low <= high <= {self.max:g} (got {value!r})"
@@ -345,20 +305,46 @@ class FloatRangeSlider(Control):
     def widget(self, name: str):
         import ipywidgets as w
 
-        return w.FloatRangeSlider(
+        extra = {"readout_format": ".3g"} if self._widget_class == "FloatRangeSlider" else {}
+        return getattr(w, self._widget_class)(
             value=self.value,
             min=self.min,
             max=self.max,
             step=self.step,
             description=self.description or name,
             continuous_update=False,
-            readout_format=".3g",
             style={"description_width": "initial"},
+            **extra,
         )
 
-    def grid(self) -> list[tuple[float, float]]:
-        vals = [tuple(float(x) for x in v) for v in (self.static_values or [])]
+    def grid(self) -> list[tuple]:
+        vals = [
+            tuple(self._number("static_values[i]", x) for x in v)
+            for v in (self.static_values or [])
+        ]
         return list(dict.fromkeys(vals + [self.value])) if vals else [self.value]
+
+
+class FloatRangeSlider(RangeSlider):
+    """A pair ``(low, high)`` of reals on ``[min, max]`` in increments of ``step``."""
+
+    _widget_class = "FloatRangeSlider"
+
+    def __init__(
+        self,
+        min: float,
+        max: float,
+        step: float,
+        value: tuple[float, float],
+        *,
+        description: str | None = None,
+        static_values: Sequence[tuple[float, float]] | None = None,
+    ):
+        self._set(min, max, step, value, description, static_values)
+
+    @staticmethod
+    def _number(name: str, value: Any) -> float:
+        return check_real(name, value)
 
 
 class Dropdown(Control):
