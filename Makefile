@@ -10,14 +10,14 @@ CACHE  := _build/.jupyter_cache
 JOBS   ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test lab assign exercises bench gpu-check browser clean help
+.PHONY: setup lock book test lab assign exercises bench gpu-check browser clean help
 
 help:
 	@echo "make book   execute every notebook and build the HTML book into _build/html"
 	@echo "make test   ruff, pytest (lab, notebooks via nbval, assignments, book structure, browser)"
 	@echo "make lab    open JupyterLab in the project's environment"
 	@echo "make assign CH=<slug>   student notebook + autograder into _build/assign/<slug>/"
-	@echo "make bench [GPU=1]      benchmark tables"
+	@echo "make bench [GPU=1] [CH=<slug>]  benchmarks -> benchmarks/results/ (book/performance.md)"
 	@echo "make gpu-check          CUDA tests + GPU benchmarks (on a CUDA box)"
 
 # -- set-up ------------------------------------------------------------------------------
@@ -35,14 +35,31 @@ $(NODE_STAMP): package.json package-lock.json
 
 setup: $(STAMP) $(NODE_STAMP)
 
-# Headless Chromium for the browser smoke test (Debian package; installed when missing).
+# Re-resolve the lock: the newest versions pyproject.toml allows, in a fresh venv, torch kept at
+# the CPU wheel; writes constraints.txt (then run `make test` before committing it).
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	echo "torch==2.13.0" > .venv-lock/torch.txt
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock/bin/python -m pip install --quiet -c .venv-lock/torch.txt -e '.[dev]'
+	{ sed -n '/^#/p' constraints.txt; .venv-lock/bin/python -m pip freeze --exclude-editable \
+	  | grep -v '^-e' | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > .venv-lock/constraints.txt
+	mv .venv-lock/constraints.txt constraints.txt && rm -rf .venv-lock
+	@echo "constraints.txt refreshed: $$(grep -c '==' constraints.txt) pins"
+
+# Debian packages, installed when missing (root + apt-get; otherwise a note and the dependent
+# test skips): chromium for the headless-browser test, espeak-ng for the arecho chapter's
+# corpus command (the chapter itself falls back to formant speech without it).
+SYSTEM_PACKAGES := chromium:chromium espeak-ng:espeak-ng
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@for pair in $(SYSTEM_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 && continue; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium (Debian) for the browser test"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	      || echo "could not install chromium: the browser test will be skipped"; \
-	  else echo "chromium not found: the browser test will be skipped"; fi; }
+	    echo "installing $$pkg (Debian)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null) \
+	      || echo "could not install $$pkg: what needs it will be skipped"; \
+	  else echo "$$cmd not found (install the Debian package $$pkg): what needs it will be skipped"; fi; \
+	done
 
 # -- the book ----------------------------------------------------------------------------
 book: setup
@@ -70,13 +87,15 @@ assign: setup
 exercises: setup
 	@for d in book/*/assignment.ipynb; do $(BIN)/python -m lab exercises $$(basename $$(dirname $$d)); done
 
+# Every benchmarks/bench_<slug>.py (CPU sizes; GPU=1 for the CUDA sizes), one results file per
+# chapter + the run record benchmarks/results/run-<cpu|gpu>.json; book/performance.md shows them.
 bench: setup
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b $(if $(GPU),--gpu,); done
+	$(BIN)/lab bench $(if $(GPU),--gpu,) $(CH)
 
 # On a CUDA box: the CUDA tests and every benchmark's GPU sizes, as one script.
 gpu-check: setup
 	$(BIN)/python -m pytest -m cuda -q -p no:cacheprovider tests/
-	@for b in benchmarks/bench_*.py; do echo "== $$b --gpu"; $(BIN)/python $$b --gpu; done
+	$(BIN)/lab bench --gpu
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

@@ -1,23 +1,30 @@
 """The CPU thread policy of lab.core.runtime, measured.
 
 Times a small full-batch MLP training loop (the size of the book's CPU defaults) and a medium
-matrix product with 1 torch thread and with all cores, first alone and then with two copies
-running at once (what ``pytest -n 2`` or two notebooks executing side by side do on a 2-core
-machine). The results decide ``lab.setup``'s default (one thread on CPU).
+matrix product with 1 torch thread (fast: lab's policy) and with all cores (peer: torch's
+default), first alone and then with two copies running at once in separate processes (what
+``pytest -n 2`` or two notebooks executing side by side do on a 2-core machine; each copy
+reports its best of 3, the slowest copy is recorded; "alone" rows are the median of 3). The results decide ``lab.setup``'s
+default (one thread on CPU). ``--threads`` is ignored (the script sets the threads itself)
+and ``--gpu`` adds nothing (the policy is CPU-only).
 
-    python benchmarks/bench_core.py
+    python benchmarks/bench_core.py            # MLP 300 steps, matmul 1024^2 x10
+    python benchmarks/bench_core.py --quick    # < 20 s idle: MLP 30 steps, matmul 256^2 x10
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import multiprocessing as mp
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lab.core.bench import Benchmark  # noqa: E402
 
 
 def tiny_mlp_steps(steps: int = 300) -> None:
@@ -39,65 +46,82 @@ def matmul(n: int = 1024, reps: int = 10) -> None:
         a @ a
 
 
-WORKLOADS = {
-    "MLP 64-32-2, 200 samples, 300 steps": tiny_mlp_steps,
-    "matmul 1024^2 x10": matmul,
-}
+def workloads(quick: bool) -> dict[str, tuple]:
+    if quick:
+        return {
+            "MLP 64-32-2, 200 samples, 30 steps": (tiny_mlp_steps, 30),
+            "matmul 256^2 x10": (matmul, 256),
+        }
+    return {
+        "MLP 64-32-2, 200 samples, 300 steps": (tiny_mlp_steps, 300),
+        "matmul 1024^2 x10": (matmul, 1024),
+    }
 
 
-def timed(name: str, threads: int, repeats: int = 3) -> float:
+def warm_up(fn, size: int) -> None:
+    """A short call of the workload (a long one costs minutes on a loaded machine)."""
+    fn(10) if fn is tiny_mlp_steps else fn(size, 1)
+
+
+def timed(args: tuple[str, int, bool]) -> float:
+    """Best of 3 (1 if quick) after a warm-up, in this process, with ``threads`` torch threads."""
+    name, threads, quick = args
+    repeats = 1 if quick else 3
     torch.set_num_threads(threads)
-    fn = WORKLOADS[name]
-    fn()  # warm-up
+    fn, size = workloads(quick)[name]
+    warm_up(fn, size)
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
+        fn(size)
         best = min(best, time.perf_counter() - t0)
     return best
 
 
-def _worker(args: tuple[str, int]) -> float:
-    return timed(*args)
+def concurrent(name: str, threads: int, quick: bool, copies: int = 2) -> float:
+    """Wall time per copy when ``copies`` processes run the workload at the same time.
 
-
-def concurrent(name: str, threads: int, copies: int = 2) -> float:
-    """Wall time per copy when ``copies`` processes run the workload at the same time."""
-    with mp.get_context("spawn").Pool(copies) as pool:
-        return max(pool.map(_worker, [(name, threads)] * copies))
+    Plain subprocesses (``--worker``), not a multiprocessing pool: a spawn pool's workers
+    sometimes never exit after torch's autograd threads have started.
+    """
+    cmd = [sys.executable, __file__, "--worker", name, str(threads), str(int(quick))]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
+    outs = [p.communicate()[0] for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError(f"a worker failed: {outs}")
+    return max(float(o.strip().splitlines()[-1]) for o in outs)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--gpu", action="store_true", help="accepted for make bench; the policy is CPU-only"
-    )
-    parser.parse_args()
+    if sys.argv[1:2] == ["--worker"]:  # one copy of concurrent()
+        name, threads, quick = sys.argv[2], int(sys.argv[3]), bool(int(sys.argv[4]))
+        print(timed((name, threads, quick)), flush=True)
+        return
+    bench = Benchmark("core", __doc__)
     cores = os.cpu_count() or 1
-    rows = []
-    for name in WORKLOADS:
-        for mode, fn in (("alone", lambda n, t: timed(n, t)), ("2 at once", concurrent)):
-            t1, tn = fn(name, 1), fn(name, cores)
-            rows.append(
-                {
-                    "workload": name,
-                    "mode": mode,
-                    "threads_1_s": round(t1, 4),
-                    f"threads_{cores}_s": round(tn, 4),
-                    "speedup_of_1_thread": round(tn / t1, 2),
-                }
-            )
-    print(f"| workload | processes | 1 thread (s) | {cores} threads (s) | 1-thread speed-up |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['workload']} | {r['mode']} | {r['threads_1_s']} | {r[f'threads_{cores}_s']} "
-            f"| {r['speedup_of_1_thread']}x |"
-        )
-    out = Path(__file__).parent / "results" / "core-cpu.json"
-    out.write_text(
-        json.dumps({"cores": cores, "torch": torch.__version__, "rows": rows}, indent=2) + "\n"
-    )
+    for name, (fn, size) in workloads(bench.quick).items():
+        with bench.case(f"{name}, alone", workload=name, processes=1, cores=cores) as case:
+            for role, threads in (("fast", 1), ("peer", cores)):
+                torch.set_num_threads(threads)
+                warm_up(fn, size)
+                case.time(
+                    role,
+                    f"{threads} torch thread(s)",
+                    lambda fn=fn, size=size: fn(size),
+                    threads=threads,
+                )
+            torch.set_num_threads(1)
+        with bench.case(f"{name}, 2 at once", workload=name, processes=2, cores=cores) as case:
+            for role, threads in (("fast", 1), ("peer", cores)):
+                case.record(
+                    role,
+                    f"{threads} torch thread(s)",
+                    seconds=concurrent(name, threads, bench.quick),
+                    threads=threads,
+                    note="2 processes at once; slowest copy's best of "
+                    + ("1" if bench.quick else "3"),
+                )
+    bench.finish()
 
 
 if __name__ == "__main__":

@@ -1,30 +1,24 @@
 """Attention-based clustering: fast paths vs the numpy reference vs scikit-learn.
 
-Two tables.
-
 1. **Identity attention** (the kernel of in-context quantisation), ``B`` sequences of ``L``
-   tokens in ``d = 64``: ``lab.gmm_attention.identity_attention`` (numpy float64, builds the
-   ``L x L`` weights), a naive torch version that also builds them, and
-   ``identity_attention_sdpa`` (``scaled_dot_product_attention``: fused kernels on a GPU,
-   no ``L x L`` matrix). Outputs are checked against the reference.
-2. **Finding the centroids** of the symmetric mixture (``d = 10``, ``||mu|| / sigma = 3``):
-   the numpy SGD reference ``train_heads`` (one run at a time), the batched torch fast path
-   ``train_heads_batched`` (``R`` runs at once), and the peers a user would pick instead,
-   scikit-learn's ``KMeans`` and ``GaussianMixture`` (EM) on 1e4 samples: centroid error and
-   wall time per run.
+   tokens in ``d = 64``, one case per ``L``: reference ``lab.gmm_attention.identity_attention``
+   (numpy float64, builds the ``L x L`` weights; CPU, L <= 2048), fast
+   ``identity_attention_sdpa`` (``scaled_dot_product_attention``: fused kernels on a GPU, no
+   ``L x L`` matrix), peer: the naive torch version that builds the weights. Checks: max abs
+   error of the fast path vs the reference (and vs the naive peer); sdpa TFLOP/s.
+2. **Finding the centroids** of the symmetric mixture (``d = 10``, ``||mu|| / sigma = 3``),
+   seconds per run: reference = the numpy SGD ``train_heads`` (one run at a time, timed on 3
+   runs), fast = ``train_heads_batched`` (``R`` runs in one call, total / R), peers =
+   scikit-learn's ``KMeans`` and ``GaussianMixture`` (EM) on 1e4 samples. Centroid errors are
+   recorded with the rows.
 
-A markdown table is printed and the numbers go to ``benchmarks/results/gmm_attention-<cpu|gpu>.json``.
-
-    python benchmarks/bench_gmm_attention.py            # CPU
+    python benchmarks/bench_gmm_attention.py            # CPU: L in (256, 1024, 2048), B = 8; R = 32
     python benchmarks/bench_gmm_attention.py --quick    # CPU, < 20 s
-    python benchmarks/bench_gmm_attention.py --gpu      # adds CUDA sizes (L up to 16k)
+    python benchmarks/bench_gmm_attention.py --gpu      # adds CUDA (float16, L up to 16k; R = 256)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,17 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import gmm_attention as ga  # noqa: E402
-
-
-def timed(fn, repeat: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return out, best
+from lab.core.bench import Benchmark  # noqa: E402
 
 
 def naive_torch(X, beta):
@@ -53,122 +37,110 @@ def naive_torch(X, beta):
     return P @ X
 
 
-def attention_table(sizes, device, dtype, B, d=64, beta=0.05):
-    rows = []
+def attention_cases(bench, sizes, device, dtype, B, d=64, beta=0.05):
     rng = np.random.default_rng(0)
+    reps = bench.args.reps or (2 if bench.quick else 3)
+    dev = device if device != "cpu" else None
+    dt = str(dtype).split(".")[-1]
     for L in sizes:
         X = rng.normal(size=(B, L, d))
         Xt = torch.as_tensor(X, dtype=dtype, device=device)
-        row = {"L": L, "B": B, "d": d, "device": device, "dtype": str(dtype).split(".")[-1]}
-        flops = 4.0 * B * L * L * d
-        ref = None
-        if device == "cpu" and L <= 2048:
-            ref, row["numpy_s"] = timed(lambda X=X: ga.identity_attention(X, beta), 2)
-        out_n = None
-        try:
-            out_n, row["naive_torch_s"] = timed(lambda Xt=Xt: naive_torch(Xt, beta), 2)
-        except RuntimeError as exc:  # out of memory at long L
-            row["naive_torch_s"] = f"failed: {str(exc)[:40]}"
-        out_f, row["sdpa_s"] = timed(lambda Xt=Xt: ga.identity_attention_sdpa(Xt, beta), 2)
-        row["sdpa_tflops"] = flops / row["sdpa_s"] / 1e12
-        if ref is not None:
-            row["sdpa_max_err_vs_numpy"] = float(np.abs(out_f.double().cpu().numpy() - ref).max())
-        if out_n is not None:
-            row["sdpa_max_err_vs_naive"] = float((out_f - out_n).abs().max().item())
-        rows.append(row)
-    return rows
+        label = f"identity attention, L = {L}, B = {B}, d = {d} ({device}, {dt})"
+        with bench.case(label, L=L, B=B, d=d, device=device, dtype=dt) as case:
+            ref = None
+            if device == "cpu" and L <= 2048:
+                ref = case.time(
+                    "reference",
+                    "lab identity_attention (numpy float64)",
+                    lambda X=X: ga.identity_attention(X, beta),
+                    reps=reps,
+                )
+            out_f = case.time(
+                "fast",
+                "lab identity_attention_sdpa",
+                lambda Xt=Xt: ga.identity_attention_sdpa(Xt, beta),
+                reps=reps,
+                device=dev,
+            )
+            case.metric("sdpa_tflops", 4.0 * B * L * L * d / case.rows[-1]["seconds"] / 1e12)
+            try:
+                out_n = case.time(
+                    "peer",
+                    "naive torch (softmax(X X^T) X)",
+                    lambda Xt=Xt: naive_torch(Xt, beta),
+                    reps=reps,
+                    device=dev,
+                )
+                case.metric("max_err_vs_naive", float((out_f - out_n).abs().max().item()))
+            except RuntimeError as exc:  # out of memory at long L
+                case.metric("naive_failed", str(exc)[:60])
+            if ref is not None:
+                err = float(np.abs(out_f.double().cpu().numpy() - ref).max())
+                case.metric("max_err_vs_reference", err)
 
 
-def training_table(R, steps, device):
+def training_case(bench, R, steps, device):
     mu = ga.symmetric_means(10, 3.0, seed=0)
-    out = {"R": R, "steps": steps, "batch": 1024, "device": device}
-    n_ref = min(R, 3)
-    _, t_ref = timed(lambda: [ga.train_heads(mu, 1.0, steps, 0.1, 1024, s) for s in range(n_ref)])
-    out["numpy_per_run_s"] = t_ref / n_ref
-    hist = ga.train_heads(mu, 1.0, steps, 0.1, 1024, 0)
-    out["numpy_error"] = ga.centroid_error(hist.Theta, mu)
-    ga.train_heads_batched(mu, 1.0, 2, 0.1, 1024, seeds=R, device=device)  # warm-up
-    heads, t_fast = timed(
-        lambda: ga.train_heads_batched(mu, 1.0, steps, 0.1, 1024, seeds=R, device=device)
-    )
-    out["torch_batched_per_run_s"] = t_fast / R
-    errs = [ga.centroid_error(h.cpu().numpy(), mu) for h in heads]
-    out["torch_batched_error_median"] = float(np.median(errs))
-    out["torch_batched_min_alignment"] = float(
-        min(ga.alignment(h.cpu().numpy(), mu) for h in heads)
-    )
-    ga.fit_baselines(mu, n=2000, steps=2)  # warm-up (imports, thread pools)
-    res = ga.fit_baselines(mu, 1.0, 10_000, 0, steps=steps)
-    for name in ("k-means", "EM"):
-        out[f"{name}_s"] = res[name]["seconds"]
-        out[f"{name}_error"] = res[name]["error"]
-    return out
+    with bench.case(
+        f"find the centroids, d = 10, separation 3, {steps} steps ({device}), per run",
+        R=R,
+        steps=steps,
+        batch=1024,
+        device=device,
+    ) as case:
+        n_ref = min(R, 3)
+        t0 = time.perf_counter()
+        for s in range(n_ref):
+            hist = ga.train_heads(mu, 1.0, steps, 0.1, 1024, s)
+            if s == 0:
+                err0 = ga.centroid_error(hist.Theta, mu)
+        case.record(
+            "reference",
+            "lab train_heads (numpy SGD, one run)",
+            seconds=(time.perf_counter() - t0) / n_ref,
+            error=err0,
+            note=f"mean over {n_ref} runs timed once",
+        )
+        ga.train_heads_batched(mu, 1.0, 2, 0.1, 1024, seeds=R, device=device)  # warm-up
+        t0 = time.perf_counter()
+        heads = ga.train_heads_batched(mu, 1.0, steps, 0.1, 1024, seeds=R, device=device)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        t_fast = time.perf_counter() - t0
+        errs = [ga.centroid_error(h.cpu().numpy(), mu) for h in heads]
+        case.record(
+            "fast",
+            "lab train_heads_batched (torch)",
+            seconds=t_fast / R,
+            device=device,
+            error=float(np.median(errs)),
+            note=f"{R} runs in one call, timed once; error = median over runs",
+        )
+        case.metric(
+            "fast_min_alignment", float(min(ga.alignment(h.cpu().numpy(), mu) for h in heads))
+        )
+        ga.fit_baselines(mu, n=2000, steps=2)  # warm-up (imports, thread pools)
+        res = ga.fit_baselines(mu, 1.0, 10_000, 0, steps=steps)
+        for name, label in (("k-means", "sklearn KMeans"), ("EM", "sklearn GaussianMixture (EM)")):
+            case.record(
+                "peer",
+                label,
+                seconds=res[name]["seconds"],
+                error=res[name]["error"],
+                note="one fit on 1e4 samples",
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--gpu", action="store_true", help="also time the CUDA sizes")
-    parser.add_argument("--quick", action="store_true", help="small CPU sizes (< 20 s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    args = parser.parse_args()
-    if args.gpu and not torch.cuda.is_available():
-        parser.error("--gpu given but torch sees no CUDA device")
-    torch.set_num_threads(args.threads)
-
-    sizes = [256, 512] if args.quick else [256, 1024, 2048]
-    att = attention_table(sizes, "cpu", torch.float64, B=4 if args.quick else 8)
-    train = [training_table(8 if args.quick else 32, 100 if args.quick else 300, "cpu")]
-    if args.gpu:
-        att += attention_table([1024, 4096, 16384], "cuda", torch.float16, B=64)
-        train.append(training_table(256, 300, "cuda"))
-
-    print("\n### Identity attention (B sequences, d = 64)\n")
-    print(
-        "| device | dtype | L | B | numpy ref (s) | naive torch (s) | sdpa (s) | sdpa TFLOP/s | max err |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in att:
-        err = r.get("sdpa_max_err_vs_numpy", r.get("sdpa_max_err_vs_naive", float("nan")))
-        num = f"{r['numpy_s']:.4f}" if "numpy_s" in r else "-"
-        nai = r.get("naive_torch_s", "-")
-        nai = f"{nai:.4f}" if isinstance(nai, float) else nai
-        print(
-            f"| {r['device']} | {r['dtype']} | {r['L']} | {r['B']} | {num} | {nai} | "
-            f"{r['sdpa_s']:.4f} | {r['sdpa_tflops']:.3f} | {err:.1e} |"
-        )
-    print("\n### Finding the centroids (d = 10, separation 3)\n")
-    print(
-        "| device | runs | steps | numpy SGD / run (s) | torch batched / run (s) | speed-up | "
-        "k-means (s) | EM (s) | error: SGD / k-means / EM |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for t in train:
-        print(
-            f"| {t['device']} | {t['R']} | {t['steps']} | {t['numpy_per_run_s']:.4f} | "
-            f"{t['torch_batched_per_run_s']:.4f} | "
-            f"{t['numpy_per_run_s'] / t['torch_batched_per_run_s']:.1f}x | {t['k-means_s']:.4f} | "
-            f"{t['EM_s']:.4f} | {t['torch_batched_error_median']:.3f} / {t['k-means_error']:.3f} / "
-            f"{t['EM_error']:.3f} |"
-        )
-
-    result = {
-        "machine": platform.platform(),
-        "torch": torch.__version__,
-        "threads": args.threads,
-        "quick": args.quick,
-        "identity_attention": att,
-        "training": train,
-    }
-    out = (
-        Path(__file__).resolve().parent
-        / "results"
-        / f"gmm_attention-{'gpu' if args.gpu else 'cpu'}.json"
-    )
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    print(f"\nwrote {out}")
+    bench = Benchmark("gmm_attention", __doc__)
+    sizes = [256, 512] if bench.quick else [256, 1024, 2048]
+    attention_cases(bench, sizes, "cpu", torch.float64, B=4 if bench.quick else 8)
+    if bench.gpu:
+        attention_cases(bench, [1024, 4096, 16384], "cuda", torch.float16, B=64)
+    training_case(bench, 8 if bench.quick else 32, 100 if bench.quick else 300, "cpu")
+    if bench.gpu:
+        training_case(bench, 256, 300, "cuda")
+    bench.finish()
 
 
 if __name__ == "__main__":

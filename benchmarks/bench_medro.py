@@ -1,16 +1,15 @@
 """MEDRO: the risk matrix fast path vs the reference vs the careless peer, and step cost.
 
-For m environments with one batch each, times (forward + backward)
+For m environments (m = 2, 4, 8) with one batch each, two cases per m:
 
-* ``risk_matrix``: one featurizer pass over all environments concatenated, all heads with one
-  ``einsum`` (lab's fast path);
-* ``risk_matrix_reference``: one featurizer pass per environment, a loop over heads;
-* ``naive pairs``: the peer a user writes first, one featurizer pass per (head, environment)
-  pair (m² passes);
-
-and the cost of one ``medro_step`` relative to one single-head ``groupdro_step`` at equal
-batch (the spec's anchor: < 10% extra for m <= 8). Every path is checked against the
-reference. A markdown table is printed; numbers go to ``benchmarks/results/medro-<cpu|gpu>.json``.
+* the m x m risk matrix, forward + backward (median of single calls): fast =
+  ``lab.medro.risk_matrix`` (one featurizer pass over all environments concatenated, all
+  heads with one ``einsum``), reference = ``risk_matrix_reference`` (one featurizer pass per
+  environment, a loop over heads), peer = ``naive pairs``, the code a user writes first (one
+  featurizer pass per (head, environment) pair, m² passes). Every path is checked against
+  the reference;
+* one training step: fast = ``medro_step`` (m heads), peer = a single-head ``groupdro_step``
+  at equal batch (the spec's anchor: < 10% extra for m <= 8).
 
     python benchmarks/bench_medro.py            # CPU: featurizer 8→256→64, 256 per env
     python benchmarks/bench_medro.py --quick    # CPU, < 20 s: 8→64→16, 128 per env
@@ -19,11 +18,7 @@ reference. A markdown table is printed; numbers go to ``benchmarks/results/medro
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,6 +27,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import medro  # noqa: E402
+from lab.core.bench import Benchmark  # noqa: E402
 
 
 def naive_pairs(model, batches):
@@ -46,118 +42,86 @@ def naive_pairs(model, batches):
     return torch.stack(rows)
 
 
-def timed(fn, model, batches, reps: int, device) -> float:
-    for _ in range(2):
-        fn(model, batches).sum().backward()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
+def fwd_bwd(fn, model, batches):
+    def run():
         model.zero_grad(set_to_none=True)
         fn(model, batches).sum().backward()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps
+
+    return run
 
 
-def step_cost(m, hidden, feat, batch, reps, device) -> tuple[float, float]:
-    envs = medro.make_rotated_spurious_envs(batch, [0.8] * m, [0.0] * m, seed=0)
-    envs = [(x.to(device), y.to(device)) for x, y in envs]
-    out = []
-    for heads, step in [(1, "groupdro"), (m, "medro")]:
-        torch.manual_seed(0)
-        net = medro.MultiHeadNet(medro.make_featurizer(8, hidden, feat), feat, 2, heads).to(device)
-        opt = torch.optim.Adam(net.parameters(), 1e-3)
-        q = torch.full(
-            (m,) if heads == 1 else (m, m), 1.0 / (m if heads == 1 else m * m), device=device
-        )
-        fn = medro.groupdro_step if step == "groupdro" else medro.medro_step
-        for _ in range(2):
-            q, _ = fn(net, envs, q, opt, 0.01)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            q, _ = fn(net, envs, q, opt, 0.01)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        out.append((time.perf_counter() - t0) / reps)
-    return out[0], out[1]
+def stepper(m, heads, hidden, feat, envs, device):
+    torch.manual_seed(0)
+    net = medro.MultiHeadNet(medro.make_featurizer(8, hidden, feat), feat, 2, heads).to(device)
+    opt = torch.optim.Adam(net.parameters(), 1e-3)
+    state = {"q": torch.full((m,) if heads == 1 else (m, m), 1.0 / (m * heads), device=device)}
+    fn = medro.groupdro_step if heads == 1 else medro.medro_step
+
+    def run():
+        state["q"], _ = fn(net, envs, state["q"], opt, 0.01)
+
+    return run
 
 
-def run(device, ms, hidden, feat, batch, reps):
-    rows = []
+def run(bench, device, ms, hidden, feat, batch, reps):
+    sync = "cuda" if device.type == "cuda" else None
     for m in ms:
+        size = {"m": m, "features": f"8-{hidden}-{feat}", "batch_per_env": batch}
         torch.manual_seed(0)
         model = medro.MultiHeadNet(medro.make_featurizer(8, hidden, feat), feat, 2, m).to(device)
         envs = medro.make_rotated_spurious_envs(batch, [0.8] * m, [0.0] * m, seed=1)
         batches = [(x.to(device), y.to(device)) for x, y in envs]
-        ref = medro.risk_matrix_reference(model, batches).detach()
-        for fn in (medro.risk_matrix, naive_pairs):
-            err = float((fn(model, batches).detach() - ref).abs().max())
-            assert err < 1e-4, f"{fn.__name__} disagrees with the reference by {err}"
-        t_fast = timed(medro.risk_matrix, model, batches, reps, device)
-        t_ref = timed(medro.risk_matrix_reference, model, batches, reps, device)
-        t_naive = timed(naive_pairs, model, batches, reps, device)
-        t_gdro, t_medro = step_cost(m, hidden, feat, batch, reps, device)
-        rows.append(
-            {
-                "device": device.type,
-                "m": m,
-                "fast_ms": 1e3 * t_fast,
-                "reference_ms": 1e3 * t_ref,
-                "naive_pairs_ms": 1e3 * t_naive,
-                "speedup_vs_reference": t_ref / t_fast,
-                "speedup_vs_naive": t_naive / t_fast,
-                "groupdro_step_ms": 1e3 * t_gdro,
-                "medro_step_ms": 1e3 * t_medro,
-                "medro_over_groupdro": t_medro / t_gdro,
-            }
-        )
-    return rows
+        with bench.case(f"risk matrix fwd+bwd, m = {m} ({device.type})", **size) as case:
+            ref = medro.risk_matrix_reference(model, batches).detach()
+            for name, fn in (("fast", medro.risk_matrix), ("peer", naive_pairs)):
+                err = float((fn(model, batches).detach() - ref).abs().max())
+                assert err < 1e-4, f"{fn.__name__} disagrees with the reference by {err}"
+                case.metric(f"{name}_max_abs_diff_vs_reference", err)
+            for role, label, fn in (
+                ("fast", "lab risk_matrix (one pass, einsum)", medro.risk_matrix),
+                ("reference", "lab risk_matrix_reference", medro.risk_matrix_reference),
+                ("peer", "naive pairs (m² featurizer passes)", naive_pairs),
+            ):
+                case.time(
+                    role, label, fwd_bwd(fn, model, batches), reps=reps, warmup=2, device=sync
+                )
+        envs = medro.make_rotated_spurious_envs(batch, [0.8] * m, [0.0] * m, seed=0)
+        envs = [(x.to(device), y.to(device)) for x, y in envs]
+        with bench.case(
+            f"training step, m = {m} ({device.type})",
+            target="medro_step < 1.1x groupdro_step for m <= 8",
+            **size,
+        ) as case:
+            case.time(
+                "fast",
+                "lab medro_step (m heads)",
+                stepper(m, m, hidden, feat, envs, device),
+                reps=reps,
+                warmup=2,
+                device=sync,
+            )
+            case.time(
+                "peer",
+                "lab groupdro_step (one head)",
+                stepper(m, 1, hidden, feat, envs, device),
+                reps=reps,
+                warmup=2,
+                device=sync,
+            )
+            fast, peer = case.rows[0]["seconds"], case.rows[1]["seconds"]
+            case.metric("medro_over_groupdro", fast / peer)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--gpu", action="store_true", help="also time on CUDA at larger sizes")
-    parser.add_argument("--quick", action="store_true", help="small CPU sizes (< 20 s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    args = parser.parse_args()
-    if args.gpu and not torch.cuda.is_available():
-        parser.error("--gpu given but torch sees no CUDA device")
-    torch.set_num_threads(args.threads)
+    bench = Benchmark("medro", __doc__)
     ms = [2, 4, 8]
-    if args.quick:
-        rows = run(torch.device("cpu"), ms, 64, 16, 128, 10)
+    if bench.quick:
+        run(bench, torch.device("cpu"), ms, 64, 16, 128, bench.args.reps or 10)
     else:
-        rows = run(torch.device("cpu"), ms, 256, 64, 256, 30)
-    if args.gpu:
-        rows += run(torch.device("cuda"), ms, 1024, 256, 4096, 50)
-    print(
-        "| device | m | fast (ms) | reference (ms) | naive m² passes (ms) | fast vs ref | fast vs naive | MEDRO / GroupDRO step |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['device']} | {r['m']} | {r['fast_ms']:.2f} | {r['reference_ms']:.2f} | "
-            f"{r['naive_pairs_ms']:.2f} | {r['speedup_vs_reference']:.2f}x | "
-            f"{r['speedup_vs_naive']:.2f}x | {r['medro_over_groupdro']:.2f} |"
-        )
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
-    meta = {
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "threads": args.threads,
-        "quick": args.quick,
-    }
-    for dev in sorted({r["device"] for r in rows}):
-        name = "cpu" if dev == "cpu" else "gpu"
-        payload = {"meta": meta, "rows": [r for r in rows if r["device"] == dev]}
-        (out / f"medro-{name}.json").write_text(json.dumps(payload, indent=2))
-        print(f"wrote {out / f'medro-{name}.json'}")
+        run(bench, torch.device("cpu"), ms, 256, 64, 256, bench.args.reps or 30)
+    if bench.gpu:
+        run(bench, torch.device("cuda"), ms, 1024, 256, 4096, bench.args.reps or 50)
+    bench.finish()
 
 
 if __name__ == "__main__":

@@ -1,43 +1,301 @@
-"""Command line: ``python -m lab assign <slug>`` | ``grade <slug> <notebook>`` | ``exercises <slug>``."""
+"""The ``lab`` command line (also ``python -m lab``).
+
+``info``                      versions, device, CUDA and triton availability, thread settings
+``run <slug> [--full]``       execute a chapter's notebooks headless into ``_build/run/<slug>/``
+``assign <slug>``             student notebook + autograder into ``_build/assign/<slug>/``
+``grade <slug> <nb|folder>``  grade a notebook, or every notebook of a folder (grades.csv)
+``exercises <slug>``          regenerate ``book/<slug>/exercises.ipynb`` (the book's student page)
+``bench [<slug>...] [--gpu]`` run the benchmarks and merge one run record
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def chapters(root: Path | None = None) -> list[str]:
+    """The chapter slugs: folders of ``book/`` with an ``index.md``."""
+    book = (root or ROOT) / "book"
+    if not book.is_dir():
+        return []
+    return sorted(p.name for p in book.iterdir() if (p / "index.md").exists())
+
+
+def check_slug(slug: str, root: Path | None = None) -> str:
+    """Return ``slug`` if it names a chapter; otherwise raise ``ValueError`` listing them."""
+    root = root or ROOT
+    valid = chapters(root)
+    if not valid:
+        raise ValueError(
+            f"no book/ folder next to the lab package ({root}): this command needs a checkout "
+            "of the optlab repository"
+        )
+    if slug not in valid:
+        raise ValueError(f"unknown chapter {slug!r}; valid slugs: {', '.join(valid)}")
+    return slug
+
+
+def info() -> dict:
+    """What this installation can do: versions, device, CUDA, triton and thread settings."""
+    import platform
+
+    import numpy as np
+    import torch
+
+    from . import __version__
+    from .core.runtime import device
+
+    out = {
+        "lab": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "device": str(device()),
+        "cuda_available": torch.cuda.is_available(),
+        "cuda_version": torch.version.cuda,
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "LAB_DEVICE": os.environ.get("LAB_DEVICE"),
+        "LAB_PROGRESS": os.environ.get("LAB_PROGRESS"),
+    }
+    try:
+        import triton
+
+        out["triton"] = triton.__version__
+    except ImportError:
+        out["triton"] = None
+    try:
+        from threadpoolctl import threadpool_info
+
+        out["blas"] = [
+            f"{p.get('internal_api')} ({p.get('num_threads')} threads)" for p in threadpool_info()
+        ]
+    except ImportError:  # pragma: no cover
+        out["blas"] = []
+    return out
+
+
+def chapter_notebooks(slug: str, root: Path | None = None) -> list[Path]:
+    """The chapter's numbered notebooks (``01-*.ipynb`` ...), in order."""
+    root = root or ROOT
+    return sorted((root / "book" / check_slug(slug, root)).glob("[0-9][0-9]-*.ipynb"))
+
+
+def set_full(nb, full: bool) -> bool:
+    """Switch the parameters cell's ``FULL = False`` to ``FULL = True`` (returns whether found)."""
+    import re
+
+    for cell in nb.cells:
+        if cell.cell_type == "code" and re.search(r"^FULL\s*=\s*False", cell.source, re.M):
+            if full:
+                cell.source = re.sub(r"^FULL\s*=\s*False", "FULL = True", cell.source, flags=re.M)
+            return True
+    return False
+
+
+def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3600) -> list[dict]:
+    """Execute a chapter's notebooks headless; save executed copies; return per-notebook timings."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from .core.progress import progress
+
+    notebooks = chapter_notebooks(slug)
+    out = Path(out) if out else ROOT / "_build" / "run" / slug
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for path in progress(notebooks, desc=f"{slug}{' (FULL)' if full else ''}", unit="nb"):
+        nb = nbformat.read(path, as_version=4)
+        if not set_full(nb, full):
+            raise ValueError(f"{path.name}: no parameters cell with `FULL = False`")
+        t0 = time.perf_counter()
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": path.parent}},
+        )
+        error = None
+        try:
+            client.execute()
+        except Exception as exc:  # noqa: BLE001 - reported, then re-raised after saving
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"
+        seconds = time.perf_counter() - t0
+        target = out / path.name
+        nbformat.write(nb, target)
+        results.append(
+            {
+                "notebook": path.name,
+                "seconds": round(seconds, 1),
+                "output": str(target),
+                "error": error,
+            }
+        )
+        print(f"  {path.name}: {seconds:.1f} s{'  FAILED: ' + error if error else ''}", flush=True)
+    return results
+
+
+def bench(slugs: list[str] | None = None, gpu: bool = False, quick: bool = False) -> Path:
+    """Run ``benchmarks/bench_<slug>.py`` for each slug (all by default) and merge a run record."""
+    from .core.bench import RESULTS, machine
+
+    scripts_dir = ROOT / "benchmarks"
+    if not scripts_dir.is_dir():
+        raise ValueError(f"no benchmarks/ folder at {ROOT}: run from a checkout of optlab")
+    available = sorted(p.stem.removeprefix("bench_") for p in scripts_dir.glob("bench_*.py"))
+    slugs = slugs or available
+    for s in slugs:
+        if s not in available:
+            raise ValueError(f"no benchmark for {s!r}; valid: {', '.join(available)}")
+    kind = "gpu" if gpu else "cpu"
+    run_record = {
+        "kind": kind,
+        "quick": quick,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+        "benchmarks": {},
+        "failed": {},
+    }
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    for s in slugs:
+        cmd = [sys.executable, str(scripts_dir / f"bench_{s}.py")]
+        cmd += ["--gpu"] if gpu else []
+        cmd += ["--quick"] if quick else []
+        print(f"== {' '.join(cmd[1:])}", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env)
+        result_file = RESULTS / f"{s}-{kind}{'-quick' if quick else ''}.json"
+        if proc.returncode != 0 or not result_file.exists():
+            run_record["failed"][s] = f"exit status {proc.returncode}"
+            continue
+        data = json.loads(result_file.read_text())
+        data["script_seconds"] = round(time.perf_counter() - t0, 1)
+        run_record["benchmarks"][s] = data
+    path = RESULTS / f"run-{kind}{'-quick' if quick else ''}.json"
+    if not quick and len(slugs) < len(available) and path.exists():
+        # a partial run updates the record of the last full run
+        old = json.loads(path.read_text())
+        old["benchmarks"].update(run_record["benchmarks"])
+        kept = {k: v for k, v in old.get("failed", {}).items() if k not in slugs}
+        old["failed"] = kept | run_record["failed"]
+        old["date"], old["machine"] = run_record["date"], run_record["machine"]
+        run_record = old
+    path.write_text(json.dumps(run_record, indent=1) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}; failed: {sorted(run_record['failed']) or 'none'}")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab", description="optlab classroom tools")
+    parser = argparse.ArgumentParser(
+        prog="lab",
+        description="optlab: the book's command line",
+        epilog=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="versions, device, CUDA/triton availability, threads")
+    p = sub.add_parser("run", help="execute a chapter's notebooks into _build/run/<slug>/")
+    p.add_argument("slug")
+    p.add_argument("--full", action="store_true", help="FULL = True (paper scale; for a GPU)")
     p = sub.add_parser(
         "assign", help="write the student notebook and autograder into _build/assign/<slug>/"
     )
     p.add_argument("slug")
-    p = sub.add_parser("grade", help="grade a notebook with a chapter's autograder")
+    p = sub.add_parser(
+        "grade", help="grade a notebook (or a folder of them: grades.csv) with the autograder"
+    )
     p.add_argument("slug")
-    p.add_argument("notebook")
+    p.add_argument("notebook", help="a submitted .ipynb, or a folder of them")
     p = sub.add_parser(
         "exercises", help="regenerate book/<slug>/exercises.ipynb (the book's student page)"
     )
     p.add_argument("slug")
+    p = sub.add_parser("bench", help="run benchmarks (all, or the slugs given) and merge results")
+    p.add_argument("slugs", nargs="*")
+    p.add_argument("--gpu", action="store_true", help="the GPU sizes (needs CUDA)")
+    p.add_argument("--quick", action="store_true", help="small sizes (< 20 s each)")
     args = parser.parse_args(argv)
+
+    try:
+        return _dispatch(args)
+    except ValueError as exc:
+        print(f"lab {args.cmd}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.cmd == "info":
+        for key, value in info().items():
+            print(f"{key:>15}: {value}")
+        return 0
+    if args.cmd == "run":
+        results = run(args.slug, full=args.full)
+        return 1 if any(r["error"] for r in results) else 0
+    if args.cmd == "bench":
+        path = bench(args.slugs, gpu=args.gpu, quick=args.quick)
+        return 1 if json.loads(path.read_text())["failed"] else 0
 
     from .core import grading
 
+    check_slug(args.slug)
     if args.cmd == "assign":
         build = grading.assign(args.slug)
         print(f"student notebook: {build.student}\nautograder:       {build.autograder}")
     elif args.cmd == "grade":
-        from pathlib import Path
-
         zips = sorted((grading.ROOT / "_build" / "assign" / args.slug / "autograder").glob("*.zip"))
         autograder = zips[-1] if zips else grading.assign(args.slug).autograder
-        result = grading.grade(autograder, Path(args.notebook).resolve())
+        target = Path(args.notebook).resolve()
+        if target.is_dir():
+            return _grade_class(grading, autograder, target)
+        result = grading.grade(autograder, target)
         for q, (s, m) in result["questions"].items():
             print(f"{q}: {s:g} / {m:g}")
         print(f"total: {result['score']:g} / {result['max']:g}")
     elif args.cmd == "exercises":
         print(grading.exercise_page(args.slug))
+    return 0
+
+
+def _grade_class(grading, autograder: Path, folder: Path) -> int:
+    """Grade every ``*.ipynb`` in ``folder``; write ``grades.csv`` there; print a summary."""
+    import csv
+
+    from .core.progress import progress
+
+    submissions = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+    if not submissions:
+        raise ValueError(f"no .ipynb submissions in {folder}")
+    rows, questions = [], []
+    for nb in progress(submissions, desc="grading", unit="nb"):
+        try:
+            result = grading.grade(autograder, nb)
+        except RuntimeError as exc:  # a notebook that does not run scores 0, with the reason
+            rows.append({"submission": nb.name, "total": 0, "max": "", "error": str(exc)[-300:]})
+            continue
+        row = {"submission": nb.name, "total": result["score"], "max": result["max"], "error": ""}
+        for q, (score, _) in result["questions"].items():
+            row[q] = score
+            if q not in questions:
+                questions.append(q)
+        rows.append(row)
+    out = folder / "grades.csv"
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["submission", *questions, "total", "max", "error"])
+        writer.writeheader()
+        writer.writerows(rows)
+    for row in rows:
+        print(f"{row['submission']}: {row['total']:g} / {row['max'] or '?'} {row['error'][:80]}")
+    print(f"wrote {out}")
     return 0
 
 

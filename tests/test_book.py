@@ -126,3 +126,33 @@ def test_notebook_hygiene(nb_path):
     assert any("explore(" in "".join(c["source"]) for c in code), (
         f"{nb_path.name}: no explore widget"
     )
+
+
+ASSIGNMENTS = [slug for slug in CHAPTERS if (ROOT / "book" / slug / "assignment.ipynb").exists()]
+
+
+@pytest.mark.parametrize("slug", ASSIGNMENTS)
+def test_assignment_states_goals_time_and_prerequisites(slug):
+    nb = json.loads((ROOT / "book" / slug / "assignment.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "Learning goals" in text, f"book/{slug}/assignment.ipynb: no learning goals"
+    assert re.search(r"^\*\*Time\.\*\*.*?\b\d+\s+minutes", text, re.M), (
+        f"book/{slug}/assignment.ipynb: no '**Time.** About NN minutes.' line"
+    )
+    assert "Prerequisites" in text, f"book/{slug}/assignment.ipynb: no prerequisites"
+
+
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_chapter_page_links_notebooks_assignment_api_and_paper(slug):
+    """A reader reaches everything from the chapter page: each notebook, the assignment's
+    student page, the module's API reference and the paper itself."""
+    index = (ROOT / "book" / slug / "index.md").read_text()
+    for nb in sorted((ROOT / "book" / slug).glob("[0-9][0-9]-*.ipynb")):
+        assert f"]({nb.name})" in index, f"book/{slug}/index.md does not link {nb.name}"
+    assert "](exercises.ipynb)" in index, f"book/{slug}/index.md does not link its assignment"
+    assert f"<api-{slug}>`" in index, (
+        f"book/{slug}/index.md must link its API reference: {{ref}}`lab.{slug} <api-{slug}>`"
+    )
+    api = (ROOT / "book" / "api.md").read_text()
+    assert f"(api-{slug})=" in api, f"book/api.md has no (api-{slug})= section"
+    assert re.search(r"\]\(https?://[^)]+\)", index), f"book/{slug}/index.md: no link to the paper"

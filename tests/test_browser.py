@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-TIMEOUT_MS = 10_000
+TIMEOUT_MS = 30_000  # generous: CI is idle, but a loaded dev machine is not
 
 pytestmark = [
     pytest.mark.browser,
@@ -219,9 +219,109 @@ def test_page_works_offline(offline: OfflinePage, path: str) -> None:
             "() => document.querySelectorAll('mjx-container').length > 0",
         )
 
+    # images: every <img> loaded
+    broken = page.evaluate(
+        "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+        ".map(i => i.getAttribute('src'))"
+    )
+    assert not broken, f"{path}: images that did not load: {broken}"
+
+    # internal links: every same-site link points at a built file (and an existing anchor
+    # when it points into this page)
+    hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    dead = []
+    for href in set(hrefs):
+        if not href.startswith(offline.origin + "/"):
+            continue
+        parts = urlsplit(href)
+        target = HTML / parts.path.lstrip("/")
+        if parts.path.endswith("/"):
+            target = target / "index.html"
+        if not target.exists():
+            dead.append(href)
+        elif parts.fragment and target == HTML / path:
+            if not page.evaluate(
+                "id => !!document.getElementById(decodeURIComponent(id))", parts.fragment
+            ):
+                dead.append(href)
+    assert not dead, f"{path}: broken internal links: {sorted(dead)}"
+
+    # notebook pages: a download of the .ipynb and the Binder/Colab launch links
+    if (ROOT / (path[: -len(".html")] + ".ipynb")).is_file():
+        downloads = page.locator(".dropdown-download-buttons a[href$='.ipynb']").count()
+        assert downloads >= 1, f"{path}: no .ipynb download button"
+        for host in ("mybinder.org", "colab.research.google.com"):
+            n = page.locator(f".dropdown-launch-buttons a[href*='{host}']").count()
+            assert n >= 1, f"{path}: no launch button for {host}"
+
     page.wait_for_timeout(200)  # let late console errors arrive
     assert not offline.off_machine, f"{path}: requests left the machine: {offline.off_machine}"
     assert not offline.failed, f"{path}: local requests failed: {offline.failed}"
+    assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
+
+
+@pytest.mark.parametrize("query", ["edge of stability", "Wasserstein", "Kalman"])
+def test_search_works_offline(offline: OfflinePage, query: str) -> None:
+    """Sphinx's client-side search (searchindex.js) finds pages with no network."""
+    offline.open(f"search.html?q={query.replace(' ', '+')}")
+    offline.wait_for(
+        f"no search results for {query!r}",
+        "() => document.querySelectorAll('#search-results li, ul.search li').length > 0",
+    )
+    assert not offline.off_machine, f"search: requests left the machine: {offline.off_machine}"
+    assert not offline.errors, f"search: JavaScript errors: {offline.errors}"
+
+
+def _first_notebook_per_chapter() -> list[str]:
+    out, seen = [], set()
+    for page in PAGES:
+        parts = page.split("/")
+        if len(parts) == 3 and parts[2][:2].isdigit() and parts[1] not in seen:
+            seen.add(parts[1])
+            out.append(page)
+    return out
+
+
+SHOTS = ROOT / "_build" / "screenshots"
+
+
+@pytest.mark.parametrize("path", _first_notebook_per_chapter())
+def test_figures_are_readable_in_both_themes(offline: OfflinePage, path: str) -> None:
+    """Light and dark theme: every figure is an opaque card (readable on either background).
+
+    Screenshots of both themes land in ``_build/screenshots/`` for a person to look at.
+    """
+    page = offline.page
+    offline.open(path)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for theme in ("light", "dark"):
+        page.evaluate(
+            "t => { document.documentElement.dataset.theme = t;"
+            " document.documentElement.dataset.mode = t; }",
+            theme,
+        )
+        page.wait_for_timeout(150)
+        bg = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            ".map(el => el._fullLayout && el._fullLayout.paper_bgcolor)"
+        )
+        clear = [i for i, c in enumerate(bg) if not c or c.replace(" ", "") == "rgba(0,0,0,0)"]
+        assert not clear, f"{path} ({theme}): figures {clear} have a transparent background"
+        imgs = page.locator(".cell_output img")
+        for i in range(imgs.count()):
+            # matplotlib PNGs are drawn on white (lab.core.style): check the corner pixel
+            opaque = imgs.nth(i).evaluate(
+                """img => { const c = document.createElement('canvas');
+                c.width = img.naturalWidth; c.height = img.naturalHeight;
+                const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+                return g.getImageData(1, 1, 1, 1).data[3] > 200; }"""
+            )
+            assert opaque, f"{path} ({theme}): image {i} has a transparent background"
+        slug = path.split("/")[1]
+        figure = page.locator(".js-plotly-plot, .cell_output img")
+        if figure.count():
+            figure.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"{slug}-{theme}.png"), full_page=False)
     assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
 
 

@@ -300,3 +300,89 @@ def test_static_slider_moves_below_a_horizontal_legend():
     assert layout["margin"]["b"] > 110 and layout["height"] > 400
     plain = explore.explore(_compute, _controls(), display=False).static_figure()
     assert "y" not in plain["layout"]["sliders"][0]  # figures without such a legend are untouched
+
+
+# -- benchmark harness, performance page, command line -----------------------------------
+def test_benchmark_harness_times_roles_and_writes_results(tmp_path, capsys):
+    import json
+
+    from lab.core import perf
+    from lab.core.bench import Benchmark
+
+    bench = Benchmark("demo", "demo benchmark", argv=["--quick", "--reps", "2"])
+    assert bench.quick and not bench.gpu and bench.reps == 2
+    x = np.arange(1000.0)
+    with bench.case("sum of 1000", target=">= 1x", n=1000) as case:
+        ref = case.time("reference", "python sum", lambda: sum(x.tolist()))
+        fast = case.time("fast", "numpy sum", lambda: x.sum())
+        case.time("peer", "einsum", lambda: np.einsum("i->", x))
+        case.record("peer", "quality row", seconds=None, gap=0.05)
+        case.metric("abs_diff", abs(ref - fast))
+        with pytest.raises(ValueError, match="role must be one of"):
+            case.time("fastest", "bad role", lambda: None)
+    path = bench.finish(tmp_path / "demo-cpu.json")
+    res = json.loads(path.read_text())
+    assert res["schema"] == 1 and res["slug"] == "demo" and res["machine"]["cpu_count"]
+    (c,) = res["cases"]
+    assert [r["role"] for r in c["rows"]] == ["reference", "fast", "peer", "peer"]
+    assert all(r["reps"] == 2 for r in c["rows"][:3])
+    ratio = c["rows"][0]["seconds"] / c["rows"][1]["seconds"]
+    assert c["ratios"]["fast_vs_reference"] == pytest.approx(ratio)
+    assert "fast_vs_peer:einsum" in c["ratios"] and c["metrics"]["abs_diff"] == 0
+    assert "| sum of 1000 | reference | python sum (cpu) |" in capsys.readouterr().out
+    table = perf.table_markdown(res)
+    assert "target: >= 1x" in table and "gap 0.05" in table and "abs_diff 0" in table
+    fig = perf.speedup_figure({"demo": res})
+    assert fig["data"][0]["x"] == [pytest.approx(ratio)]
+    with pytest.raises(ValueError, match="slug must be"):
+        Benchmark("not a slug")
+
+
+def test_performance_page_reads_every_toc_chapter(tmp_path):
+    from lab.core import perf
+
+    (tmp_path / "_toc.yml").write_text(
+        "root: book/intro\nparts:\n  - chapters:\n      - file: book/b/index\n"
+        "      - file: book/a/index\n"
+    )
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "a-cpu.json").write_text('{"benchmark": "old format"}')
+    assert perf.toc_chapters(tmp_path) == ["b", "a"]
+    text, fig = perf.page_markdown("cpu", tmp_path)
+    assert fig is None and "No CPU benchmark has been run yet" in text
+
+
+def test_cli_info_and_bad_slugs(capsys):
+    from lab.__main__ import chapters, main
+
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "torch" in out and "cuda_available" in out and "triton" in out
+    assert "eos" in chapters()
+    for cmd in (["run", "nosuch"], ["assign", "nosuch"], ["bench", "nosuch"]):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert "nosuch" in err and "eos" in err, err
+
+
+def test_cli_run_switches_full_and_saves_executed_copies(tmp_path, monkeypatch):
+    import nbformat
+
+    from lab import __main__ as cli
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("FULL = False\nSEED = 0"),
+        nbformat.v4.new_code_cell("print('full' if FULL else 'default')"),
+    ]
+    assert cli.set_full(nb, True) and "FULL = True" in nb.cells[0].source
+    (tmp_path / "book" / "demo").mkdir(parents=True)
+    (tmp_path / "book" / "demo" / "index.md").write_text("# demo\n")
+    nb.cells[0].source = "FULL = False\nSEED = 0"
+    nbformat.write(nb, tmp_path / "book" / "demo" / "01-demo.ipynb")
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    (result,) = cli.run("demo", full=True, out=tmp_path / "out")
+    assert result["error"] is None
+    done = nbformat.read(tmp_path / "out" / "01-demo.ipynb", as_version=4)
+    assert done.cells[1].outputs[0]["text"].strip() == "full"

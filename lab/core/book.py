@@ -473,6 +473,61 @@ def _copy_assets(app: Any, exception: Exception | None) -> None:
     logging.getLogger(__name__).info(f"lab.core.book: vendored offline assets ({n} files copied)")
 
 
+# ----------------------------------------------------------------------------------------
+# The performance page: ``{optlab-benchmarks}`` renders benchmarks/results/*.json at build time
+
+
+def _benchmarks_directive():
+    from docutils import nodes
+    from docutils.parsers.rst import directives
+    from docutils.statemachine import StringList
+    from sphinx.util.docutils import SphinxDirective
+
+    class BenchmarksDirective(SphinxDirective):
+        """``{optlab-benchmarks}`` with option ``:kind: cpu|gpu``: tables and a speed-up plot."""
+
+        has_content = False
+        option_spec = {"kind": lambda v: directives.choice(v, ("cpu", "gpu"))}
+
+        def run(self) -> list:
+            from . import perf
+
+            kind = self.options.get("kind", "cpu")
+            root = Path(self.env.srcdir)
+            # rebuild this page whenever a results file changes
+            for path in sorted((root / "benchmarks" / "results").glob(f"*-{kind}.json")):
+                self.env.note_dependency(str(path))
+            text, figure = perf.page_markdown(kind, root)
+            container = nodes.container(classes=["optlab-benchmarks"])
+            if figure is not None:
+                html = figure_html(figure, f"optlab-bench-{kind}", kind="plotly")
+                container += nodes.raw(text=html, format="html")
+                self.env.optlab_plotly_pages = getattr(self.env, "optlab_plotly_pages", set())
+                self.env.optlab_plotly_pages.add(self.env.docname)
+            self.state.nested_parse(StringList(text.splitlines()), self.content_offset, container)
+            return [container]
+
+    return BenchmarksDirective
+
+
+def _plotly_on_benchmark_pages(
+    app: Any, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
+    """html-page-context: load plotly.js on the pages that hold ``{optlab-benchmarks}``."""
+    if pagename in getattr(app.env, "optlab_plotly_pages", set()):
+        app.add_js_file(PLOTLY_JS, defer="defer")
+
+
+def _merge_plotly_pages(app: Any, env: Any, docnames: Any, other: Any) -> None:
+    env.optlab_plotly_pages = getattr(env, "optlab_plotly_pages", set()) | getattr(
+        other, "optlab_plotly_pages", set()
+    )
+
+
+def _purge_plotly_pages(app: Any, env: Any, docname: str) -> None:
+    getattr(env, "optlab_plotly_pages", set()).discard(docname)
+
+
 def setup(app: Any) -> dict[str, Any]:
     """Sphinx entry point: ``sphinx: extra_extensions: [lab.core.book]`` in ``_config.yml``."""
     app.setup_extension("myst_nb")
@@ -484,6 +539,10 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _widget_assets_per_page, priority=400)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("build-finished", _copy_assets)
+    app.add_directive("optlab-benchmarks", _benchmarks_directive())
+    app.connect("html-page-context", _plotly_on_benchmark_pages, priority=450)
+    app.connect("env-merge-info", _merge_plotly_pages)
+    app.connect("env-purge-doc", _purge_plotly_pages)
     app.add_css_file("optlab.css")  # written into _static/ by _copy_assets
     from lab import __version__
 

@@ -25,6 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = "lab-sources.json"
+# lab.core files no notebook executes: the build-time renderer (book.py, optlab.css: applied
+# when pages are written, never cached), the benchmark harness and performance page, this
+# cache and the command line (lab/__main__.py). Editing them does not re-execute the book.
+NOT_EXECUTED = {"book.py", "optlab.css", "bench.py", "perf.py", "cache.py"}
 
 
 def _hash_files(root: Path, files) -> str:
@@ -47,16 +51,15 @@ def _chapter_slugs(root: Path) -> list[str]:
 def sources_digest(root: Path = ROOT) -> dict[str, str]:
     """What each chapter's outputs depend on besides its notebooks' code.
 
-    ``"core"``: ``lab/__init__.py``, ``lab/__main__.py``, ``lab/core/**``, ``pyproject.toml`` and
-    ``constraints.txt``, which every notebook depends on; ``"<slug>"``: ``lab/<slug>.py`` or
+    ``"core"``: ``lab/__init__.py``, ``lab/core/**`` (but the files in ``NOT_EXECUTED``),
+    ``pyproject.toml`` and ``constraints.txt``, which every notebook depends on; ``"<slug>"``: ``lab/<slug>.py`` or
     ``lab/<slug>/**``. A change to the core invalidates every notebook, a change to one
     chapter's module only that chapter's notebooks.
     """
     lab = root / "lab"
     core = [
         lab / "__init__.py",
-        lab / "__main__.py",
-        *(lab / "core").rglob("*"),
+        *(p for p in (lab / "core").rglob("*") if p.name not in NOT_EXECUTED),
         root / "pyproject.toml",
         root / "constraints.txt",
     ]
@@ -196,9 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
     wiped = guard(args.cache_dir)
-    print(
-        f"execution cache {args.cache_dir}: {'wiped (lab sources changed)' if wiped else 'up to date'}"
-    )
+    if wiped == ["all"]:
+        state = "wiped (lab.core, pyproject.toml or constraints.txt changed)"
+    elif wiped:
+        state = f"dropped the notebooks of {', '.join(wiped)} (their lab module changed)"
+    else:
+        state = "up to date"
+    print(f"execution cache {args.cache_dir}: {state}")
     if args.prefill:
         t0 = time.perf_counter()
         report = prefill(args.cache_dir, toc_notebooks(), jobs=args.jobs)

@@ -1,0 +1,172 @@
+"""HALO: the FWHT fast path against the numpy reference, a dense Hadamard matmul and the FWHT
+packages a user would install (``hadamard-transform``, pure torch; ``pyfwht``, C), on CPU;
+with ``--gpu`` the triton kernel's bandwidth against the device's peak, the INT8 GEMM
+against bf16, and a HaloLinear layer (fwd+bwd) against ``nn.Linear`` in bf16.
+
+Every row is cross-checked against ``lab.halo.fwht`` (max abs difference as a metric; the
+peers' normalization is matched first).
+
+    python benchmarks/bench_halo.py            # CPU: n = 4096 and 1024, 256 rows
+    python benchmarks/bench_halo.py --quick    # CPU, < 20 s: 64 rows
+    python benchmarks/bench_halo.py --gpu      # adds the CUDA cases
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lab import halo  # noqa: E402
+from lab.core.bench import Benchmark  # noqa: E402
+
+# HBM peak bandwidth (bytes/s) of GPUs we may meet; None elsewhere (then no fraction)
+PEAK_BW = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12, "4090": 1.0e12, "L40": 0.86e12}
+
+
+def cpu_cases(bench: Benchmark) -> None:
+    rows = 64 if bench.quick else 256
+    for n in (4096, 1024):
+        g = torch.Generator().manual_seed(0)
+        xt = torch.randn(rows, n, generator=g)
+        xn = xt.numpy().astype(np.float64)
+        H = halo.hadamard_matrix(n, torch.float32)
+        with bench.case(
+            f"FWHT, n = {n}, {rows} rows (float32, 1 thread)",
+            target=">= 20x vs dense Hadamard matmul" if n == 4096 else None,
+            n=n,
+            rows=rows,
+        ) as case:
+            ref = case.time(
+                "reference", "lab.halo.fwht (numpy butterflies, float64)", partial(halo.fwht, xn)
+            )
+            fast = case.time(
+                "fast", "lab.halo.fwht (torch, Kronecker factors)", partial(halo.fwht, xt)
+            )
+            dense = case.time("peer", "dense x @ H (BLAS)", partial(torch.matmul, xt, H))
+            case.metric("max_abs_diff_fast_vs_reference", float(np.abs(fast.numpy() - ref).max()))
+            case.metric("max_abs_diff_dense_vs_reference", float(np.abs(dense.numpy() - ref).max()))
+            try:
+                import hadamard_transform as ht
+
+                y = case.time(
+                    "peer", "hadamard-transform (torch)", partial(ht.hadamard_transform, xt)
+                )
+                ys = y.numpy()
+                scale = 1.0 if np.allclose(ys, ref, atol=1e-3) else 1 / math.sqrt(n)
+                case.metric(
+                    "max_abs_diff_hadamard_transform", float(np.abs(ys * scale - ref).max())
+                )
+            except ImportError:
+                pass
+            try:
+                import pyfwht
+
+                x64 = xn.copy()  # pyfwht transforms float64 (and int) on CPU
+                y = case.time(
+                    "peer",
+                    "pyfwht (C, float64, backend=cpu)",
+                    partial(pyfwht.fwht, x64, backend="cpu"),
+                )
+                case.metric("max_abs_diff_pyfwht", float(np.abs(y / math.sqrt(n) - ref).max()))
+            except ImportError:
+                pass
+
+
+def layer_cpu_case(bench: Benchmark) -> None:
+    b, m, n = (256, 512, 512) if bench.quick else (512, 1024, 1024)
+    x = torch.randn(b, m, requires_grad=True)
+    lin = torch.nn.Linear(m, n)
+    with bench.case(
+        f"simulated HaloLinear fwd+bwd, {b}×{m}→{n} (CPU simulation cost, not a speed claim)",
+        b=b,
+        m=m,
+        n=n,
+    ) as case:
+        case.time("reference", "nn.Linear fp32", lambda: lin(x).sum().backward())
+        for level in (0, 1, 2):
+            h = halo.HaloLinear.from_linear(lin, level=level, fmt="int8")
+            case.time(
+                "peer",
+                f"HaloLinear level {level} INT8 (simulated)",
+                lambda h=h: h(x).sum().backward(),
+            )
+
+
+def gpu_cases(bench: Benchmark) -> None:  # pragma: no cover - needs a GPU
+    dev = "cuda"
+    name = torch.cuda.get_device_name(0)
+    peak = next((v for k, v in PEAK_BW.items() if k in name), None)
+    for rows in (4096, 16384, 65536):
+        for n in (4096, 16384):
+            x = torch.randn(rows, n, device=dev, dtype=torch.bfloat16)
+            with bench.case(
+                f"GPU FWHT, {rows}×{n} bf16", target=">= 70% of HBM bandwidth", rows=rows, n=n
+            ) as case:
+                y = case.time(
+                    "fast", "lab.halo.fwht_triton", partial(halo.fwht_triton, x), device=dev
+                )
+                sec = case.rows[-1]["seconds"]
+                gbs = 2 * x.numel() * 2 / sec
+                case.metric("GB_per_s", gbs / 1e9)
+                if peak:
+                    case.metric("fraction_of_peak", gbs / peak)
+                case.time(
+                    "peer",
+                    "lab.halo.fwht (torch matmul factors)",
+                    partial(halo.fwht, x),
+                    device=dev,
+                )
+                Hm = halo.hadamard_matrix(n, torch.bfloat16).to(dev)
+                case.time(
+                    "peer", "dense x @ H (bf16 GEMM)", partial(torch.matmul, x, Hm), device=dev
+                )
+                case.time("peer", "fused FWHT + INT8 quant (per-tensor, 2 passes)",
+                          partial(halo.fwht_quant_triton, x, "int8"), device=dev)  # fmt: skip
+                ref = halo.fwht(x.float())
+                case.metric(
+                    "max_rel_err_bf16", float((y.float() - ref).abs().max() / ref.abs().max())
+                )
+    M, K, N = 4096, 4096, 14336
+    a = torch.randint(-127, 128, (M, K), device=dev, dtype=torch.int8)
+    bt = torch.randint(-127, 128, (N, K), device=dev, dtype=torch.int8)
+    af, bf = a.bfloat16(), bt.bfloat16()
+    with bench.case(f"GPU GEMM {M}×{K}×{N}", target="INT8 up to 2x bf16", M=M, K=K, N=N) as case:
+        case.time("peer", "bf16 matmul", lambda: af @ bf.T, device=dev)
+        case.time(
+            "fast", "torch._int_mm (int8, int32 acc)", lambda: torch._int_mm(a, bt.T), device=dev
+        )
+    b, m, n = 4096, 4096, 14336
+    x = torch.randn(b, m, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    lin = torch.nn.Linear(m, n, device=dev, dtype=torch.bfloat16)
+    with bench.case(
+        f"GPU layer fwd+bwd {b}×{m}→{n}",
+        target="paper: up to 1.82x per module (RTX 4090)",
+        b=b,
+        m=m,
+        n=n,
+    ) as case:
+        case.time("reference", "nn.Linear bf16", lambda: lin(x).sum().backward(), device=dev)
+        for level in (0, 1, 2):
+            h = halo.HaloLinear.from_linear(lin, level=level, fmt="int8", exact=False)
+            case.time("fast" if level == 2 else "peer", f"HaloLinear level {level} INT8 (real GEMMs)",
+                      lambda h=h: h(x).sum().backward(), device=dev)  # fmt: skip
+
+
+def main() -> None:
+    bench = Benchmark("halo", __doc__)
+    cpu_cases(bench)
+    layer_cpu_case(bench)
+    if bench.gpu:
+        gpu_cases(bench)
+    bench.finish()
+
+
+if __name__ == "__main__":
+    main()

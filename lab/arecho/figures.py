@@ -1,0 +1,629 @@
+"""Figures and widget compute functions of the ARECHO chapter (plotly).
+
+Kept out of the notebooks so that each cell stays a sentence of code. Every ``*_compute``
+factory returns a function for :func:`lab.core.explore.explore` whose figure has the same
+number of traces for every value of its static control.
+
+See: book/arecho/01-degraded-speech-and-tokens.ipynb, book/arecho/02-chain-and-decoding.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import wave
+from typing import Any
+
+import numpy as np
+
+from ..core.checks import check_int
+from .corpus import LOWPASS_CLASSES, METRICS, T60_CLASSES, Corpus, label_utterance
+from .quality import SR, _mel_bank, _power_spec, degrade, logmel_features
+
+__all__ = [
+    "METRIC_LABELS",
+    "wav_bytes",
+    "AudioPlayer",
+    "spectrogram",
+    "degradation_compute",
+    "correlation_figure",
+    "tokenizer_compute",
+    "error_bars",
+    "profile_compute",
+    "query_compute",
+    "dependency_figure",
+    "position_figure",
+]
+
+METRIC_LABELS = {
+    "PESQ-WB": "PESQ-WB",
+    "PESQ-NB": "PESQ-NB",
+    "STOI": "STOI",
+    "SI-SNR": "SI-SNR (dB)",
+    "LSD": "LSD (dB)",
+    "SNR": "SNR (dB)",
+    "T60": "T60 class",
+    "BW": "bandwidth class",
+    "clip": "clipping flag",
+}
+# display ranges used to put every metric on a 0..1 bar
+_RANGES = {
+    "PESQ-WB": (1.0, 4.64),
+    "PESQ-NB": (1.0, 4.55),
+    "STOI": (0.4, 1.0),
+    "SI-SNR": (-30.0, 40.0),
+    "LSD": (0.0, 45.0),
+    "SNR": (-5.0, 35.0),
+    "T60": (0.0, 3.0),
+    "BW": (0.0, 2.0),
+    "clip": (0.0, 1.0),
+}
+_BLUE, _ORANGE, _GREEN, _GREY, _RED = "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f", "#d62728"
+
+
+def _go():
+    import plotly.graph_objects as go
+
+    return go
+
+
+def wav_bytes(x: Any, sr: int = SR) -> bytes:
+    """16-bit PCM WAV file bytes of a waveform in ``[-1, 1]`` (for audio players).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    x = np.clip(np.asarray(x, dtype=np.float64), -1, 1)
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(int(sr))
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+class AudioPlayer:
+    """An ``ipywidgets.Audio`` player that the widget compute functions refill.
+
+    Live kernel only: in the rendered book the audio of the default setting is embedded
+    once with ``IPython.display.Audio`` instead.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+
+    def __init__(self) -> None:
+        import ipywidgets as w
+
+        self.widget = w.Audio(value=b"", format="wav", autoplay=False, loop=False)
+
+    def set(self, x: Any) -> None:
+        """Load waveform ``x`` (16 kHz) into the player."""
+        self.widget.value = wav_bytes(x)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def spectrogram(x: Any, n_mels: int = 16, n_frames: int = 20) -> np.ndarray:
+    """A coarse log-mel spectrogram (``n_mels x n_frames``, dB) for small heat maps.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    spec = _power_spec(np.asarray(x, dtype=np.float64))
+    mel = 10 * np.log10(spec @ _mel_bank(n_mels, 512, SR).T + 1e-8)
+    idx = np.array_split(np.arange(mel.shape[0]), n_frames)
+    return np.stack([mel[i].mean(0) for i in idx], 1)
+
+
+def _norm(name: str, v: float) -> float:
+    lo, hi = _RANGES[name]
+    return float(np.clip((v - lo) / (hi - lo), 0, 1))
+
+
+@functools.lru_cache(maxsize=256)
+def _degraded(base: int, snr_db: float, t60: float, lowpass_hz: float, clip: bool, clean_id: int):
+    clean = _CLEAN[clean_id][base]
+    c = 0.7 if clip else 0.0
+    feats, labels = label_utterance(clean, snr_db, t60, lowpass_hz, c, 12345)
+    y = degrade(clean, snr_db, t60, lowpass_hz, c, 12345)
+    return y, feats, labels
+
+
+_CLEAN: dict[int, np.ndarray] = {}
+
+
+def _register(clean: np.ndarray) -> int:
+    key = id(clean)
+    _CLEAN[key] = clean
+    return key
+
+
+def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | None = None):
+    """``compute(snr_db, t60, lowpass_hz, clip)`` for the degradation explorer.
+
+    Figure: clean and degraded log-mel spectrograms and the nine metric values (bars on a
+    0..1 display scale, true values in the hover text and on the bars).
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    from plotly.subplots import make_subplots
+
+    base = check_int("base", base, 0, corpus.clean.shape[0] - 1)
+    key = _register(corpus.clean)
+    clean_spec = spectrogram(corpus.clean[base])
+
+    def compute(snr_db: float, t60: float, lowpass_hz: float, clip: bool):
+        go = _go()
+        y, _, labels = _degraded(
+            base, float(snr_db), float(t60), float(lowpass_hz), bool(clip), key
+        )
+        if player is not None:
+            player.set(y)
+        fig = make_subplots(
+            rows=1,
+            cols=3,
+            column_widths=[0.27, 0.27, 0.46],
+            horizontal_spacing=0.14,
+            subplot_titles=("clean", "degraded", "metrics (bar = position in display range)"),
+        )
+        t = np.linspace(0, corpus.clean.shape[1] / SR, clean_spec.shape[1])
+        for col, spec in ((1, clean_spec), (2, spectrogram(y))):
+            fig.add_trace(
+                go.Heatmap(
+                    z=spec,
+                    x=t,
+                    colorscale="Viridis",
+                    zmin=-60,
+                    zmax=20,
+                    showscale=False,
+                    colorbar={"title": "dB", "len": 0.8},
+                    hoverinfo="skip",
+                ),
+                row=1,
+                col=col,
+            )
+        names = list(METRICS)
+        fig.add_trace(
+            go.Bar(
+                x=[_norm(n, v) for n, v in zip(names, labels, strict=True)],
+                y=[METRIC_LABELS[n] for n in names],
+                orientation="h",
+                marker_color=_BLUE,
+                text=[f"{v:.2f}" for v in labels],
+                textposition="outside",
+                hovertext=[f"{n} = {v:.3f}" for n, v in zip(names, labels, strict=True)],
+                hoverinfo="text",
+                showlegend=False,
+            ),
+            row=1,
+            col=3,
+        )
+        fig.update_xaxes(title_text="time (s)", row=1, col=1)
+        fig.update_xaxes(title_text="time (s)", row=1, col=2)
+        fig.update_yaxes(title_text="mel band", row=1, col=1)
+        fig.update_xaxes(range=[0, 1.3], showticklabels=False, row=1, col=3)
+        fig.update_yaxes(autorange="reversed", row=1, col=3)
+        fig.update_layout(
+            height=380,
+            margin={"t": 70, "l": 60},
+            title_text=f"SNR {snr_db:g} dB, T60 {t60:g} s, band limit {lowpass_hz / 1000:g} kHz, "
+            f"clipping {'on' if clip else 'off'}",
+        )
+        return fig
+
+    return compute
+
+
+def correlation_figure(corpus: Corpus):
+    """Heat map of the Spearman correlations between the nine labels of the corpus.
+
+    Returns the figure and the correlation matrix.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    from scipy.stats import spearmanr
+
+    go = _go()
+    rho = spearmanr(corpus.labels).statistic
+    names = list(corpus.names)
+    fig = go.Figure(
+        go.Heatmap(
+            z=rho,
+            x=names,
+            y=names,
+            zmin=-1,
+            zmax=1,
+            colorscale="RdBu",
+            reversescale=True,
+            text=np.round(rho, 2),
+            texttemplate="%{text}",
+            colorbar={"title": "ρ"},
+        )
+    )
+    fig.update_layout(
+        title_text="Spearman ρ between the labels (corpus)",
+        height=430,
+        width=520,
+        yaxis_autorange="reversed",
+    )
+    return fig, rho
+
+
+def tokenizer_compute(corpus: Corpus):
+    """``compute(n_bins, spacing, metric)`` for the tokenizer explorer.
+
+    Left: histogram of the training values with the bin edges; right: quantisation error
+    (mean absolute round-trip error divided by the training standard deviation) against
+    the number of bins, with the current setting marked.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    from plotly.subplots import make_subplots
+
+    from .model import MetricTokenizer
+
+    train = corpus.labels[corpus.train]
+    bins_grid = (4, 8, 16, 32, 64, 128)
+
+    @functools.lru_cache(maxsize=128)
+    def qerr(n_bins: int, spacing: str, j: int) -> float:
+        tok = MetricTokenizer(n_bins, spacing).fit(train, corpus.types, corpus.names)
+        v = corpus.labels[corpus.test, j]
+        back = tok.decode(j, tok.encode(j, v))
+        return float(np.mean(np.abs(back - v)) / train[:, j].std())
+
+    def compute(n_bins: int, spacing: str, metric: str):
+        go = _go()
+        j = corpus.names.index(metric)
+        tok = MetricTokenizer(int(n_bins), spacing).fit(train, corpus.types, corpus.names)
+        v = train[:, j]
+        fig = make_subplots(
+            rows=1,
+            cols=2,
+            column_widths=[0.6, 0.4],
+            horizontal_spacing=0.12,
+            subplot_titles=(
+                f"{metric}: training values and bin edges",
+                "round-trip error vs bins (test split)",
+            ),
+        )
+        counts, b_edges = np.histogram(v, bins=60)
+        fig.add_trace(
+            go.Bar(
+                x=0.5 * (b_edges[1:] + b_edges[:-1]),
+                y=counts,
+                width=np.diff(b_edges),
+                marker_color=_GREY,
+                name="values",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+        edges = tok.edges[j] if tok.edges[j] is not None else np.array([])
+        ex = np.repeat(edges, 3)
+        ey = np.tile([0.0, 1.0, np.nan], edges.size)
+        fig.add_trace(
+            go.Scatter(
+                x=ex,
+                y=ey * counts.max(),
+                mode="lines",
+                line={"color": _RED, "width": 1},
+                name="bin edges",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+        errs = [qerr(b, spacing, j) for b in bins_grid]
+        fig.add_trace(
+            go.Scatter(
+                x=list(bins_grid),
+                y=errs,
+                mode="lines+markers",
+                line={"color": _BLUE},
+                name=spacing,
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[int(n_bins)],
+                y=[qerr(int(n_bins), spacing, j)],
+                mode="markers",
+                marker={"size": 13, "color": _ORANGE},
+                name="current",
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
+        )
+        fig.update_xaxes(title_text=METRIC_LABELS[metric], row=1, col=1)
+        fig.update_yaxes(title_text="count", row=1, col=1)
+        fig.update_xaxes(title_text="bins T", type="log", row=1, col=2)
+        fig.update_yaxes(title_text="MAE / σ", type="log", range=[-3.3, 0], row=1, col=2)
+        fig.update_layout(
+            height=360, title_text=(f"{tok.sizes[j]} tokens for {metric} ({spacing} spacing)")
+        )
+        return fig
+
+    return compute
+
+
+def error_bars(results: dict[str, dict[str, float]], title: str, log: bool = False):
+    """Grouped bars of per-metric errors, one group per metric and one colour per model.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    go = _go()
+    colors = [_GREY, _BLUE, _ORANGE, _GREEN, _RED, "#9467bd", "#8c564b"]
+    fig = go.Figure()
+    for k, (label, errs) in enumerate(results.items()):
+        names = [n for n in METRICS if n in errs]
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[errs[n] for n in names],
+                name=label,
+                marker_color=colors[k % len(colors)],
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        title_text=title,
+        height=380,
+        yaxis_title="MAE / σ (numbers), error rate (classes)",
+        legend={"orientation": "h", "y": -0.2},
+    )
+    if log:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def profile_compute(
+    model, corpus: Corpus, base: int = 0, player: AudioPlayer | None = None, preds=None
+):
+    """``compute(snr_db, t60, clip)`` for the quality-profile explorer (notebook 2).
+
+    Left: true (labelled with ``pesq``/``pystoi``/...) and predicted (the chain,
+    confidence-first, reference-free) metrics of one degraded utterance. Right: true and
+    predicted PESQ-WB and STOI for the test utterances of the corpus nearest to the chosen
+    SNR in every cell of the T60 x clipping grid. ``preds`` (the confidence-first decoding
+    of ``corpus.test``) is computed when not given.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from plotly.subplots import make_subplots
+
+    from .model import decode
+
+    key = _register(corpus.clean)
+    test = corpus.test
+    if preds is None:
+        preds = decode(model, corpus.features[test], "all", "confidence")
+    cells = [(t, c) for t in range(len(T60_CLASSES)) for c in (0, 1)]
+    i_t60, i_clip, i_snr = corpus.index("T60"), corpus.index("clip"), corpus.index("SNR")
+
+    def compute(snr_db: float, t60: float, clip: bool):
+        go = _go()
+        y, feats, labels = _degraded(base, float(snr_db), float(t60), 8000.0, bool(clip), key)
+        if player is not None:
+            player.set(y)
+        p = decode(model, feats[None], "all", "confidence")
+        names = list(METRICS)
+        pv = np.array([p[n][0] for n in names])
+        fig = make_subplots(
+            rows=1,
+            cols=2,
+            column_widths=[0.5, 0.5],
+            horizontal_spacing=0.14,
+            subplot_titles=(
+                "this utterance: true vs predicted",
+                "test utterances nearest this SNR, per T60 × clip cell",
+            ),
+        )
+        for vals, label, color in ((labels, "true", _GREY), (pv, "predicted", _ORANGE)):
+            fig.add_trace(
+                go.Bar(
+                    y=[METRIC_LABELS[n] for n in names],
+                    x=[_norm(n, v) for n, v in zip(names, vals, strict=True)],
+                    orientation="h",
+                    name=label,
+                    marker_color=color,
+                    text=[f"{v:.2f}" for v in vals],
+                    textposition="outside",
+                    hovertext=[f"{label} {n} = {v:.3f}" for n, v in zip(names, vals, strict=True)],
+                    hoverinfo="text",
+                ),
+                row=1,
+                col=1,
+            )
+        xs, labels_x = [], []
+        rows = []
+        for t, c in cells:
+            cand = test[(corpus.labels[test, i_t60] == t) & (corpus.labels[test, i_clip] == c)]
+            if cand.size == 0:
+                rows.append(None)
+                continue
+            r = cand[np.argmin(np.abs(corpus.labels[cand, i_snr] - snr_db))]
+            rows.append(int(np.searchsorted(test, r)))
+            labels_x.append(f"{T60_CLASSES[t]:g} s{' ✂' if c else ''}")
+            xs.append(len(xs))
+        ok = [r for r in rows if r is not None]
+        for metric, color in (("PESQ-WB", _BLUE), ("STOI", _GREEN)):
+            j = corpus.index(metric)
+            tv = corpus.labels[test[ok], j]
+            fig.add_trace(
+                go.Scatter(
+                    x=labels_x,
+                    y=[_norm(metric, v) for v in tv],
+                    mode="markers",
+                    marker={"color": color, "size": 10, "symbol": "circle"},
+                    name=f"true {metric}",
+                    hovertext=[f"{v:.3f}" for v in tv],
+                ),
+                row=1,
+                col=2,
+            )
+            pvv = preds[metric][ok]
+            fig.add_trace(
+                go.Scatter(
+                    x=labels_x,
+                    y=[_norm(metric, v) for v in pvv],
+                    mode="markers",
+                    name=f"predicted {metric}",
+                    marker={"color": color, "size": 10, "symbol": "x"},
+                    hovertext=[f"{v:.3f}" for v in pvv],
+                ),
+                row=1,
+                col=2,
+            )
+        fig.update_xaxes(range=[0, 1.35], showticklabels=False, row=1, col=1)
+        fig.update_yaxes(autorange="reversed", row=1, col=1)
+        fig.update_xaxes(title_text="T60 (✂ = clipped)", row=1, col=2)
+        fig.update_yaxes(title_text="position in display range", range=[-0.05, 1.05], row=1, col=2)
+        fig.update_layout(
+            barmode="group",
+            height=440,
+            margin={"l": 120},
+            legend={"orientation": "h", "y": -0.25},
+            title_text=f"SNR {snr_db:g} dB, T60 {t60:g} s, clipping {'on' if clip else 'off'} "
+            "(predictions use the audio only, no reference)",
+        )
+        return fig
+
+    return compute
+
+
+QUERIES = {
+    "all nine": "all",
+    "PESQ-WB, STOI": ["PESQ-WB", "STOI"],
+    "intrusive (PESQ-WB, PESQ-NB, STOI, SI-SNR, LSD)": [
+        "PESQ-WB",
+        "PESQ-NB",
+        "STOI",
+        "SI-SNR",
+        "LSD",
+    ],
+    "classes (T60, BW, clip)": ["T60", "BW", "clip"],
+}
+GIVENS = {"nothing": (), "SNR, T60, BW given": ("SNR", "T60", "BW")}
+
+
+def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = None):
+    """``compute(mode, query, given)`` for the query/decoding explorer (notebook 2).
+
+    Bars: per-metric test error of the chosen query and decoding mode, with the full-query
+    confidence-first errors as the reference (``reference``, computed when not given); given
+    metrics are imposed at their true values.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from .model import decode, errors
+
+    test, train = corpus.test, corpus.train
+    x = corpus.features[test]
+
+    @functools.lru_cache(maxsize=64)
+    def err(mode: str, query: str, given: str) -> dict[str, float]:
+        g = {n: corpus.labels[test, corpus.index(n)] for n in GIVENS[given]}
+        out = decode(model, x, QUERIES[query], mode, given=g or None)
+        return errors(out, corpus.labels[test], corpus.types, corpus.labels[train], corpus.names)
+
+    def compute(mode: str, query: str, given: str):
+        go = _go()
+        ref = reference if reference is not None else err("confidence", "all nine", "nothing")
+        default = (mode, query, given) == ("confidence", "all nine", "nothing")
+        cur = ref if default and reference is not None else err(mode, query, given)
+        names = list(METRICS)
+        fig = go.Figure()
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[ref[n] for n in names],
+                name="all nine, confidence-first",
+                marker_color=_GREY,
+            )
+        )
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[cur.get(n, np.nan) for n in names],
+                name=f"{query}, {mode}, {given}",
+                marker_color=_ORANGE,
+            )
+        )
+        num = [cur[n] for n, t in zip(names, corpus.types, strict=True) if t == "num" and n in cur]
+        fig.update_layout(
+            barmode="group",
+            height=380,
+            legend={"orientation": "h", "y": -0.2},
+            yaxis_title="MAE / σ (numbers), error rate (classes)",
+            yaxis_range=[0, 0.8],
+            title_text=f"decoding: {mode}; mean over queried numbers "
+            f"{np.mean(num) if num else float('nan'):.3f}",
+        )
+        return fig
+
+    return compute
+
+
+def dependency_figure(dep: np.ndarray, names: list[str]):
+    """Heat map: relative change of each metric's error (column) when another metric
+    (row) is given at its true value. Negative (blue) = the given metric helps.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    go = _go()
+    fig = go.Figure(
+        go.Heatmap(
+            z=100 * dep,
+            x=names,
+            y=names,
+            zmid=0,
+            colorscale="RdBu_r",
+            text=[[f"{100 * v:.0f}" if np.isfinite(v) else "" for v in row] for row in dep],
+            texttemplate="%{text}",
+            colorbar={"title": "Δ error (%)"},
+        )
+    )
+    fig.update_layout(
+        title_text="imposing row metric → change of column metric's error (%)",
+        xaxis_title="predicted metric",
+        yaxis_title="given metric",
+        yaxis_autorange="reversed",
+        height=450,
+        width=560,
+    )
+    return fig
+
+
+def position_figure(curves: dict[str, np.ndarray]):
+    """Mean normalised error (numerical metrics) of the metric written at each chain position.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    go = _go()
+    fig = go.Figure()
+    for k, (label, c) in enumerate(curves.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(1, c.size + 1),
+                y=c,
+                mode="lines+markers",
+                name=label,
+                line={"color": [_GREY, _BLUE, _ORANGE, _GREEN][k % 4]},
+            )
+        )
+    fig.update_layout(
+        title_text="error of the metric written at each position of the chain",
+        xaxis_title="position in the chain",
+        yaxis_title="mean MAE / σ (numbers)",
+        height=360,
+    )
+    return fig
+
+
+_ = LOWPASS_CLASSES, logmel_features

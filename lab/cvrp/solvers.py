@@ -1,0 +1,164 @@
+"""Route utilities (numpy reference) and the PyVRP peer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.core.checks import check_array, check_int, check_positive
+
+PYVRP_SCALE = 10_000  # PyVRP works on integers: coordinates x 10^4, distances rounded
+_OFFSET = 1  # PyVRP 0.14 numbers clients 0..n-1 in activities; our customers are 1..n
+
+
+def _routes_ok(routes) -> list[list[int]]:
+    if not isinstance(routes, list | tuple):
+        raise TypeError(
+            f"routes must be a list of lists of customer indices (got {type(routes).__name__})"
+        )
+    out = []
+    for r in routes:
+        if not isinstance(r, list | tuple | np.ndarray):
+            raise TypeError(
+                f"each route must be a list of customer indices (got {type(r).__name__})"
+            )
+        out.append([int(i) for i in r])
+    return out
+
+
+def tour_length(routes, xy) -> float:
+    """Total Euclidean length of a CVRP solution, recomputed in float64.
+
+    Parameters
+    ----------
+    routes : list of list of int
+        Customer indices (``1..n``) per route; every route starts and ends at the depot
+        (node 0), which is not listed.
+    xy : array-like
+        ``(n + 1, 2)`` coordinates, depot first.
+
+    Returns
+    -------
+    float
+
+    See: book/cvrp/01-same-customers-different-problem.ipynb
+    """
+    xy = check_array("xy", xy, ndim=2)
+    if xy.shape[1] != 2:
+        raise ValueError(f"xy must have shape (n + 1, 2) (got {xy.shape})")
+    total = 0.0
+    for r in _routes_ok(routes):
+        if any(i < 0 or i >= len(xy) for i in r):
+            raise ValueError(f"route {r} has an index outside [0, {len(xy) - 1}]")
+        path = [0, *r, 0]  # depot -> customers -> depot
+        total += float(np.linalg.norm(np.diff(xy[path], axis=0), axis=1).sum())
+    return total
+
+
+def route_feasible(routes, demand, capacity) -> bool:
+    """Is ``routes`` a feasible CVRP solution?
+
+    Every customer ``1..n`` is visited exactly once, no route lists the depot (each route
+    starts and ends there implicitly) or is empty, and each route's load is ``<= capacity``.
+
+    Parameters
+    ----------
+    routes : list of list of int
+    demand : array-like
+        ``(n + 1,)`` demands, depot first (``demand[0] = 0``).
+    capacity : float
+
+    Returns
+    -------
+    bool
+
+    See: book/cvrp/01-same-customers-different-problem.ipynb
+    """
+    demand = check_array("demand", demand, ndim=1, min_size=2)
+    capacity = check_positive("capacity", capacity)
+    routes = _routes_ok(routes)
+    n = len(demand) - 1
+    seen = [i for r in routes for i in r]
+    if sorted(seen) != list(range(1, n + 1)):
+        return False  # a customer missing, repeated, or the depot inside a route
+    return all(len(r) > 0 and demand[r].sum() <= capacity + 1e-9 for r in routes)
+
+
+def solve_pyvrp(xy, demand, capacity, seconds: float = 0.1, seed: int = 0):
+    """Solve one CVRP instance with PyVRP (hybrid genetic search), the chapter's reference.
+
+    Coordinates are scaled by ``10^4`` and edge lengths rounded to integers, as PyVRP needs;
+    the returned length is recomputed in float64 from the routes (``tour_length``).
+
+    Parameters
+    ----------
+    xy : array-like
+        ``(n + 1, 2)`` coordinates, depot first.
+    demand : array-like
+        ``(n + 1,)`` integer demands, ``demand[0] = 0``.
+    capacity : float
+        Vehicle capacity (an integer value); unlimited vehicles.
+    seconds : float
+        PyVRP run time (``MaxRuntime``).
+    seed : int
+        PyVRP's seed.
+
+    Returns
+    -------
+    routes : list of list of int
+        Customer indices ``1..n`` per route.
+    length : float
+
+    See: book/cvrp/01-same-customers-different-problem.ipynb
+    """
+    from pyvrp import Model
+    from pyvrp.stop import MaxRuntime
+
+    xy = check_array("xy", xy, ndim=2)
+    demand = check_array("demand", demand, ndim=1)
+    capacity = check_positive("capacity", capacity)
+    seconds = check_positive("seconds", seconds)
+    seed = check_int("seed", seed, 0, 2**31 - 1)
+    if xy.shape != (len(demand), 2):
+        raise ValueError(f"xy must have shape ({len(demand)}, 2) (got {xy.shape})")
+    if np.any(demand != np.round(demand)) or np.any(demand[1:] <= 0) or demand[0] != 0:
+        raise ValueError("demand must be positive integers with demand[0] = 0 (the depot)")
+    if capacity != round(capacity):
+        raise ValueError(f"capacity must be an integer value for PyVRP (got {capacity:g})")
+    if demand.max() > capacity:
+        raise ValueError(f"a demand of {demand.max():g} exceeds capacity {capacity:g}")
+    n = len(demand) - 1
+    m = Model()
+    P = np.round(xy * PYVRP_SCALE).astype(np.int64)
+    locs = [m.add_location(x=int(P[i, 0]), y=int(P[i, 1])) for i in range(n + 1)]
+    m.add_depot(locs[0])  # PyVRP: depots first, so client j is our customer j
+    for i in range(1, n + 1):
+        m.add_client(locs[i], delivery=[int(demand[i])])
+    m.add_vehicle_type(num_available=n, capacity=[int(capacity)])
+    D = np.round(np.linalg.norm(P[:, None, :] - P[None, :, :], axis=-1)).astype(np.int64)
+    for i in range(n + 1):
+        for j in range(n + 1):
+            if i != j:
+                m.add_edge(locs[i], locs[j], distance=int(D[i, j]))
+    res = m.solve(stop=MaxRuntime(seconds), seed=seed, display=False, collect_stats=False)
+    if not res.is_feasible():  # pragma: no cover - HGS finds a feasible CVRP solution
+        raise RuntimeError("PyVRP returned an infeasible solution")
+    routes = [[int(a.idx) + _OFFSET for a in r if a.is_client()] for r in res.best.routes()]
+    for r, pr in zip(routes, res.best.routes(), strict=True):  # index convention self-check
+        if int(demand[r].sum()) != int(pr.delivery()[0]):  # pragma: no cover
+            raise RuntimeError("PyVRP client numbering differs from the expected convention")
+    return routes, tour_length(routes, xy)
+
+
+def reference_costs(batch, seconds: float = 0.1, seed: int = 0):
+    """PyVRP tour lengths (float64, recomputed) of every instance of ``batch``.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    from .model import CVRPBatch
+
+    if not isinstance(batch, CVRPBatch):
+        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    xy = batch.xy.detach().cpu().double().numpy()
+    q = batch.demand.detach().cpu().double().numpy()
+    c = batch.capacity.detach().cpu().double().numpy()
+    return np.array([solve_pyvrp(xy[i], q[i], c[i], seconds, seed)[1] for i in range(len(c))])

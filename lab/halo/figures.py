@@ -1,0 +1,220 @@
+"""Plotly figure builders for the ``halo`` chapter's widgets.
+
+See: book/halo/01-outliers-and-rotations.ipynb
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "FORMAT_CHOICES",
+    "error_figure",
+    "butterfly_stages",
+    "butterfly_figure",
+    "cached_finetune",
+    "finetune_figure",
+]
+
+# widget label -> (fmt, granularity)
+FORMAT_CHOICES = {
+    "INT8 per-tensor": ("int8", "tensor"),
+    "INT8 per-row": ("int8", "row"),
+    "FP8 E4M3": ("fp8_e4m3", "tensor"),
+    "FP6 E2M3": ("fp6_e2m3", "tensor"),
+    "FP6 E3M2": ("fp6_e3m2", "tensor"),
+}
+_PLACEMENT_COLORS = {"none": "#7f7f7f", "middle": "#1f77b4", "left": "#d62728", "right": "#2ca02c"}
+
+
+@lru_cache(maxsize=8)
+def _tensors(b, m, n, k, magnitude, seed):
+    from .linear import outlier_tensors
+
+    return outlier_tensors(b, m, n, k, k // 2 if k else 0, magnitude, seed)
+
+
+def error_figure(
+    magnitude: float = 100.0,
+    fmt: str = "INT8 per-tensor",
+    placement: str = "left",
+    clip_ratio: float = 1.0,
+    n_outliers: int = 8,
+    size: tuple = (256, 512, 512),
+    seed: int = 0,
+):
+    """Per-row relative error of ``Y``, ``E_X``, ``G`` per placement (bars, log scale) and
+    the ``|error|`` of ``E_X`` under ``placement`` (heat map, tokens × features, 16×16 block
+    means). ``n_outliers`` channels of ``X`` and ``n_outliers/2`` tokens of ``E_Y`` are
+    scaled by ``magnitude``.
+
+    See: book/halo/01-outliers-and-rotations.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from .linear import PLACEMENTS, matmul_error_report, rotated_matmul
+
+    f, gran = FORMAT_CHOICES[fmt]
+    b, m, n = size
+    X, W, E = _tensors(b, m, n, int(n_outliers), float(magnitude), seed)
+    report = matmul_error_report(X, W, E, f, PLACEMENTS, gran, clip_ratio)
+    fig = make_subplots(
+        1,
+        2,
+        column_widths=[0.55, 0.45],
+        subplot_titles=("per-row relative error", f"|error| of E_X, placement {placement}"),
+    )
+    for p in PLACEMENTS:
+        fig.add_trace(
+            go.Bar(
+                x=["Y = XWᵀ", "E_X = E_Y W", "G = E_Yᵀ X"],
+                y=report.loc[p].to_numpy(),
+                name=p,
+                marker_color=_PLACEMENT_COLORS[p],
+            ),
+            1,
+            1,
+        )
+    err = (rotated_matmul(E, W, placement, f, gran, clip_ratio) - E @ W).abs().numpy()
+    rel = err / (np.abs((E @ W).numpy()).mean(axis=1, keepdims=True) + 1e-30)  # per token
+    blocks = rel.reshape(16, b // 16, 16, m // 16).mean(axis=(1, 3))
+    fig.add_trace(
+        go.Heatmap(
+            z=np.log10(blocks + 1e-6),
+            colorscale="Viridis",
+            zmin=-3,
+            zmax=1,
+            colorbar=dict(title="log₁₀ rel.", x=1.02),
+            showscale=True,
+        ),
+        1,
+        2,
+    )
+    fig.update_yaxes(type="log", range=[-3, 0.3], title_text="mean over rows", row=1, col=1)
+    fig.update_xaxes(title_text="feature block", row=1, col=2)
+    fig.update_yaxes(title_text="token block", row=1, col=2)
+    fig.update_layout(
+        barmode="group",
+        height=420,
+        title_text=f"{fmt}, outlier magnitude {magnitude:.3g}, clip ratio {clip_ratio:.2f}",
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def butterfly_stages(x) -> list[np.ndarray]:
+    """The vector after 0, 1, ..., ``log2 n`` unnormalized butterfly stages.
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    v = np.asarray(x, dtype=np.float64).copy()
+    n = v.size
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"x must have a power-of-two length (got {n})")
+    out = [v.copy()]
+    h = 1
+    while h < n:
+        w = v.reshape(n // (2 * h), 2, h)
+        a, b = w[:, 0].copy(), w[:, 1].copy()
+        w[:, 0], w[:, 1] = a + b, a - b  # (a, b) -> (a + b, a - b)
+        out.append(v.copy())
+        h *= 2
+    return out
+
+
+def butterfly_figure(stage: int = 1, n: int = 16, seed: int = 0):
+    """The values after ``stage`` butterfly stages (bars) and the pairs the *next* stage
+    combines (arcs between index ``i`` and ``i + h``).
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    import plotly.graph_objects as go
+
+    rng = np.random.default_rng(seed)
+    x = np.zeros(n)
+    x[rng.integers(n)] = 4.0  # one outlier ...
+    x += rng.normal(0, 0.3, n)  # ... on small noise
+    stages = butterfly_stages(x)
+    stage = int(min(max(stage, 0), len(stages) - 1))
+    v = stages[stage] / np.sqrt(2.0**stage)  # keep the norm: orthonormal partial transform
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=np.arange(n), y=v, name="values", marker_color="#1f77b4"))
+    xs, ys = [], []
+    h = 2**stage
+    top = float(np.abs(v).max()) * 1.15 + 0.1
+    if h < n:
+        for i in range(n):
+            if (i // h) % 2 == 0:
+                t = np.linspace(0, np.pi, 12)
+                xs += list(i + h * (1 - np.cos(t)) / 2) + [None]
+                ys += list(top + 0.25 * top * np.sin(t) * min(1, h / 4 + 0.3)) + [None]
+    fig.add_trace(
+        go.Scatter(
+            x=xs or [None],
+            y=ys or [None],
+            mode="lines",
+            name=f"next pairs (stride {h})",
+            line=dict(color="#d62728", width=1),
+        )  # fmt: skip
+    )
+    fig.update_layout(
+        title_text=f"after {stage} of {len(stages) - 1} stages: max |v| = {np.abs(v).max():.2f}",
+        xaxis_title="index i",
+        yaxis_title="value (scaled by 2^(−s/2))",
+        yaxis_range=[-top * 1.1, top * 1.5],
+        height=380,
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig
+
+
+@lru_cache(maxsize=64)
+def cached_finetune(mode: str, scale: float, width: int, steps: int, batch: int,
+                    token_outliers: bool = False, fmt: str = "int8", seed: int = 0):  # fmt: skip
+    """:func:`lab.halo.finetune.finetune`, cached on its arguments (for the widget).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    from .finetune import finetune
+
+    return finetune(mode, fmt, scale, width, steps, batch, token_outliers=token_outliers,
+                    seed=seed)  # fmt: skip
+
+
+def finetune_figure(mode: str = "halo0", scale: float = 300.0, width: int = 512,
+                    steps: int = 100, batch: int = 64, token_outliers: bool = False):  # fmt: skip
+    """Loss curves of FP32 and ``mode`` (left) and the gradient cosine to FP32 (right).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    args = (float(scale), int(width), int(steps), int(batch), bool(token_outliers))
+    ref = cached_finetune("fp32", *args)
+    run = cached_finetune(mode, *args)
+    fig = make_subplots(1, 2, subplot_titles=("training loss", "cos(simulated, exact gradient)"))
+    k = np.arange(len(ref["loss"]))
+    sm = min(5, len(k))
+
+    def smooth(y):
+        return np.convolve(y, np.ones(sm) / sm, mode="valid")
+
+    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(ref["loss"]), name=f"FP32 (acc {ref['acc']:.2f})",
+                             line=dict(color="#7f7f7f")), 1, 1)  # fmt: skip
+    name = mode.upper().replace("HALO", "HALO-")
+    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(run["loss"]), name=f"{name} INT8 (acc {run['acc']:.2f})",
+                             line=dict(color="#d62728")), 1, 1)  # fmt: skip
+    cs = np.array(run["cos"]) if run["cos"] else np.zeros((0, 2))
+    fig.add_trace(go.Scatter(x=cs[:, 0], y=cs[:, 1], mode="lines+markers", name="gradient cosine",
+                             line=dict(color="#1f77b4")), 1, 2)  # fmt: skip
+    fig.update_yaxes(type="log", title_text="loss (5-step mean)", row=1, col=1)
+    fig.update_yaxes(range=[-0.3, 1.05], row=1, col=2)
+    fig.update_xaxes(title_text="step", row=1, col=1)
+    fig.update_xaxes(title_text="step", row=1, col=2)
+    fig.update_layout(title_text=f"S = {scale:.3g}, width {width}", height=400,
+                      legend=dict(orientation="h", y=-0.25))  # fmt: skip
+    return fig

@@ -1,0 +1,255 @@
+"""``HaloLinear``: an ``nn.Linear`` whose three matmuls follow HALO level 0, 1 or 2.
+
+Forward ``Y = Q(XH) Q(WH)ᵀ`` (levels 1, 2; ``Q(X) Q(W)ᵀ`` at level 0); backward
+``E_X = [Q(E_Y) Q(WH)] Hᵀ`` (level 1), ``H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ`` (level 2, the tokens
+zero-padded to a Hadamard size and un-padded), ``G = [Q(E_Y)ᵀ Q(XH)] Hᵀ``; see
+:mod:`lab.halo.linear` for the placements and the chapter for what is reconstructed. This
+module imports torch (``lab.halo`` loads it on first use of ``HaloLinear``).
+
+See: book/halo/03-quantized-finetune.ipynb
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lab.core.checks import check_bool, check_choice, check_int, check_range
+
+from .formats import QTensor, qmatmul
+from .hadamard import _check_size, fwht, is_hadamard_size, next_hadamard_size
+from .linear import LINEAR_GRANULARITIES, _check_fmt, _lowp_mm, _q
+
+__all__ = ["HaloLinear", "LoRAHaloLinear"]
+
+
+class _HaloMatmul(torch.autograd.Function):
+    """``Y = X Wᵀ`` with HALO's rotations and quantizers (no bias)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, level, fmt, gran, clip, save_quantized, exact):
+        rot = level >= 1
+        Xr = fwht(x, dim=-1) if rot else x  # XH (HALO-1/2)
+        Wr = fwht(weight, dim=-1) if rot else weight  # WH
+        ctx.cfg = (level, fmt, gran, clip, exact, x.dtype)
+        if fmt is None:
+            ctx.save_for_backward(Xr, Wr)
+            ctx.mode = "exact"
+            return Xr @ Wr.T
+        qX = _q(Xr, fmt, gran, clip, "a")  # Q(XH): scales on the tokens (outer)
+        qW = _q(Wr, fmt, gran, clip, "a")  # Q(WH): rows = output channels (outer in Y)
+        y = qmatmul(qX, qW, True, exact=exact)  # eq.: Y = Q(XH) Q(WH)ᵀ
+        if save_quantized and gran == "tensor":  # reuse Q(XH), Q(WH) in backward
+            ctx.save_for_backward(qX.codes, qX.scale, qW.codes, qW.scale)
+            ctx.mode = "quantized"
+            ctx.meta = (qX, qW)
+        else:  # per-row scales are illegal for G's and E_X's inner dims: re-quantize
+            ctx.save_for_backward(Xr, Wr)
+            ctx.mode = "float"
+        return y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, gy):
+        level, fmt, gran, clip, exact, dtype = ctx.cfg
+        rot = level >= 1
+        if ctx.mode == "quantized":
+            cX, sX, cW, sW = ctx.saved_tensors
+            q0, w0 = ctx.meta
+            qX = QTensor(cX, sX, fmt, gran, q0.shape, q0.dtype)
+            qW = QTensor(cW, sW, fmt, gran, w0.shape, w0.dtype)
+
+            def mm_w(A):  # Q(A) Q(WH), with the stored Q(WH) as the k×q operand
+                return qmatmul(_q(A, fmt, gran, clip, "a"), qW, False, exact=exact)
+
+            def mm_x(A):  # Q(A) Q(XH)
+                return qmatmul(_q(A, fmt, gran, clip, "a"), qX, False, exact=exact)
+        else:
+            Xr, Wr = ctx.saved_tensors
+
+            def mm_w(A):
+                return _lowp_mm(A.to(Wr.dtype), Wr, fmt, gran, clip, exact)
+
+            def mm_x(A):
+                return _lowp_mm(A.to(Xr.dtype), Xr, fmt, gran, clip, exact)
+
+        gx = gw = None
+        if ctx.needs_input_grad[0]:
+            if level == 2:  # E_X = H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ
+                b = gy.shape[0]
+                bp = next_hadamard_size(b)
+                E = gy if bp == b else torch.nn.functional.pad(gy, (0, 0, 0, bp - b))
+                gx = fwht(mm_w(fwht(E, dim=0)), dim=0, inverse=True)[:b]  # zero rows: exact
+            else:  # E_X = Q(E_Y) Q(WH)  (HALO-1: times Hᵀ below)
+                gx = mm_w(gy)
+            if rot:
+                gx = fwht(gx, dim=-1, inverse=True)  # undo H over the in-features
+            gx = gx.to(dtype)
+        if ctx.needs_input_grad[1]:
+            gw = mm_x(gy.T)  # G = Q(E_Y)ᵀ Q(XH)
+            if rot:
+                gw = fwht(gw, dim=-1, inverse=True)  # ... Hᵀ
+            gw = gw.to(dtype)
+        return gx, gw, None, None, None, None, None, None
+
+
+class HaloLinear(nn.Linear):
+    """An ``nn.Linear`` whose three matmuls follow HALO level 0, 1 or 2 in low precision.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+        As ``nn.Linear``; ``in_features`` must be a Hadamard size for levels 1 and 2.
+    level : int
+        0 (no rotation), 1 (forward middle rotation + right rotations in backward) or 2
+        (HALO-1 plus the left rotation of ``E_Y`` over the tokens; the tokens are
+        zero-padded to a Hadamard size and un-padded).
+    fmt : str or None
+        ``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``; ``None`` disables the
+        quantization (the layer then equals ``nn.Linear`` up to rounding).
+    granularity : str
+        ``"tensor"`` (HALO's kernels), ``"row"`` (SwitchBack-style scales on the outer
+        dims of each product) or ``"block32"`` (Jetfire-style tiles).
+    clip_ratio : float
+        See :func:`lab.halo.quantize`.
+    save_quantized : bool
+        Store ``Q(XH)`` (1 byte per element) for backward instead of ``XH``
+        (per-tensor scales only).
+    exact : bool
+        ``True``: simulated GEMMs with exact accumulation; ``False`` on CUDA: real INT8 /
+        FP8 GEMMs where available.
+    bias, device, dtype
+        As ``nn.Linear``.
+
+    The bias, the optimizer and everything outside the three products stay in the
+    parameters' precision. Inputs may have any number of leading dims (flattened to
+    tokens).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        level: int = 2,
+        fmt: str | None = "int8",
+        granularity: str = "tensor",
+        clip_ratio: float = 1.0,
+        save_quantized: bool = True,
+        exact: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        check_int("in_features", in_features, 1)
+        check_int("out_features", out_features, 1)
+        level = check_int("level", level, 0, 2)
+        if level >= 1 and not is_hadamard_size(in_features):
+            _check_size("in_features", in_features)
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.level = level
+        self.fmt = _check_fmt(fmt)
+        self.granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
+        self.clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
+        self.save_quantized = check_bool("save_quantized", save_quantized)
+        self.exact = check_bool("exact", exact)
+
+    @classmethod
+    def from_linear(cls, lin, **cfg):
+        """A ``HaloLinear`` sharing ``lin``'s weight and bias parameters (``cfg``: the
+        keyword arguments of the constructor).
+
+        See: book/halo/03-quantized-finetune.ipynb
+        """
+        if not isinstance(lin, nn.Linear):
+            raise TypeError(f"lin must be an nn.Linear (got {type(lin).__name__})")
+        new = cls(
+            lin.in_features,
+            lin.out_features,
+            bias=lin.bias is not None,
+            device="meta",
+            **cfg,
+        )
+        new.weight = lin.weight
+        new.bias = lin.bias
+        return new
+
+    def forward(self, x):
+        if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            raise TypeError(f"x must be a float tensor (got {x.dtype})")
+        if x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"x.shape[-1] must be in_features = {self.in_features} (got {x.shape[-1]})"
+            )
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, self.in_features)
+        w = self.weight.to(x.dtype)
+        y = _HaloMatmul.apply(
+            x2,
+            w,
+            self.level,
+            self.fmt,
+            self.granularity,
+            self.clip_ratio,
+            self.save_quantized,
+            self.exact,
+        )
+        if self.bias is not None:
+            y = y + self.bias.to(x.dtype)
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{super().extra_repr()}, level={self.level}, fmt={self.fmt}, "
+            f"granularity={self.granularity}"
+        )
+
+
+class LoRAHaloLinear(nn.Module):
+    """HALO-PEFT: a frozen ``HaloLinear`` plus a trainable low-rank adapter in full precision.
+
+    ``y = HaloLinear(x) + (alpha / r) · B A dropout(x)`` with ``A`` (``r × in``, Kaiming-uniform)
+    and ``B`` (``out × r``, zeros: the layer starts equal to the base). The base weight and
+    bias are frozen, so its backward computes only ``E_X`` (no weight gradient ``G``); the
+    small LoRA matmuls stay in the parameters' precision, as in HALO-PEFT.
+
+    Parameters
+    ----------
+    base : torch.nn.Linear
+        The layer to adapt (its parameters are shared and frozen).
+    r : int
+        Adapter rank (HALO's scripts: 16).
+    alpha : float
+        Scale numerator (HALO's scripts: 8).
+    dropout : float
+        Dropout on the adapter's input, in ``[0, 1)`` (HALO's scripts: 0.1).
+    halo_kwargs
+        Keyword arguments of :class:`HaloLinear` (``level``, ``fmt``, ...).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+
+    def __init__(self, base, r: int = 16, alpha: float = 8.0, dropout: float = 0.1, **halo_kwargs):
+        super().__init__()
+        if not isinstance(base, nn.Linear):
+            raise TypeError(f"base must be an nn.Linear (got {type(base).__name__})")
+        r = check_int("r", r, 1, min(base.in_features, base.out_features))
+        self.alpha = check_range("alpha", alpha, 0.0, None, low_inclusive=False)
+        p = check_range("dropout", dropout, 0.0, 1.0, high_inclusive=False)
+        self.r = r
+        self.base = (
+            base if isinstance(base, HaloLinear) else HaloLinear.from_linear(base, **halo_kwargs)
+        )
+        for prm in self.base.parameters():
+            prm.requires_grad_(False)
+        w = self.base.weight
+        self.lora_A = nn.Parameter(torch.empty(r, base.in_features, dtype=w.dtype, device=w.device))
+        self.lora_B = nn.Parameter(
+            torch.zeros(base.out_features, r, dtype=w.dtype, device=w.device)
+        )
+        nn.init.kaiming_uniform_(self.lora_A, a=5**0.5)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        adapter = self.drop(x) @ self.lora_A.T @ self.lora_B.T  # high precision
+        return self.base(x) + (self.alpha / self.r) * adapter

@@ -1,0 +1,643 @@
+"""SPOT-style search (reconstructed): reduced-space branch-and-bound and the policy loop.
+
+See: book/spot/02-reduced-space-bnb.ipynb
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import check_array, check_bool, check_choice, check_int, check_range
+
+from .mdp import TabularMDP, _check_mdp, evaluate, state_weights, value_iteration
+from .tree import Tree, candidate_splits, split_matrix
+
+__all__ = [
+    "depth1_parse",
+    "bound_children",
+    "rsbb",
+    "RSBBStats",
+    "spot",
+    "SpotResult",
+    "greedy_tree",
+    "exhaustive_tree",
+    "WEIGHTINGS",
+]
+
+WEIGHTINGS = ("optimal", "occupancy", "mix", "uniform", "portfolio")
+PRUNE_TOL = 1e-9
+
+
+# ----------------------------------------------------------------------------------------
+# Reference kernels (numpy)
+# ----------------------------------------------------------------------------------------
+def _check_G(G: Any) -> np.ndarray:
+    return check_array("G", G, ndim=2, min_size=1)
+
+
+def depth1_parse(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[float, int]:
+    """Exact best depth-1 subtree (one split or a leaf) for the states in ``mask``.
+
+    ``leaf(M) = max_a sum_{s in M} G[s, a]``; with ``Rsum = right @ (G 1_M)`` (``K x m``) and
+    ``Lsum = colsum(G 1_M) - Rsum``, the value is
+    ``max(leaf(M), max_k [max_a Lsum[k] + max_a Rsum[k]])``.
+
+    Parameters
+    ----------
+    G : array (n, m)
+    mask : bool array (n,)
+    right : bool array (K, n)
+        ``right[k, s]``: state ``s`` goes right under candidate ``k`` (``split_matrix``).
+
+    Returns
+    -------
+    value : float
+    k : int
+        Best candidate, ``-1`` when the leaf (no split) is at least as good.
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G = _check_G(G)
+    mask = check_array("mask", mask, shape=(G.shape[0],), dtype=bool)
+    right = check_array("right", right, ndim=2, dtype=bool)
+    if right.shape[1] != G.shape[0]:
+        raise ValueError(f"right must have shape (K, {G.shape[0]}) (got {right.shape})")
+    return _parse(G, mask, right)[:2]
+
+
+def _parse(G, mask, right):
+    Gm = G * mask[:, None]  # G 1_M
+    tot = Gm.sum(0)  # colsum(G 1_M), (m,)
+    best, k_best = float(tot.max()), -1  # leaf(M)
+    a_left = a_right = int(tot.argmax())
+    if right.shape[0]:
+        Rsum = right.astype(G.dtype) @ Gm  # Rsum = B (G 1_M), (K, m)
+        Lsum = tot[None, :] - Rsum  # Lsum = colsum - Rsum
+        val = Lsum.max(1) + Rsum.max(1)  # max_a Lsum[k] + max_a Rsum[k]
+        k = int(val.argmax())
+        if val[k] > best + 1e-12:
+            best, k_best = float(val[k]), k
+            a_left, a_right = int(Lsum[k].argmax()), int(Rsum[k].argmax())
+    return best, k_best, a_left, a_right
+
+
+def _bounds_numpy(G, right, masks, exact):
+    """Reference: bound and incumbent of each child, one frontier node at a time."""
+    C, Fn, _ = masks.shape
+    bound = np.zeros(C)
+    inc = np.zeros(C)
+    relax = G.max(1)  # state-wise relaxation: each state takes its own best action
+    for c in range(C):
+        for f in range(Fn):
+            v = _parse(G, masks[c, f], right)[0]  # exact depth-1 parse
+            inc[c] += v  # incumbent: unfixed nodes "no split", level D-1 parsed
+            bound[c] += v if exact[f] else float(relax[masks[c, f]].sum())
+    return bound, inc
+
+
+def _bounds_torch(G, right, masks, exact, device=None):
+    """Fast path: all children at once, ``einsum('kn,bna->bka', B, G*mask)`` + reductions."""
+    import torch
+
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
+    Bt = torch.as_tensor(right, dtype=torch.float64, device=dev)
+    Mt = torch.as_tensor(masks, device=dev).to(torch.float64)  # (C, Fn, n)
+    Gm = Mt[..., None] * Gt  # (C, Fn, n, m)
+    tot = Gm.sum(2)  # (C, Fn, m)
+    parse = tot.max(-1).values
+    if Bt.shape[0]:
+        Rsum = torch.einsum("kn,cfna->cfka", Bt, Gm)
+        Lsum = tot[:, :, None, :] - Rsum
+        split = (Lsum.max(-1).values + Rsum.max(-1).values).max(-1).values
+        parse = torch.maximum(parse, split)
+    relax = Mt @ Gt.max(1).values  # (C, Fn)
+    ex = torch.as_tensor(np.asarray(exact, dtype=bool), device=dev)
+    bound = torch.where(ex, parse, relax).sum(1)
+    return bound.cpu().numpy(), parse.sum(1).cpu().numpy()
+
+
+def bound_children(
+    G: np.ndarray,
+    right: np.ndarray,
+    masks: np.ndarray,
+    exact: np.ndarray,
+    backend: str = "numpy",
+    device: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bound and incumbent value of a batch of partial trees from their frontier masks.
+
+    For each partial tree ``c`` and frontier node ``f`` (a reached node whose split is not
+    fixed), ``masks[c, f]`` holds the states routed there. The bound adds the exact depth-1
+    parse of the node when ``exact[f]`` (it sits on level ``D - 1``) and the state-wise
+    relaxation ``sum_{s in M} max_a G[s, a]`` otherwise; the incumbent sets unfixed nodes to
+    "no split" and parses every frontier node exactly.
+
+    Parameters
+    ----------
+    G : array (n, m)
+    right : bool array (K, n)
+    masks : bool array (C, Fn, n)
+    exact : bool array (Fn,)
+    backend : ``"numpy"`` (reference) or ``"torch"`` (batched fast path)
+    device : torch device for ``backend="torch"`` (default CPU)
+
+    Returns
+    -------
+    bound, incumbent : arrays (C,)
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G = _check_G(G)
+    right = check_array("right", right, ndim=2, dtype=bool)
+    masks = check_array("masks", masks, ndim=3, dtype=bool)
+    exact = check_array("exact", exact, ndim=1, dtype=bool)
+    check_choice("backend", backend, ["numpy", "torch"])
+    if right.shape[1] != G.shape[0] or masks.shape[2] != G.shape[0]:
+        raise ValueError(
+            f"right and masks must have {G.shape[0]} states on their last axis "
+            f"(got {right.shape} and {masks.shape})"
+        )
+    if exact.shape[0] != masks.shape[1]:
+        raise ValueError(f"exact must have {masks.shape[1]} entries (got {exact.shape[0]})")
+    if backend == "numpy":
+        return _bounds_numpy(G, right, masks, exact)
+    return _bounds_torch(G, right, masks, exact, device)
+
+
+# ----------------------------------------------------------------------------------------
+# Reduced-space branch-and-bound
+# ----------------------------------------------------------------------------------------
+@dataclass
+class RSBBStats:
+    """Search log of ``rsbb``.
+
+    Attributes
+    ----------
+    nodes : int
+        Partial trees expanded.
+    evaluated : int
+        Children whose bound was computed.
+    pruned : int
+        Children discarded by bound.
+    trace : array (steps, 3)
+        ``(nodes expanded, best open bound, incumbent)`` after each expansion; the bound is
+        non-increasing, the incumbent non-decreasing, and they meet at the certificate.
+    seconds : float
+    full_space : int
+        Partial trees a plain enumeration of the branched nodes would visit.
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+
+    nodes: int = 0
+    evaluated: int = 0
+    pruned: int = 0
+    trace: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    seconds: float = 0.0
+    full_space: int = 0
+
+
+def _route(right, n, choices, n_internal):
+    """State masks of internal nodes 1..n_internal given the fixed choices (None = unfixed)."""
+    masks: dict[int, np.ndarray] = {1: np.ones(n, dtype=bool)}
+    for t in range(1, n_internal + 1):
+        if t not in masks:
+            continue
+        k = choices[t - 1] if t - 1 < len(choices) else None
+        if k is None:
+            continue
+        M = masks[t]
+        if 2 * t <= n_internal:
+            if k < 0:
+                masks[2 * t], masks[2 * t + 1] = M, np.zeros(n, dtype=bool)
+            else:
+                masks[2 * t], masks[2 * t + 1] = M & ~right[k], M & right[k]
+    return masks
+
+
+def _frontier(r: int, depth: int) -> tuple[list[int], np.ndarray]:
+    """Frontier nodes after fixing nodes 1..r: unfixed nodes whose parent is fixed."""
+    n_int = 2**depth - 1
+    nodes = [t for t in range(1, n_int + 1) if t > r and (t == 1 or t // 2 <= r)]
+    exact = np.array([t >= 2 ** (depth - 1) for t in nodes], dtype=bool)
+    return nodes, exact
+
+
+def _options(right, M):
+    """Children of a node with states ``M``: "no split" + candidates giving distinct partitions."""
+    opts = [-1]
+    if M.sum() < 2:
+        return opts
+    seen = set()
+    for k in range(right.shape[0]):
+        part = right[k] & M
+        cnt = int(part.sum())
+        if cnt == 0 or cnt == int(M.sum()):
+            continue  # does not separate the node's states: a duplicate of "no split"
+        key = min(part[M].tobytes(), (~part[M]).tobytes())
+        if key in seen:
+            continue  # same partition as an earlier candidate: a duplicate subtree
+        seen.add(key)
+        opts.append(k)
+    return opts
+
+
+def _build_tree(G, right, splits, choices, depth, m) -> Tree:
+    n = G.shape[0]
+    n_int = 2**depth - 1
+    n_branch = 2 ** (depth - 1) - 1 if depth >= 1 else 0
+    full = list(choices) + [-1] * (n_branch - len(choices))
+    masks = _route(right, n, full, n_int)
+    feats = np.full(n_int, -1)
+    ths = np.zeros(n_int)
+    leaves = np.zeros(2**depth, dtype=np.int64)
+    if depth == 0:
+        leaves[0] = int(G.sum(0).argmax())
+        return Tree(0, [], [], leaves, n_actions=m)
+    for t in range(1, n_branch + 1):
+        if full[t - 1] >= 0:
+            feats[t - 1], ths[t - 1] = splits[full[t - 1]]
+    for t in range(2 ** (depth - 1), n_int + 1):
+        M = masks.get(t, np.zeros(n, dtype=bool))
+        _, k, aL, aR = _parse(G, M, right)
+        if k >= 0:
+            feats[t - 1], ths[t - 1] = splits[k]
+        leaves[2 * t - 2**depth] = aL
+        leaves[2 * t + 1 - 2**depth] = aR
+    return Tree(depth, feats, ths, leaves, n_actions=m)
+
+
+def rsbb(
+    G: np.ndarray,
+    X: np.ndarray,
+    depth: int,
+    backend: str = "numpy",
+    device: Any = None,
+    exact_parse: bool = True,
+    max_nodes: int = 1_000_000,
+) -> tuple[float, Tree, RSBBStats]:
+    """Reduced-space branch-and-bound for ``max_T sum_s G[s, pi_T(s)]`` (certified optimum).
+
+    Branches only on the split choice of internal nodes on levels ``0 .. D-2`` (best-first on
+    the bound); nodes on level ``D-1`` are parsed exactly (``depth1_parse``), leaves are closed
+    form. Bounds add per-state or per-node terms (``bound_children``), batched over the
+    children of a node. Prunes when ``bound <= incumbent + 1e-9``; stops when the best open
+    bound is not above the incumbent, which certifies optimality.
+
+    Parameters
+    ----------
+    G : array (n, m)
+        Weighted action values ``w[:, None] * Q``.
+    X : array (n, F)
+        State features.
+    depth : int in ``[0, 6]``
+    backend : ``"numpy"`` or ``"torch"``
+        Kernel that bounds the children (the search is the same).
+    device : torch device for the torch backend (``None``: ``lab.device()``)
+    exact_parse : bool
+        With False, level ``D-1`` nodes are bounded by the state-wise relaxation too
+        (the weaker bound, for comparison; the result is still optimal).
+    max_nodes : int
+        Safety cap on expansions (the result is then not certified: ``stats.trace`` shows
+        the gap).
+
+    Returns
+    -------
+    value : float
+    tree : Tree
+    stats : RSBBStats
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G = _check_G(G)
+    X = check_array("X", X, ndim=2)
+    if X.shape[0] != G.shape[0]:
+        raise ValueError(f"X must have {G.shape[0]} rows like G (got {X.shape[0]})")
+    depth = check_int("depth", depth, 0, 6)
+    check_choice("backend", backend, ["numpy", "torch"])
+    exact_parse = check_bool("exact_parse", exact_parse)
+    max_nodes = check_int("max_nodes", max_nodes, 1)
+    if backend == "torch" and device is None:
+        from lab.core.runtime import device as _dev
+
+        device = _dev()
+    t0 = time.perf_counter()
+    n, m = G.shape
+    splits = candidate_splits(X)
+    right = split_matrix(X, splits)
+    stats = RSBBStats()
+    if depth <= 1:
+        val = float(G.sum(0).max()) if depth == 0 else _parse(G, np.ones(n, bool), right)[0]
+        tree = _build_tree(G, right, splits, (), depth, m)
+        stats.trace = np.array([[0, val, val]])
+        stats.seconds = time.perf_counter() - t0
+        return val, tree, stats
+    n_int = 2**depth - 1
+    n_branch = 2 ** (depth - 1) - 1
+
+    def evaluate_children(children):
+        r = len(children[0])
+        nodes, exact = _frontier(r, depth)
+        if not exact_parse:
+            exact = np.zeros_like(exact)
+        masks = np.zeros((len(children), len(nodes), n), dtype=bool)
+        for c, ch in enumerate(children):
+            rm = _route(right, n, list(ch), n_int)
+            for f, t in enumerate(nodes):
+                if t in rm:
+                    masks[c, f] = rm[t]
+        stats.evaluated += len(children)
+        return bound_children(G, right, masks, exact, backend, device)
+
+    root = ()
+    b0, i0 = evaluate_children([root])
+    best_val, best_choices = float(i0[0]), root
+    counter = itertools.count()
+    heap = [(-float(b0[0]), next(counter), root)]
+    trace = [(0, float(b0[0]), best_val)]
+    # full space: product of option counts is data dependent; report the plain K+1 power
+    stats.full_space = (right.shape[0] + 1) ** n_branch
+    upper = float(b0[0])
+    while heap and stats.nodes < max_nodes:
+        negb, _, ch = heapq.heappop(heap)
+        upper = min(upper, -negb)
+        if -negb <= best_val + PRUNE_TOL:
+            upper = best_val
+            break
+        stats.nodes += 1
+        t = len(ch) + 1
+        M = _route(right, n, list(ch), n_int).get(t, np.zeros(n, dtype=bool))
+        kids = [ch + (k,) for k in _options(right, M)]
+        b, inc = evaluate_children(kids)
+        j = int(np.argmax(inc))
+        if inc[j] > best_val + 1e-12:
+            best_val, best_choices = float(inc[j]), kids[j]
+        complete = len(kids[0]) == n_branch
+        for kid, bk in zip(kids, b, strict=True):
+            if complete or bk <= best_val + PRUNE_TOL:
+                stats.pruned += int(not complete)
+                continue
+            heapq.heappush(heap, (-float(bk), next(counter), kid))
+        top = -heap[0][0] if heap else best_val
+        upper = min(upper, max(top, best_val))
+        trace.append((stats.nodes, upper, best_val))
+    if not heap:
+        upper = best_val
+    trace.append((stats.nodes, max(upper, best_val), best_val))
+    stats.trace = np.array(trace, dtype=float)
+    tree = _build_tree(G, right, splits, best_choices, depth, m)
+    value = float(G[np.arange(n), tree.act(X)].sum())
+    stats.seconds = time.perf_counter() - t0
+    return value, tree, stats
+
+
+# ----------------------------------------------------------------------------------------
+# The SPOT-style loop
+# ----------------------------------------------------------------------------------------
+@dataclass
+class SpotResult:
+    """Outcome of ``spot``.
+
+    Attributes
+    ----------
+    tree : Tree
+        The best tree evaluated.
+    J : float
+        Its value ``p0 . V`` (exact).
+    seconds : float
+        Wall time (value iteration included).
+    history : list of float
+        ``J(pi_k)`` per iteration (the warm-start tree first).
+    nodes : int
+        B&B nodes expanded over all improvement steps.
+    iterations : int
+    weights : str
+        The weighting used (the winner for ``"portfolio"``).
+    stop : str
+        ``"converged"``, ``"cycle"`` or ``"max_iter"``.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    tree: Tree
+    J: float
+    seconds: float
+    history: list[float]
+    nodes: int
+    iterations: int
+    weights: str
+    stop: str
+
+    @property
+    def value(self) -> float:
+        """Alias of ``J``."""
+        return self.J
+
+
+def spot(
+    mdp: TabularMDP,
+    depth: int,
+    weights: str = "optimal",
+    warm_start: bool = True,
+    max_iter: int = 50,
+    eps: float = 1e-3,
+    backend: str = "numpy",
+    device: Any = None,
+) -> SpotResult:
+    """SPOT-style policy iteration with a certified-optimal tree at every improvement step.
+
+    Reconstructed (the paper's code is not public): evaluate the tree policy
+    (``V_k``, ``Q_k = R + gamma P V_k``), weight the states (``w_k``), solve
+    ``T_{k+1} = argmax_T sum_s w_k(s) Q_k[s, pi_T(s)]`` with ``rsbb``; stop on a repeated
+    policy or after ``max_iter``; return the best tree evaluated. Each step is globally
+    optimal, the loop is not.
+
+    Parameters
+    ----------
+    mdp : TabularMDP
+    depth : int in ``[0, 6]``
+    weights : ``"optimal"``, ``"occupancy"``, ``"mix"``, ``"uniform"`` or ``"portfolio"``
+        State weighting; ``"portfolio"`` runs the other four and keeps the best.
+    warm_start : bool
+        Start from the best tree for ``Q*`` (else from the best constant action).
+    max_iter : int
+    eps : float
+        Floor weight ``eps / n`` added to occupancy weights.
+    backend, device
+        Passed to ``rsbb``.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    mdp = _check_mdp(mdp)
+    depth = check_int("depth", depth, 0, 6)
+    check_choice("weights", weights, list(WEIGHTINGS))
+    warm_start = check_bool("warm_start", warm_start)
+    max_iter = check_int("max_iter", max_iter, 1)
+    eps = check_range("eps", eps, 0.0, 1.0)
+    check_choice("backend", backend, ["numpy", "torch"])
+    t0 = time.perf_counter()
+    if weights == "portfolio":
+        runs = [
+            spot(mdp, depth, w, warm_start, max_iter, eps, backend, device) for w in WEIGHTINGS[:-1]
+        ]
+        best = max(runs, key=lambda r: r.J)
+        return SpotResult(
+            best.tree,
+            best.J,
+            time.perf_counter() - t0,
+            best.history,
+            sum(r.nodes for r in runs),
+            sum(r.iterations for r in runs),
+            best.weights,
+            best.stop,
+        )
+    n, m = mdp.n_states, mdp.n_actions
+    V_star, pi_star = value_iteration(mdp)
+    nodes = 0
+    if warm_start:
+        Q_star = mdp.R + mdp.gamma * mdp.P @ V_star
+        w = state_weights(mdp, "optimal", eps=eps, optimal_policy=pi_star)
+        _, tree, st = rsbb(w[:, None] * Q_star, mdp.X, depth, backend, device)
+        nodes += st.nodes
+    else:
+        consts = [evaluate(mdp, np.full(n, a))[0] for a in range(m)]
+        a0 = int(np.argmax(consts))
+        tree = Tree(
+            depth, [-1] * (2**depth - 1), [0.0] * (2**depth - 1), [a0] * 2**depth, n_actions=m
+        )
+    best_J, best_tree, history, seen = -np.inf, tree, [], set()
+    stop = "max_iter"
+    prev: np.ndarray | None = None
+    iterations = 0
+    for _ in range(max_iter):
+        iterations += 1
+        pi = tree.act(mdp.X)
+        J, V = evaluate(mdp, pi)  # step 1: V_k, Q_k
+        history.append(J)
+        if J > best_J + 1e-12:
+            best_J, best_tree = J, tree
+        key = pi.tobytes()
+        if key in seen:
+            stop = "converged" if prev is not None and np.array_equal(pi, prev) else "cycle"
+            break
+        seen.add(key)
+        prev = pi
+        Q = mdp.R + mdp.gamma * mdp.P @ V
+        w = state_weights(mdp, weights, pi, eps=eps, optimal_policy=pi_star)  # step 2
+        _, tree, st = rsbb(w[:, None] * Q, mdp.X, depth, backend, device)  # step 3
+        nodes += st.nodes
+    return SpotResult(
+        best_tree,
+        float(best_J),
+        time.perf_counter() - t0,
+        history,
+        nodes,
+        iterations,
+        weights,
+        stop,
+    )
+
+
+def greedy_tree(mdp: TabularMDP, depth: int, seed: int = 0) -> Tree:
+    """VIPER-style baseline: a CART tree fit to the optimal action, weighted by ``d*``.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    mdp = _check_mdp(mdp)
+    depth = check_int("depth", depth, 0, 6)
+    from sklearn.tree import DecisionTreeClassifier
+
+    V, pi = value_iteration(mdp)
+    w = state_weights(mdp, "optimal", optimal_policy=pi)
+    if depth == 0:
+        a = int(np.bincount(pi, weights=w, minlength=mdp.n_actions).argmax())
+        return Tree(0, [], [], [a], n_actions=mdp.n_actions)
+    clf = DecisionTreeClassifier(max_depth=depth, random_state=seed).fit(mdp.X, pi, sample_weight=w)
+    t = clf.tree_
+    feats = np.full(2**depth - 1, -1)
+    ths = np.zeros(2**depth - 1)
+    leaves = np.zeros(2**depth, dtype=np.int64)
+
+    def fill(node, heap, level):
+        if level == depth:
+            leaves[heap - 2**depth] = clf.classes_[int(t.value[node][0].argmax())]
+            return
+        if t.children_left[node] == -1:  # sklearn leaf above full depth: no-split chain
+            fill(node, 2 * heap, level + 1)
+            leaves_right = clf.classes_[int(t.value[node][0].argmax())]
+            _fill_const(2 * heap + 1, level + 1, leaves_right)
+            return
+        feats[heap - 1] = t.feature[node]
+        # sklearn goes left iff x <= thr; thresholds are midpoints: use the largest value <= thr
+        col = mdp.X[:, t.feature[node]]
+        ths[heap - 1] = col[col <= t.threshold[node]].max()
+        fill(t.children_left[node], 2 * heap, level + 1)
+        fill(t.children_right[node], 2 * heap + 1, level + 1)
+
+    def _fill_const(heap, level, a):
+        if level == depth:
+            leaves[heap - 2**depth] = a
+            return
+        _fill_const(2 * heap, level + 1, a)
+        _fill_const(2 * heap + 1, level + 1, a)
+
+    fill(0, 1, 0)
+    return Tree(depth, feats, ths, leaves, n_actions=mdp.n_actions)
+
+
+def exhaustive_tree(mdp: TabularMDP, depth: int, batch: int = 4096) -> tuple[float, Tree]:
+    """The optimal depth-``D`` tree (``D <= 2``) by enumeration: a global certificate.
+
+    Enumerates every distinct partition of the states that the tree structures induce, and
+    for each partition every assignment of actions to its non-empty leaves, evaluating the
+    policies exactly in batches (``J = p0 . (I - gamma P_pi)^(-1) R_pi``). Cost
+    ``(#partitions) m^(2^D)`` linear solves: tiny MDPs, or depth 2 with 64 states (seconds).
+
+    Returns
+    -------
+    J : float
+    tree : Tree
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    mdp = _check_mdp(mdp)
+    depth = check_int("depth", depth, 0, 2)
+    batch = check_int("batch", batch, 1)
+    n, m = mdp.n_states, mdp.n_actions
+    splits = [(-1, 0.0)] + candidate_splits(mdp.X)
+    L = 2**depth
+    parts: dict[bytes, tuple] = {}
+    for inner in itertools.product(splits, repeat=L - 1):
+        t = Tree(depth, [j for j, _ in inner], [th for _, th in inner], np.arange(L))
+        lab_ = t.leaf_index(mdp.X)
+        used, canon = np.unique(lab_, return_inverse=True)
+        parts.setdefault(canon.astype(np.int8).tobytes(), (inner, used, canon))
+    eye = np.eye(n)
+    idx = np.arange(n)
+    best_J, best = -np.inf, None
+    for inner, used, canon in parts.values():
+        g = len(used)
+        assigns = np.array(list(itertools.product(range(m), repeat=g)))  # (A, g)
+        for lo in range(0, len(assigns), batch):
+            A = assigns[lo : lo + batch]
+            pis = A[:, canon]  # (B, n)
+            P_pi = mdp.P[idx[None, :], pis]  # (B, n, n)
+            R_pi = mdp.R[idx[None, :], pis]  # (B, n)
+            V = np.linalg.solve(eye[None] - mdp.gamma * P_pi, R_pi[..., None])[..., 0]
+            J = V @ mdp.p0
+            j = int(np.argmax(J))
+            if J[j] > best_J + 1e-12:
+                best_J = float(J[j])
+                leaves = np.zeros(L, dtype=np.int64)
+                leaves[used] = A[j]
+                best = Tree(
+                    depth, [s for s, _ in inner], [th for _, th in inner], leaves, n_actions=m
+                )
+    return best_J, best

@@ -1,0 +1,338 @@
+"""Tests of lab.omiso: the simulated Utah array, FA, the response model and the closed loop.
+
+Mirrors the "Correctness checks" of the chapter spec (shared/papers/omiso-microstimulation.md):
+FA against scikit-learn, the simulator against its generative parameters, the Kalman update
+against batch ridge, choice by brute force, numpy vs batched torch on the same seeds, the
+control experiment, bad inputs. Sessions are shortened to keep the file fast; the paper-scale
+comparison is marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.linalg import subspace_angles
+from sklearn.decomposition import FactorAnalysis
+
+from lab import omiso
+from lab.omiso.fast import simulate_batch
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def calib():
+    sim = omiso.UtahArraySim(seed=0)
+    Y = np.stack([sim.pre()[1] for _ in range(600)])
+    return sim, Y
+
+
+# ------------------------------------------------------------------------------------------
+# factor analysis
+# ------------------------------------------------------------------------------------------
+
+
+def test_fit_fa_matches_sklearn(calib):
+    sim, Y = calib
+    fa = omiso.fit_fa(Y, 4)
+    sk = FactorAnalysis(4, tol=1e-8, max_iter=10_000).fit(Y)
+    assert abs(fa.loglik(Y) - sk.score(Y)) / abs(sk.score(Y)) < 1e-5
+    assert fa.loglik(Y) >= sk.score(Y) - 1e-9  # at least as converged
+    assert np.degrees(subspace_angles(fa.L, sk.components_.T)).max() < 1.0
+    assert np.degrees(subspace_angles(fa.L, sim.L)).max() < 15.0
+
+
+def test_posterior_mean_equals_sklearn_transform(calib):
+    _, Y = calib
+    fa = omiso.fit_fa(Y, 4)
+    sk = FactorAnalysis(4).fit(Y)
+    sk.components_, sk.noise_variance_, sk.mean_ = fa.L.T, fa.psi, fa.mu
+    np.testing.assert_allclose(omiso.fa_posterior_mean(Y, fa), sk.transform(Y), atol=1e-10)
+
+
+def test_fa_recovers_exact_gaussian_model():
+    rng = np.random.default_rng(3)
+    L = rng.normal(size=(30, 3))
+    psi = rng.uniform(0.2, 1.0, 30)
+    Z = rng.normal(size=(5000, 3))
+    Y = Z @ L.T + 2.0 + rng.normal(size=(5000, 30)) * np.sqrt(psi)
+    fa = omiso.fit_fa(Y, 3)
+    assert np.degrees(subspace_angles(fa.L, L)).max() < 3.0
+    np.testing.assert_allclose(fa.psi, psi, rtol=0.15)
+    # the posterior mean beats least-squares projection in MSE to the true z
+    Zhat = omiso.fa_posterior_mean(Y, fa)
+    _, R = omiso.align_loadings(L, fa.L)
+    ls = np.linalg.lstsq(fa.L, (Y - fa.mu).T, rcond=None)[0].T
+    assert ((Zhat @ R - Z) ** 2).mean() < ((ls @ R - Z) ** 2).mean()
+
+
+def test_align_loadings_undoes_a_rotation():
+    rng = np.random.default_rng(0)
+    L = rng.normal(size=(20, 4))
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    aligned, R = omiso.align_loadings(L, L @ Q)
+    np.testing.assert_allclose(aligned, L, atol=1e-12)
+    np.testing.assert_allclose(R @ R.T, np.eye(4), atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# simulator
+# ------------------------------------------------------------------------------------------
+
+
+def test_array_geometry():
+    pos = omiso.array_positions()
+    assert pos.shape == (96, 2)
+    assert len({tuple(p) for p in pos}) == 96
+    sim = omiso.UtahArraySim()
+    assert sim.n_patterns == 66 and len(set(map(tuple, sim.patterns))) == 66
+
+
+def test_simulator_statistics_match_generative_parameters():
+    sims = [omiso.UtahArraySim(seed=100 + i, drift=0.0) for i in range(8)]
+    Zs = np.stack([[s.pre(record=False)[0] for _ in range(2000)] for s in sims])
+    var_s = 0.04 / (1 - 0.98**2)
+    assert abs(Zs.var(1).mean() - (var_s + 0.25)) < 0.1
+    # first differences: 2 var_s (1 - 0.98) + 2 * 0.25
+    assert abs(np.diff(Zs, axis=1).var(1).mean() - (2 * var_s * 0.02 + 0.5)) < 0.02
+    sim = omiso.UtahArraySim(seed=5, drift=0.0)
+    n = 2000
+    Z = np.empty((n, 4))
+    Y = np.empty((n, 96))
+    for t in range(n):
+        Z[t], Y[t] = sim.pre()
+    rate = sim.rates(Z)
+    assert abs(((Y - rate) ** 2).sum() / rate.sum() - 1) < 0.05  # Poisson: Fano factor 1
+    resid = []
+    for t in range(400):
+        z_pre, _ = sim.pre(record=False)
+        mean = sim.response_mean(z_pre, t % 66)
+        resid.append(sim.stim(t % 66, record=False)[0] - mean)
+    assert abs(np.std(resid) - 0.3) < 0.03
+
+
+def test_poisson_icdf_is_poisson():
+    rng = np.random.default_rng(0)
+    r = np.full(200_000, 4.5)
+    y = omiso.poisson_icdf(r, rng.random(r.shape))
+    assert abs(y.mean() - 4.5) < 0.02 and abs(y.var() - 4.5) < 0.05
+    assert omiso.poisson_icdf(np.array([0.0]), np.array([0.5]))[0] == 0
+
+
+def test_same_seed_same_session_and_drift_moves_effects():
+    a = omiso.UtahArraySim(seed=2, drift=0.02)
+    b = omiso.UtahArraySim(seed=2, drift=0.02)
+    for u in (0, 5, 9):
+        za, ya = a.pre()
+        zb, yb = b.pre()
+        np.testing.assert_array_equal(ya, yb)
+        np.testing.assert_array_equal(a.stim(u)[1], b.stim(u)[1])
+    assert np.abs(a.beta - a.beta0).max() > 0
+    a.reset()
+    np.testing.assert_array_equal(a.beta, a.beta0)
+
+
+def test_kappa_zero_removes_state_dependence():
+    sim = omiso.UtahArraySim(kappa=0.0, seed=1)
+    z = np.ones(4)
+    d = [sim.response_mean(2 * z, u) - sim.response_mean(z, u) for u in range(66)]
+    np.testing.assert_allclose(np.array(d), np.tile(0.6 * z, (66, 1)), atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# response model
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def triples():
+    rng = np.random.default_rng(0)
+    n, q, U = 800, 4, 10
+    W_true = rng.normal(size=(U, q, q + 1))
+    Zp = rng.normal(size=(n, q))
+    u = rng.integers(0, U, n)
+    Zq = np.einsum("nqd,nd->nq", W_true[u], np.c_[Zp, np.ones(n)]) + 0.3 * rng.normal(size=(n, q))
+    return Zp, u, Zq, W_true
+
+
+def test_sequential_kalman_equals_batch_ridge(triples):
+    Zp, u, Zq, _ = triples
+    for aware in (True, False):
+        batch = omiso.StimResponseModel(10, 4, state_aware=aware, lam=1.0).fit(Zp, u, Zq)
+        seq = omiso.StimResponseModel(10, 4, state_aware=aware, lam=1.0, q_proc=0.0)
+        for z, k, zq in zip(Zp, u, Zq, strict=True):
+            seq.update(int(k), z, zq)
+        np.testing.assert_allclose(seq.W, batch.W, atol=1e-8)
+        np.testing.assert_allclose(seq.P, batch.P, atol=1e-8)
+
+
+def test_ridge_matches_sklearn_ridge(triples):
+    from sklearn.linear_model import Ridge
+
+    Zp, u, Zq, _ = triples
+    m = omiso.StimResponseModel(10, 4, lam=1.0).fit(Zp, u, Zq)
+    sel = u == 3
+    X = np.c_[Zp[sel], np.ones(sel.sum())]
+    ref = Ridge(alpha=1.0, fit_intercept=False).fit(X, Zq[sel])
+    np.testing.assert_allclose(m.W[3], ref.coef_, atol=1e-10)
+
+
+def test_P_stays_positive_definite():
+    rng = np.random.default_rng(1)
+    m = omiso.StimResponseModel(3, 2, q_proc=0.002)
+    for _ in range(10_000):
+        m.update(int(rng.integers(3)), rng.normal(size=2), rng.normal(size=2))
+    for P in m.P:
+        np.testing.assert_allclose(P, P.T, atol=1e-14)
+        assert np.linalg.eigvalsh(P).min() > 0
+
+
+def test_choose_is_brute_force_and_shift_invariant(triples):
+    Zp, u, Zq, _ = triples
+    m = omiso.StimResponseModel(10, 4).fit(Zp, u, Zq)
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        z, tg = rng.normal(size=4), rng.normal(size=2)
+        pred = m.predict(z)
+        brute = int(np.argmin([np.sum((pred[k, :2] - tg) ** 2) for k in range(10)]))
+        assert m.choose(z, tg) == brute
+        shifted = omiso.StimResponseModel(10, 4)
+        shifted.W = m.W.copy()
+        shifted.W[:, 2:, -1] += 5.0  # a common shift outside K changes nothing
+        assert shifted.choose(z, tg) == brute
+        shifted.W[:, :2, -1] += 0.7  # inside K: nearest to target - c
+        assert shifted.choose(z, tg) == m.choose(z, tg - 0.7)
+
+
+def test_miso_update_rule():
+    m = omiso.MiSOBaseline(3, 2, lr=0.1)
+    m.fit(np.zeros((3, 2)), np.array([0, 1, 2]), np.array([[1.0, 0], [0, 1], [1, 1]]))
+    m.update(1, None, np.array([1.0, 1.0]))
+    np.testing.assert_allclose(m.pred[1], [0.1, 1.0])
+    assert m.choose(np.zeros(2), np.array([1.0, 0.0])) == 0
+
+
+# ------------------------------------------------------------------------------------------
+# closed loop: reference vs fast path, determinism, the claims at reduced size
+# ------------------------------------------------------------------------------------------
+
+
+def test_numpy_session_equals_torch_batch():
+    kw = dict(drift=0.01, adapt=0.02, ramp=0.0005, kappa=0.8)
+    seeds, methods = [1, 1, 2, 4], ["omiso", "miso", "static", "random"]
+    fast = simulate_batch(seeds, methods, n_cal=300, n_train=250, n_test=60, device="cpu", **kw)
+    for i, (s, m) in enumerate(zip(seeds, methods, strict=True)):
+        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, 300, 250, 60)
+        np.testing.assert_array_equal(log.choices, fast["choices"][i])
+        np.testing.assert_allclose(log.errors, fast["errors"][i], atol=1e-6)
+
+
+def test_run_session_is_deterministic_and_targets_estimated_space():
+    a = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", 300, 200, 50)
+    b = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", 300, 200, 50)
+    np.testing.assert_array_equal(a.errors, b.errors)
+    np.testing.assert_allclose(
+        a.errors, np.linalg.norm(a.z_post[:, :2] - omiso.default_target(), axis=1)
+    )
+
+
+def test_run_session_accepts_model_objects():
+    sim = omiso.UtahArraySim(seed=0)
+    log = omiso.run_session(sim, omiso.StimResponseModel(66, 4), 300, 200, 30, target=[0.5, 0.0])
+    assert log.errors.shape == (30,) and log.choices.max() < 66
+
+
+def test_state_awareness_helps_and_control_ties():
+    seeds = [0, 1, 2, 3]
+    main = omiso.compare_methods(seeds, ("omiso", "miso"), n_test=200, device="cpu")
+    g = main.groupby("method").mean_error.mean()
+    assert g["omiso"] < 0.8 * g["miso"]
+    ctrl = omiso.compare_methods(
+        seeds, ("omiso", "miso"), n_test=200, kappa=0.0, a_auto=0.0, device="cpu"
+    )
+    c = ctrl.groupby("method").mean_error.mean()
+    assert abs(c["omiso"] / c["miso"] - 1) < 0.1
+
+
+@pytest.mark.slow
+def test_paper_scale_ordering_over_8_seeds():
+    df = omiso.compare_methods(range(8), drift=0.0, device="cpu")
+    g = df.groupby("method").mean_error.mean()
+    assert g["random"] > g["miso"] > g["static"] and g["omiso"] <= 1.02 * g["static"]
+    assert g["omiso"] < 0.8 * g["miso"]
+    df = omiso.compare_methods(range(8), ("omiso", "static"), drift=0.02, device="cpu")
+    g = df.groupby("method").mean_error.mean()
+    assert g["omiso"] < 0.92 * g["static"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_batch_equals_cpu_batch():
+    kw = dict(n_cal=300, n_train=250, n_test=60, drift=0.01)
+    seeds, methods = [0, 0, 1], ["omiso", "miso", "static"]
+    cpu = simulate_batch(seeds, methods, device="cpu", **kw)
+    gpu = simulate_batch(seeds, methods, device="cuda", **kw)
+    np.testing.assert_array_equal(cpu["choices"], gpu["choices"])
+    np.testing.assert_allclose(cpu["errors"], gpu["errors"], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_raise():
+    m = omiso.StimResponseModel(5, 4)
+    with pytest.raises(ValueError, match="dims"):
+        m.choose(np.zeros(4), [0.0, 0.0], dims=(0, 4))
+    with pytest.raises(ValueError, match="u must be"):
+        m.update(5, np.zeros(4), np.zeros(4))
+    with pytest.raises(ValueError, match="epsilon"):
+        m.choose(np.zeros(4), [0.0, 0.0], epsilon=1.5)
+    with pytest.raises(ValueError, match="lam"):
+        omiso.StimResponseModel(5, 4, lam=-1.0)
+    with pytest.raises(ValueError, match="q_proc"):
+        omiso.StimResponseModel(5, 4, q_proc=-0.1)
+    with pytest.raises(ValueError, match="q must be"):
+        omiso.fit_fa(np.ones((50, 4)), 4)
+    bad = np.ones((50, 6))
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        omiso.fit_fa(bad, 2)
+    with pytest.raises(ValueError, match="kappa"):
+        omiso.UtahArraySim(kappa=-1.0)
+    with pytest.raises(TypeError, match="q must be an integer"):
+        omiso.UtahArraySim(q=2.5)
+    sim = omiso.UtahArraySim()
+    with pytest.raises(ValueError, match="u must be"):
+        sim.pre()
+        sim.stim(66)
+    with pytest.raises(ValueError, match="method"):
+        omiso.run_session(sim, "bandit")
+    with pytest.raises(TypeError, match="sim must be"):
+        omiso.run_session("sim", "omiso")
+    with pytest.raises(ValueError, match="U must"):
+        m.fit(np.zeros((3, 4)), np.array([0, 1, 7]), np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="target"):
+        simulate_batch([0], "omiso", target=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="methods"):
+        simulate_batch([0, 1], ["omiso"])
+
+
+def test_align_loadings_on_shared_channels():
+    rng = np.random.default_rng(4)
+    L = rng.normal(size=(30, 3))
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    new = L @ Q
+    new[:5] = rng.normal(size=(5, 3))  # channels lost in the new session
+    aligned, _ = omiso.align_loadings(L, new, channels=np.arange(5, 30))
+    np.testing.assert_allclose(aligned[5:], L[5:], atol=1e-12)
+    with pytest.raises(ValueError, match="channels"):
+        omiso.align_loadings(L, new, channels=[0, 99, 2])

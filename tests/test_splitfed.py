@@ -1,0 +1,339 @@
+"""Tests for lab.splitfed: SPSA, Algorithm 1's invariants, reference vs fast path, gloo engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lab import splitfed as sf
+from lab.core.runtime import cuda_available, small_problem_threads
+from lab.splitfed import algorithm as alg
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with small_problem_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return sf.load_digits_clients(10, seed=0)
+
+
+def _nets(widths=(64, 32, 32, 10), cut=1, seed=0):
+    return sf.split_model(sf.make_mlp(widths, seed=seed), cut)
+
+
+# ---------------------------------------------------------------- SPSA
+def test_sphere_direction_norm_and_determinism():
+    u = sf.sphere_direction(50, torch.Generator().manual_seed(1))
+    assert abs(float(u @ u) - 50) < 1e-10
+    v = sf.sphere_direction(50, torch.Generator().manual_seed(1))
+    assert torch.equal(u, v)
+
+
+def test_spsa_linear_is_exact_projection():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(7, dtype=torch.float64, generator=g)
+    x = torch.randn(7, dtype=torch.float64, generator=g)
+    for _ in range(5):
+        u = sf.sphere_direction(7, g)
+        ghat, delta = sf.spsa(lambda z: a @ z + 3.0, x, 1e-2, u)
+        assert torch.allclose(ghat, (a @ u) * u, atol=1e-12)
+        assert abs(float(delta) - 2e-2 * float(a @ u)) < 1e-12
+
+
+def test_spsa_unbiased_on_quadratic_and_second_moment():
+    rng = np.random.default_rng(0)
+    d, n = 5, 20_000
+    A = np.diag(rng.uniform(0.5, 2.0, d))
+    x = rng.normal(size=d)
+    grad = A @ x
+    G = rng.normal(size=(n, d))
+    U = G * (np.sqrt(d) / np.linalg.norm(G, axis=1, keepdims=True))
+    ghat = np.stack([sf.spsa(lambda z: 0.5 * z @ A @ z, x, 0.05, u)[0] for u in U])
+    se = ghat.std(0) / np.sqrt(n)
+    assert np.all(np.abs(ghat.mean(0) - grad) < 3.5 * se)
+    # linear f: E ||ghat||^2 = d ||grad||^2
+    lin = np.stack([(grad @ u) * u for u in U])
+    ratio = (lin**2).sum(1).mean() / (d * grad @ grad)
+    assert abs(ratio - 1) < 0.05
+
+
+def test_spsa_error_scales_with_dimension():
+    e5 = sf.spsa_error(5, 1e-3, draws=2000)
+    e50 = sf.spsa_error(50, 1e-3, draws=2000)
+    assert 5 < e50["rel_mse"] / e5["rel_mse"] < 20
+    assert e5["cos"] > e50["cos"]
+
+
+def test_spsa_bad_inputs():
+    with pytest.raises(ValueError, match="lam"):
+        sf.spsa(lambda z: z.sum(), torch.zeros(3), 0.0, torch.ones(3))
+    with pytest.raises(ValueError, match="shape"):
+        sf.spsa(lambda z: z.sum(), torch.zeros(3), 0.1, torch.ones(4))
+    with pytest.raises(TypeError):
+        sf.sphere_direction(2.5)
+    with pytest.raises(ValueError):
+        sf.spsa_error(5, 1e-3, dtype="float16")
+
+
+# ---------------------------------------------------------------- config and inputs
+@pytest.mark.parametrize(
+    "kw",
+    [dict(tau=0), dict(lam=0.0), dict(lam=-1e-3), dict(participation=0.0), dict(participation=1.5)],
+)
+def test_config_rejects_bad_values(kw):
+    with pytest.raises(ValueError):
+        sf.MUSplitFedConfig(**kw)
+
+
+def test_config_type_errors_and_replace():
+    with pytest.raises(TypeError):
+        sf.MUSplitFedConfig(tau=2.0)
+    with pytest.raises(TypeError):
+        sf.MUSplitFedConfig(adaptive_tau=1)
+    cfg = sf.MUSplitFedConfig().replace(tau=4)
+    assert cfg.tau == 4 and cfg.participants == 5
+    with pytest.raises(TypeError):
+        cfg.replace(nonsense=1)
+    assert cfg.replace(theory_steps=True).steps(4) == (0.005 / 4, 0.005, np.sqrt(20))
+
+
+def test_split_model_and_bad_cut():
+    model = sf.make_mlp((64, 32, 32, 32, 10))
+    c, s = sf.split_model(model, 2)
+    assert len(c) == 2 and len(s) == 2
+    x = torch.randn(3, 64)
+    assert torch.allclose(s(c(x)), model(x))
+    for cut in (0, 4):
+        with pytest.raises(ValueError, match="cut"):
+            sf.split_model(model, cut)
+    with pytest.raises(TypeError):
+        sf.split_model(torch.nn.Linear(2, 2), 1)
+
+
+def test_fewer_datasets_than_clients_raises(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=1)
+    with pytest.raises(ValueError, match="client_datasets"):
+        sf.simulate(c, s, digits["clients"][:3], cfg)
+    with pytest.raises(TypeError):
+        sf.simulate(c, s, digits["clients"], dict(tau=1))
+    with pytest.raises(ValueError):
+        sf.load_digits_clients(3, split="weird")
+
+
+# ---------------------------------------------------------------- reference vs fast path
+@pytest.mark.parametrize("backend", ["vmap", "bmm"])
+def test_vectorized_matches_reference_float64(digits, backend):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(tau=3, rounds=20, dtype="float64", eta_g=1.0)
+    ref = sf.simulate(c, s, digits["clients"], cfg)
+    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, backend=backend, device="cpu")
+    assert float((ref.xc - fast.xc).abs().max()) < 1e-10
+    assert float((ref.xs - fast.xs).abs().max()) < 1e-10
+    assert np.allclose(ref.batch_loss, fast.batch_loss, atol=1e-10)
+    assert ref.bytes_up == fast.bytes_up and ref.clock == pytest.approx(fast.clock)
+
+
+def test_vectorized_adaptive_tau_matches_reference(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=15, dtype="float64", adaptive_tau=True, delay_mean=2.0)
+    ref = sf.simulate(c, s, digits["clients"], cfg)
+    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cpu")
+    assert ref.tau == fast.tau and len(set(ref.tau)) > 1
+    assert float((ref.xc - fast.xc).abs().max()) < 1e-10
+
+
+def test_simulate_is_deterministic(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=5)
+    a = sf.simulate(c, s, digits["clients"], cfg)
+    b = sf.simulate(c, s, digits["clients"], cfg)
+    assert torch.equal(a.xc, b.xc) and torch.equal(a.xs, b.xs)
+
+
+# ---------------------------------------------------------------- invariants of Algorithm 1
+def test_global_step_zero_and_one(digits):
+    c, s = _nets()
+    h0 = sf.simulate(c, s, digits["clients"], sf.MUSplitFedConfig(rounds=4, eta_g=0.0))
+    fc, fs = alg._Flat(c), alg._Flat(s)
+    assert torch.equal(h0.xc, fc.init(torch.float32)) and torch.equal(h0.xs, fs.init(torch.float32))
+    x = torch.zeros(3)
+    ups = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([3.0, 0.0, 1.0])]
+    assert torch.allclose(alg._aggregate(x, ups, 1.0), (ups[0] + ups[1]) / 2)
+
+
+def test_frozen_server_makes_client_independent_of_tau(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=6, eta_s=0.0, dtype="float64")
+    a = sf.simulate(c, s, digits["clients"], cfg.replace(tau=1))
+    b = sf.simulate(c, s, digits["clients"], cfg.replace(tau=5))
+    assert torch.equal(a.xc, b.xc)
+
+
+def test_single_client_tau1_is_block_zo_sgd(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(
+        rounds=1, clients=1, participation=1.0, tau=1, eta_g=1.0, dtype="float64"
+    )
+    hist = sf.simulate(c, s, digits["clients"][:1], cfg)
+    fc, fs = alg._Flat(c), alg._Flat(s)
+    xc, xs = fc.init(torch.float64), fs.init(torch.float64)
+    X, y = digits["clients"][0]
+    idx = torch.as_tensor(alg._batch(cfg, 0, 0, len(y)))
+    Xb, yb = X[idx].double(), y[idx]
+    uc = alg._client_direction(cfg, 0, 0, fc.dim, torch.float64)
+    us = alg._server_directions(cfg, 0, 0, 1, fs.dim, torch.float64)[0]
+    lam = cfg.lam
+
+    def F(a, b):
+        return alg._loss(fs(b, fc(a, Xb)), yb)
+
+    xs_new = xs - cfg.eta_s * (F(xc, xs + lam * us) - F(xc, xs - lam * us)) / (2 * lam) * us
+    xc_new = xc - cfg.eta_c * (F(xc + lam * uc, xs_new) - F(xc - lam * uc, xs_new)) / (2 * lam) * uc
+    assert torch.allclose(hist.xs, xs_new, atol=1e-14) and torch.allclose(
+        hist.xc, xc_new, atol=1e-14
+    )
+
+
+def test_server_steps_reuse_clean_h_without_writing_it():
+    c, s = _nets()
+    fs = alg._Flat(s)
+    h = torch.randn(8, 32)
+    y = torch.randint(0, 10, (8,))
+    v0 = h._version
+    cfg = sf.MUSplitFedConfig()
+    seen = []
+    alg._server_steps(fs, fs.init(torch.float32), h, y, cfg, 0, 0, 4, 0.01, on_step=seen.append)
+    assert h._version == v0 and seen == [0, 1, 2, 3]
+
+
+def test_more_server_steps_train_faster(digits):
+    c, s = _nets()
+    ev = sf.evaluator(c, s, digits["train"], digits["test"])
+    losses = []
+    for tau in (1, 2, 4):
+        cfg = sf.MUSplitFedConfig(tau=tau, rounds=300, eta_g=1.0, eval_every=300)
+        losses.append(
+            sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu").loss[-1]
+        )
+    assert losses[0] > losses[1] > losses[2]
+
+
+def test_stop_loss_stops_at_the_first_hit(digits):
+    c, s = _nets()
+    ev = sf.evaluator(c, s, digits["train"], digits["test"])
+    cfg = sf.MUSplitFedConfig(tau=4, rounds=200, eta_g=1.0, eval_every=10, eta_s=0.02, eta_c=0.01)
+    full = sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu")
+    target = full.loss[5]
+    stop = sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu", stop_loss=target)
+    r, _ = sf.rounds_to_target(full, target)
+    assert len(stop.tau) == r and stop.loss[-1] <= target
+    with pytest.raises(TypeError):
+        sf.simulate(c, s, digits["clients"], cfg, stop_loss="low")
+
+
+def test_failures_drop_only_the_dead_client(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=6, clients=4, participation=1.0)
+    h = sf.simulate(c, s, digits["clients"], cfg, failures={2: 3})
+    assert h.participants[:3] == [[0, 1, 2, 3]] * 3 and h.participants[3:] == [[0, 1, 3]] * 3
+    assert h.lost == [2]
+
+
+# ---------------------------------------------------------------- stragglers
+def test_straggler_round_time_and_tau_rule():
+    sm = sf.StragglerModel(0.0, t_client=1.0, t_server=0.1)
+    rt = sm.round_time(np.zeros(5), 2)
+    assert rt["time"] == pytest.approx(1.0 + 5 * 3 * 0.1) and rt["wait"] == 0
+    sm = sf.StragglerModel([0.0, 4.0], dist="const", t_client=1.0, t_server=0.5)
+    rt = sm.round_time(sm.sample(0, 2), 3)
+    assert rt["time"] == pytest.approx(5.0 + 4 * 0.5)  # the early client's steps are hidden
+    assert rt["idle"] == pytest.approx(rt["time"] - 4.0)
+    assert sf.choose_tau(10.0, 1.0, 16) == 10 and sf.choose_tau(100.0, 1.0, 16) == 16
+    assert sf.choose_tau(0.0, 1.0, 16) == 1
+    with pytest.raises(ValueError):
+        sf.choose_tau(1.0, 0.0, 4)
+    with pytest.raises(ValueError):
+        sf.StragglerModel([-1.0])
+    with pytest.raises(ValueError):
+        sf.StragglerModel(1.0, dist="pareto")
+
+
+def test_retime_equals_simulated_clock(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(rounds=8, tau=3, delay_mean=2.0)
+    h = sf.simulate(c, s, digits["clients"], cfg)
+    sm = sf.StragglerModel(2.0, seed=cfg.seed, t_client=cfg.t_client, t_server=cfg.t_server)
+    assert np.allclose(sf.retime(h, sm, cfg.clients), h.clock)
+
+
+def test_rounds_to_target():
+    h = sf.History(eval_round=[10, 20, 30], loss=[2.0, 1.0, 0.5], clock=list(range(1, 31)))
+    assert sf.rounds_to_target(h, 1.0) == (20, 20.0)
+    assert sf.rounds_to_target(h, 0.1) == (None, None)
+    with pytest.raises(TypeError):
+        sf.rounds_to_target({}, 1.0)
+
+
+# ---------------------------------------------------------------- gloo processes
+def test_gloo_equals_simulation_and_loss_falls():
+    cfg = sf.MUSplitFedConfig(
+        tau=2, rounds=30, clients=3, participation=1.0, eta_g=1.0, eval_every=10
+    )
+    h = sf.launch_local(cfg, 4, time_unit=0.0, order="rank", timeout=60)
+    data = sf.load_digits_clients(3, seed=cfg.seed)
+    c, s = _nets(seed=cfg.seed)
+    ev = sf.evaluator(c, s, data["train"], data["test"])
+    ref = sf.simulate(c, s, data["clients"], cfg, ev)
+    assert torch.equal(h.xc, ref.xc) and torch.equal(h.xs, ref.xs)  # bit-identical, float32
+    assert h.loss == ref.loss and h.loss[-1] < h.loss[0]
+    assert h.bytes_up == ref.bytes_up and h.bytes_down == ref.bytes_down
+    assert h.bytes_up[0] == 3 * (3 * 32 * 32 * 4 + 32 * 8 + (64 * 32 + 32) * 4)
+    assert h.info["exitcodes"] == {0: 0, 1: 0, 2: 0, 3: 0} and h.lost == []
+
+
+def test_gloo_killed_client_does_not_hang_the_server():
+    cfg = sf.MUSplitFedConfig(
+        tau=2, rounds=12, clients=3, participation=1.0, eta_g=1.0, delay_mean=1.0, eval_every=6
+    )
+    h = sf.launch_local(cfg, 4, time_unit=0.005, faults={"kill": {2: 4}}, timeout=60)
+    assert h.lost == [1] and h.info["lost"][2]["round"] == 4
+    assert len(h.tau) == 12 and h.participants[4:] == [[0, 2]] * 8
+    data = sf.load_digits_clients(3, seed=cfg.seed)
+    c, s = _nets(seed=cfg.seed)
+    ref = sf.simulate(c, s, data["clients"], cfg, failures={1: 4})
+    assert torch.equal(h.xc, ref.xc) and torch.equal(h.xs, ref.xs)  # no live update lost
+
+
+def test_gloo_bad_embedding_shape_names_the_rank():
+    cfg = sf.MUSplitFedConfig(rounds=4, clients=2, participation=1.0)
+    with pytest.raises(RuntimeError, match="client rank 2"):
+        sf.launch_local(cfg, 3, time_unit=0.0, faults={"bad_shape": {2: 1}}, timeout=30)
+
+
+def test_launch_local_bad_inputs():
+    cfg = sf.MUSplitFedConfig(clients=3)
+    with pytest.raises(ValueError, match="world_size"):
+        sf.launch_local(cfg, 3)
+    with pytest.raises(ValueError):
+        sf.launch_local(cfg, 1)
+    with pytest.raises(ValueError):
+        sf.launch_local(cfg, 4, order="random")
+
+
+# ---------------------------------------------------------------- CUDA
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="needs CUDA")
+def test_vectorized_cuda_matches_reference(digits):
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(tau=3, rounds=20, dtype="float64")
+    ref = sf.simulate(c, s, digits["clients"], cfg)
+    for backend in ("vmap", "bmm"):
+        fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cuda", backend=backend)
+        assert fast.xc.is_cuda
+        assert float((ref.xc - fast.xc.cpu()).abs().max()) < 1e-6

@@ -1,0 +1,303 @@
+"""Tests of lab.spot: tabular MDPs, tree policies, the OMDT MILP, RSBB and the SPOT-style loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab import spot
+from lab.spot import figures
+
+TINY = ["SFF", "FHG"]  # 6-state lake for brute-force checks
+
+
+@pytest.fixture(scope="module")
+def lake():
+    return spot.frozen_lake("4x4")
+
+
+# ------------------------------------------------------------------ MDPs and evaluation
+def test_frozen_lake_matches_gymnasium():
+    fl = pytest.importorskip("gymnasium.envs.toy_text.frozen_lake")
+    for slippery, slip in ((True, 1 / 3), (False, 0.0)):
+        env = fl.FrozenLakeEnv(map_name="8x8", is_slippery=slippery)
+        mdp = spot.frozen_lake("8x8", slip=slip)
+        P = np.zeros_like(mdp.P)
+        R = np.zeros_like(mdp.R)
+        for s, acts in env.P.items():
+            for a, outs in acts.items():
+                for p, s2, r, _ in outs:
+                    P[s, a, s2] += p
+                    R[s, a] += p * r
+        np.testing.assert_allclose(P, mdp.P, atol=1e-12)
+        np.testing.assert_allclose(R, mdp.R, atol=1e-12)
+
+
+def test_lake_optimum_and_lp(lake):
+    V, pi = spot.value_iteration(lake)
+    assert abs(lake.p0 @ V - 0.54203) < 1e-5
+    slick = spot.frozen_lake("4x4", slip=0.0)
+    assert abs(slick.p0 @ spot.value_iteration(slick)[0] - 0.95099) < 1e-5
+    # LP over occupancies: max R.y s.t. sum_a y[s,a] - gamma sum P[s',a,s] y[s',a] = p0
+    from scipy.optimize import linprog
+
+    n, m = lake.n_states, lake.n_actions
+    A = np.kron(np.eye(n), np.ones((1, m))) - lake.gamma * lake.P.reshape(n * m, n).T
+    res = linprog(-lake.R.reshape(-1), A_eq=A, b_eq=lake.p0, bounds=(0, None), method="highs")
+    assert abs(-res.fun - lake.p0 @ V) < 1e-6
+    assert abs(res.x.sum() - 1 / (1 - lake.gamma)) < 1e-6
+
+
+def test_evaluate_matches_iteration_and_occupancy(lake):
+    rng = np.random.default_rng(0)
+    pi = rng.integers(0, 4, 16)
+    J, V = spot.evaluate(lake, pi)
+    W = np.zeros(16)
+    idx = np.arange(16)
+    for _ in range(5000):
+        W = lake.R[idx, pi] + lake.gamma * lake.P[idx, pi] @ W
+    assert np.abs(W - V).max() < 1e-8
+    d = spot.occupancy(lake, pi)
+    assert abs(d.sum() - 1 / (1 - lake.gamma)) < 1e-8
+    assert abs(d @ lake.R[idx, pi] - J) < 1e-10
+
+
+def test_sysadmin_model():
+    mdp = spot.sysadmin(3)
+    assert mdp.P.shape == (8, 4, 8) and mdp.n_actions == 4
+    np.testing.assert_allclose(mdp.P.sum(2), 1.0)
+    assert mdp.p0[7] == 1.0 and mdp.R[7, 3] == 3.0 and mdp.R[7, 0] == 2.5
+    # rebooting machine 0 from "all down" brings it up for sure
+    assert abs(mdp.P[0, 0][[s for s in range(8) if s & 1]].sum() - 1.0) < 1e-12
+    # machine 1 up with machine 0 (its left neighbour) down: stays up w.p. 0.95 * 0.6
+    s = 0b010
+    assert abs(mdp.P[s, 3][[t for t in range(8) if t & 2]].sum() - 0.95 * 0.6) < 1e-12
+
+
+def test_bad_inputs(lake):
+    P = lake.P.copy()
+    P[0, 0, 0] += 0.1
+    with pytest.raises(ValueError, match="sum to 1"):
+        spot.TabularMDP(P, lake.R, lake.X, lake.p0, 0.99)
+    with pytest.raises(ValueError, match="gamma"):
+        spot.TabularMDP(lake.P, lake.R, lake.X, lake.p0, 1.0)
+    with pytest.raises(ValueError, match="X must have one row per state"):
+        spot.TabularMDP(lake.P, lake.R, lake.X[:5], lake.p0, 0.99)
+    with pytest.raises(TypeError):
+        spot.evaluate("lake", np.zeros(16, int))
+    with pytest.raises(ValueError, match="actions must lie"):
+        spot.evaluate(lake, np.full(16, 4))
+    with pytest.raises(ValueError, match="depth"):
+        spot.rsbb(np.zeros((16, 4)), lake.X, -1)
+    with pytest.raises(ValueError, match="finite"):
+        G = np.zeros((16, 4))
+        G[3, 1] = np.nan
+        spot.rsbb(G, lake.X, 2)
+    with pytest.raises(ValueError, match="rows like G"):
+        spot.rsbb(np.zeros((15, 4)), lake.X, 2)
+    with pytest.raises(ValueError, match="leaf actions"):
+        spot.Tree(1, [0], [1.0], [0, 5], n_actions=4)
+    with pytest.raises(ValueError, match="depth"):
+        spot.omdt_milp(lake, -1)
+    with pytest.raises(ValueError, match="time_limit"):
+        spot.omdt_milp(lake, 1, time_limit=0)
+    with pytest.raises(ValueError, match="weights"):
+        spot.spot(lake, 2, weights="best")
+    with pytest.raises(ValueError, match="slip"):
+        spot.frozen_lake("4x4", slip=0.7)
+    with pytest.raises(ValueError, match="backend"):
+        spot.rsbb(np.zeros((16, 4)), lake.X, 2, backend="jax")
+    with pytest.raises(TypeError):
+        spot.sysadmin(2.5)
+
+
+# ------------------------------------------------------------------ trees
+def test_tree_routing_and_text(lake):
+    t = spot.Tree(2, [0, 1, -1], [1.0, 0.0, 0.0], [0, 1, 2, 3], n_actions=4)
+    X = lake.X
+    expect = np.where(X[:, 0] > 1, 2, np.where(X[:, 1] > 0, 1, 0))
+    np.testing.assert_array_equal(t.act(X), expect)
+    text = t.to_text(lake.feature_names, lake.action_names)
+    assert "if row <= 1:" in text and "if col <= 0:" in text
+    assert spot.candidate_splits(X) == [(0, 0.0), (0, 1.0), (0, 2.0), (1, 0.0), (1, 1.0), (1, 2.0)]
+
+
+def test_depth0_is_best_constant(lake):
+    res = spot.omdt_milp(lake, 0, time_limit=20)
+    best = max(spot.evaluate(lake, np.full(16, a))[0] for a in range(4))
+    assert res.optimal and abs(res.value - best) < 1e-9
+
+
+def test_exhaustive_and_milp_agree_with_enumeration():
+    mdp = spot.frozen_lake(TINY)
+    for depth in (1, 2):
+        brute = max(spot.evaluate(mdp, t)[0] for t in spot.enumerate_trees(mdp.X, depth, 4))
+        J, tree = spot.exhaustive_tree(mdp, depth)
+        assert abs(J - brute) < 1e-12 and abs(spot.evaluate(mdp, tree)[0] - J) < 1e-12
+        res = spot.omdt_milp(mdp, depth, time_limit=20)
+        assert res.optimal and abs(res.value - brute) < 1e-7
+        assert abs(res.objective - res.value) < 1e-6
+        assert spot.spot(mdp, depth).J <= brute + 1e-12
+
+
+def test_omdt_lake_depth2(lake):
+    res = spot.omdt_milp(lake, 2, time_limit=30)
+    assert res.optimal and abs(res.value - 0.36517) < 1e-5
+    assert abs(res.objective - res.value) < 1e-6 and res.bound >= res.value - 1e-7
+
+
+# ------------------------------------------------------------------ RSBB
+def test_depth1_parse_vs_bruteforce():
+    rng = np.random.default_rng(1)
+    X = spot.frozen_lake("4x4").X
+    B = spot.split_matrix(X)
+    for _ in range(50):
+        G = rng.normal(size=(16, 4))
+        mask = rng.random(16) < 0.6
+        v, k = spot.depth1_parse(G, mask, B)
+        leaf = G[mask].sum(0).max() if mask.any() else 0.0
+        cands = [leaf] + [
+            G[mask & ~B[j]].sum(0).max() + G[mask & B[j]].sum(0).max() for j in range(len(B))
+        ]
+        assert abs(v - max(cands)) < 1e-10 and v >= leaf - 1e-12
+        assert (k == -1) == (abs(v - leaf) < 1e-12)
+
+
+def test_rsbb_equals_enumeration_depth2(lake):
+    rng = np.random.default_rng(2)
+    B = spot.split_matrix(lake.X)
+    full = np.ones(16, bool)
+    for _ in range(30):
+        G = rng.normal(size=(16, 4))
+        brute = max(
+            [spot.depth1_parse(G, full, B)[0]]
+            + [
+                spot.depth1_parse(G, ~B[j], B)[0] + spot.depth1_parse(G, B[j], B)[0]
+                for j in range(len(B))
+            ]
+        )
+        v, tree, _ = spot.rsbb(G, lake.X, 2)
+        assert abs(v - brute) < 1e-10
+        assert abs(G[np.arange(16), tree.act(lake.X)].sum() - v) < 1e-10
+
+
+def test_rsbb_equals_improvement_milp():
+    rng = np.random.default_rng(3)
+    X = spot.frozen_lake(["SFF", "FHF", "FFG"]).X
+    for depth, reps in ((1, 2), (2, 3), (3, 1)):
+        for _ in range(reps):
+            G = rng.normal(size=(9, 4))
+            v, tree, st = spot.rsbb(G, X, depth)
+            ref = spot.improvement_milp(G, X, depth, time_limit=30)
+            assert ref.optimal
+            assert abs(v - ref.value) <= 1e-9 * max(1, abs(v))
+
+
+def test_rsbb_trace_monotone_and_bound_types():
+    G, X, v, st = figures.bnb_problem("lake 6x6", 3)
+    tr = st.trace
+    assert np.all(np.diff(tr[:, 1]) <= 1e-12) and np.all(np.diff(tr[:, 2]) >= -1e-12)
+    assert abs(tr[-1, 1] - tr[-1, 2]) < 1e-12 and abs(tr[-1, 2] - v) < 1e-12
+    v2, _, st2 = spot.rsbb(G, X, 3, exact_parse=False)
+    assert abs(v - v2) < 1e-12 and st2.nodes >= st.nodes
+
+
+def test_bound_children_torch_matches_numpy():
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(20, 3))
+    B = rng.random((7, 20)) < 0.5
+    masks = rng.random((9, 4, 20)) < 0.5
+    exact = np.array([True, False, True, False])
+    b1, i1 = spot.bound_children(G, B, masks, exact, backend="numpy")
+    b2, i2 = spot.bound_children(G, B, masks, exact, backend="torch", device="cpu")
+    np.testing.assert_allclose(b1, b2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(i1, i2, rtol=1e-12, atol=1e-12)
+    assert np.all(b1 >= i1 - 1e-12)
+
+
+def test_rsbb_torch_backend_matches_numpy():
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    for i in range(20):
+        n = 12 + i
+        X = rng.integers(0, 4, size=(n, 2)).astype(float)
+        G = rng.normal(size=(n, 3))
+        depth = 2 + i % 2
+        v1, t1, _ = spot.rsbb(G, X, depth, backend="numpy")
+        v2, t2, _ = spot.rsbb(G, X, depth, backend="torch", device="cpu")
+        assert abs(v1 - v2) <= 1e-6 * max(1, abs(v1))
+        obj = G[np.arange(n), t2.act(X)].sum()
+        assert abs(obj - v1) <= 1e-6 * max(1, abs(v1))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_bound_children_cuda():
+    rng = np.random.default_rng(6)
+    G = rng.normal(size=(256, 5))
+    B = rng.random((30, 256)) < 0.5
+    masks = rng.random((512, 4, 256)) < 0.5
+    exact = np.array([True, True, False, False])
+    b1, i1 = spot.bound_children(G, B, masks, exact, backend="numpy")
+    b2, i2 = spot.bound_children(G, B, masks, exact, backend="torch", device="cuda")
+    np.testing.assert_allclose(b1, b2, rtol=1e-9)
+    np.testing.assert_allclose(i1, i2, rtol=1e-9)
+    X = rng.integers(0, 8, size=(256, 3)).astype(float)
+    v1 = spot.rsbb(G, X, 3)[0]
+    v2 = spot.rsbb(G, X, 3, backend="torch", device="cuda")[0]
+    assert abs(v1 - v2) <= 1e-6 * abs(v1)
+
+
+# ------------------------------------------------------------------ the loop
+def test_spot_reaches_milp_optimum_on_lake(lake):
+    res = spot.spot(lake, 3)
+    assert abs(res.J - 0.52012) < 1e-4
+    assert abs(spot.evaluate(lake, res.tree)[0] - res.J) < 1e-10
+    best = np.maximum.accumulate(res.history)
+    assert np.all(np.diff(best) >= 0) and abs(best[-1] - res.J) < 1e-12
+    assert res.iterations <= 50 and res.stop in ("converged", "cycle", "max_iter")
+
+
+def test_spot_weighting_failure_case_and_portfolio():
+    slick = spot.frozen_lake("4x4", slip=0.0)
+    runs = {w: spot.spot(slick, 2, w).J for w in spot.WEIGHTINGS[:4]}
+    assert abs(runs["optimal"] - 0.95099) < 1e-5 and runs["uniform"] < 0.1
+    port = spot.spot(slick, 2, "portfolio")
+    assert port.J >= max(runs.values()) - 1e-12 and port.weights == "optimal"
+    cold = spot.spot(spot.frozen_lake("4x4"), 2, warm_start=False)
+    assert cold.J <= 0.36517 + 1e-5
+
+
+def test_spot_deterministic(lake):
+    a, b = spot.spot(lake, 3), spot.spot(lake, 3)
+    np.testing.assert_array_equal(a.tree.act(lake.X), b.tree.act(lake.X))
+    assert a.history == b.history
+
+
+def test_greedy_tree_is_valid(lake):
+    for d in (0, 1, 2, 3):
+        t = spot.greedy_tree(lake, d)
+        J = spot.evaluate(lake, t)[0]
+        assert t.depth == d and J <= 0.54203 + 1e-6
+
+
+def test_highs_is_quiet(lake, capfd):
+    spot.improvement_milp(np.random.default_rng(0).normal(size=(16, 4)), lake.X, 1, 5)
+    out, err = capfd.readouterr()
+    assert "HiGHS" not in out and "HiGHS" not in err
+
+
+def test_figures_have_fixed_trace_counts():
+    counts = {len(figures.slip_explorer(s, 2).data) for s in (0.0, 0.2)}
+    counts |= {len(figures.spot_explorer(weights=w).data) for w in ("optimal", "uniform")}
+    assert counts == {6}
+    assert {len(figures.bnb_trace_figure(p, "lake 4x4", 3).data) for p in (0, 50, 100)} == {4}
+
+
+@pytest.mark.slow
+def test_sysadmin_depth2_stall_below_exhaustive_optimum():
+    admin = spot.sysadmin(6)
+    J_opt, tree = spot.exhaustive_tree(admin, 2)
+    loop = spot.spot(admin, 2, "portfolio")
+    assert abs(J_opt - 276.54) < 0.01 and loop.J < J_opt - 10  # the loop stalls (263.1)
