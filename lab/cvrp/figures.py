@@ -101,7 +101,10 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
             row=1,
             col=j,
         )
-    fig.update_layout(title=title, height=360, margin={"t": 90, "b": 20, "l": 20, "r": 20})
+    # three-line panel titles (name, gap or length, routes) at a size that fits four panels
+    # in the book's text column without running into each other
+    fig.update_annotations(font_size=12)
+    fig.update_layout(title=title, height=380, margin={"t": 110, "b": 20, "l": 20, "r": 20})
     return fig
 
 
@@ -205,9 +208,9 @@ def tightness_figure(capacity: int = 30, seed: int = 0):
     ref = s["solutions"]["PyVRP"][1]
     panels = []
     for name, (r, L) in s["solutions"].items():
-        sub = f"length {L:.3f}, {len(r)} routes"
+        sub = f"length {L:.3f}<br>{len(r)} routes"
         if name != "PyVRP":
-            sub = f"gap {100 * (L / ref - 1):+.1f}%, {len(r)} routes"
+            sub = f"gap {100 * (L / ref - 1):+.1f}%<br>{len(r)} routes"
         panels.append((name, r, sub))
     q = s["demand"]
     return route_panels(
