@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .bench import RESULTS, SCHEMA, fmt_seconds
+from .bench import SCHEMA, fmt_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ def toc_chapters(root: Path = ROOT) -> list[str]:
 def load_results(kind: str = "cpu", root: Path = ROOT) -> dict[str, dict | None]:
     """``{slug: results or None}`` for every toc chapter (None: no results file in the schema)."""
     out: dict[str, dict | None] = {}
-    results = root / "benchmarks" / "results" if root != ROOT else RESULTS
+    results = root / "benchmarks" / "results"
     for slug in toc_chapters(root):
         path = results / f"{slug}-{kind}.json"
         data = None
