@@ -18,29 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+from lab.core.chapters import chapter_notebooks as _chapter_notebooks
+from lab.core.chapters import chapters, check_slug
+
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def chapters(root: Path | None = None) -> list[str]:
-    """The chapter slugs: folders of ``book/`` with an ``index.md``."""
-    book = (root or ROOT) / "book"
-    if not book.is_dir():
-        return []
-    return sorted(p.name for p in book.iterdir() if (p / "index.md").exists())
-
-
-def check_slug(slug: str, root: Path | None = None) -> str:
-    """Return ``slug`` if it names a chapter; otherwise raise ``ValueError`` listing them."""
-    root = root or ROOT
-    valid = chapters(root)
-    if not valid:
-        raise ValueError(
-            f"no book/ folder next to the lab package ({root}): this command needs a checkout "
-            "of the optlab repository"
-        )
-    if slug not in valid:
-        raise ValueError(f"unknown chapter {slug!r}; valid slugs: {', '.join(valid)}")
-    return slug
+__all__ = ["bench", "chapter_notebooks", "chapters", "check_slug", "info", "main", "run"]
 
 
 def info() -> dict:
@@ -50,8 +33,8 @@ def info() -> dict:
     import numpy as np
     import torch
 
-    from . import __version__
-    from .core.runtime import device
+    from lab import __version__
+    from lab.core.runtime import device
 
     out = {
         "lab": __version__,
@@ -86,9 +69,8 @@ def info() -> dict:
 
 
 def chapter_notebooks(slug: str, root: Path | None = None) -> list[Path]:
-    """The chapter's numbered notebooks (``01-*.ipynb`` ...), in order."""
-    root = root or ROOT
-    return sorted((root / "book" / check_slug(slug, root)).glob("[0-9][0-9]-*.ipynb"))
+    """The chapter's numbered notebooks (``01-*.ipynb`` ...), in order (of this checkout)."""
+    return _chapter_notebooks(slug, root or ROOT)
 
 
 def set_full(nb, full: bool) -> bool:
@@ -108,7 +90,7 @@ def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3
     import nbformat
     from nbclient import NotebookClient
 
-    from .core.progress import progress
+    from lab.core.progress import progress
 
     notebooks = chapter_notebooks(slug)
     out = Path(out) if out else ROOT / "_build" / "run" / slug
@@ -147,7 +129,7 @@ def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3
 
 def bench(slugs: list[str] | None = None, gpu: bool = False, quick: bool = False) -> Path:
     """Run ``benchmarks/bench_<slug>.py`` for each slug (all by default) and merge a run record."""
-    from .core.bench import RESULTS, machine
+    from lab.tooling.bench import RESULTS, machine
 
     scripts_dir = ROOT / "benchmarks"
     if not scripts_dir.is_dir():
@@ -245,9 +227,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         path = bench(args.slugs, gpu=args.gpu, quick=args.quick)
         return 1 if json.loads(path.read_text())["failed"] else 0
 
-    from .core import grading
+    from lab.tooling import grading
 
-    check_slug(args.slug)
+    check_slug(args.slug, ROOT)
     if args.cmd == "assign":
         build = grading.assign(args.slug)
         print(f"student notebook: {build.student}\nautograder:       {build.autograder}")
@@ -270,7 +252,7 @@ def _grade_class(grading, autograder: Path, folder: Path) -> int:
     """Grade every ``*.ipynb`` in ``folder``; write ``grades.csv`` there; print a summary."""
     import csv
 
-    from .core.progress import progress
+    from lab.core.progress import progress
 
     submissions = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
     if not submissions:

@@ -7,7 +7,7 @@ numpy code). The harness owns everything that is the same in all of them: the co
 (median of several repetitions after a warm-up, CUDA synchronised), the machine stamp, the
 markdown table and the results file that ``book/performance.md`` renders::
 
-    from lab.core.bench import Benchmark
+    from lab.tooling.bench import Benchmark
 
     bench = Benchmark("halo", __doc__)
     with bench.case("fwht, n = 4096", target=">= 20x vs dense", n=4096) as case:
@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .checks import check_choice, check_int
+from lab.core.checks import check_choice, check_int
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -231,7 +231,7 @@ class Benchmark:
                 threadpool_limits(a.threads)
             except ImportError:  # pragma: no cover
                 pass
-            from .runtime import seed
+            from lab.core.runtime import seed
 
             seed(0)
         return self._args

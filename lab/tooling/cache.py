@@ -2,16 +2,25 @@
 
 jupyter-cache (behind ``execute_notebooks: cache``) keys a notebook on its code cells only,
 so after a change to ``lab/`` it would happily republish stale outputs. ``guard`` hashes
-everything a notebook's results depend on besides its own code (``lab.core`` and the install
-files for every notebook, ``lab/<slug>`` for the chapter's own notebooks) and drops the cached
-executions whose sources changed: all of them after a core change, one chapter's otherwise. ``make book`` calls it before
-every build: ``python -m lab.core.cache _build/.jupyter_cache``.
+everything a notebook's results depend on besides its own code (``lab/__init__.py``,
+``lab.core`` and the install files for every notebook, ``lab/<slug>`` for the chapter's own
+notebooks) and drops the cached executions whose sources changed: all of them after a core
+change, one chapter's otherwise. ``lab.tooling`` (this cache, the Sphinx extension, the
+benchmark harness, grading) and ``lab/__main__.py`` are not hashed: no notebook imports them, so
+editing them never re-executes the book. ``make book`` calls it before every build:
+``python -m lab.tooling.cache _build/.jupyter_cache``.
 
 ``prefill`` then executes, in parallel worker processes, every notebook of ``_toc.yml`` that
-the cache does not hold yet, and stores the results exactly as myst-nb's ``cache`` mode would.
-The Sphinx build afterwards only reads the cache (myst-nb executes serially, so on two cores
-this halves the execution part of ``make book``). A notebook that fails here is left out of
-the cache: the build then executes it itself and reports the error with its traceback.
+the cache does not hold yet (:func:`lab.core.chapters.toc_notebooks`), and stores the results
+exactly as myst-nb's ``cache`` mode would. The Sphinx build afterwards only reads the cache
+(myst-nb executes serially, so on two cores this halves the execution part of ``make book``).
+A notebook that fails here is left out of the cache: the build then executes it itself and
+reports the error with its traceback.
+
+In ``make test`` the guard runs first, then nbval executes every notebook and stores each one
+that ran through in this cache (``--nbval-cache``, :mod:`lab.tooling.nbcache_plugin`), in the
+same form and with the same ``execution_seconds``; the prefill of the ``make book`` that follows
+finds them cached and executes only what is missing, so each notebook is executed once.
 """
 
 from __future__ import annotations
@@ -23,12 +32,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from lab.core.chapters import chapters, toc_notebooks
+
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = "lab-sources.json"
-# lab.core files no notebook executes: the build-time renderer (book.py, optlab.css: applied
-# when pages are written, never cached), the benchmark harness and performance page, this
-# cache and the command line (lab/__main__.py). Editing them does not re-execute the book.
-NOT_EXECUTED = {"book.py", "optlab.css", "bench.py", "perf.py", "cache.py"}
 
 
 def _hash_files(root: Path, files) -> str:
@@ -40,31 +47,24 @@ def _hash_files(root: Path, files) -> str:
     return h.hexdigest()
 
 
-def _chapter_slugs(root: Path) -> list[str]:
-    return sorted(
-        p.name
-        for p in (root / "book").iterdir()
-        if p.is_dir() and not p.name.startswith(("_", "."))
-    )
-
-
 def sources_digest(root: Path = ROOT) -> dict[str, str]:
     """What each chapter's outputs depend on besides its notebooks' code.
 
-    ``"core"``: ``lab/__init__.py``, ``lab/core/**`` (but the files in ``NOT_EXECUTED``),
-    ``pyproject.toml`` and ``constraints.txt``, which every notebook depends on; ``"<slug>"``: ``lab/<slug>.py`` or
-    ``lab/<slug>/**``. A change to the core invalidates every notebook, a change to one
-    chapter's module only that chapter's notebooks.
+    ``"core"``: ``lab/__init__.py``, ``lab/core/**``, ``pyproject.toml`` and ``constraints.txt``,
+    which every notebook depends on; ``"<slug>"`` for every chapter of ``_toc.yml``:
+    ``lab/<slug>.py`` or ``lab/<slug>/**``. A change to the core invalidates every notebook, a
+    change to one chapter's module only that chapter's notebooks. ``lab/tooling/**`` and
+    ``lab/__main__.py`` are build tooling that no notebook executes: they are not hashed.
     """
     lab = root / "lab"
     core = [
         lab / "__init__.py",
-        *(p for p in (lab / "core").rglob("*") if p.name not in NOT_EXECUTED),
+        *(lab / "core").rglob("*"),
         root / "pyproject.toml",
         root / "constraints.txt",
     ]
     digests = {"core": _hash_files(root, core)}
-    for slug in _chapter_slugs(root) if (root / "book").is_dir() else []:
+    for slug in chapters(root):
         module = (
             [lab / f"{slug}.py", *(lab / slug).rglob("*")]
             if (lab / slug).is_dir()
@@ -107,34 +107,6 @@ def guard(cache_dir: str | Path, root: Path = ROOT) -> list[str]:
     cache_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
     return stale
-
-
-def toc_notebooks(root: Path = ROOT) -> list[Path]:
-    """The ``.ipynb`` files listed in ``_toc.yml`` that the book executes (not ``execution_mode: off``)."""
-    import json
-
-    import yaml
-
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    entries: list[str] = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                entries.append(node["file"])
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key) or []:
-                    walk(child)
-
-    walk(toc)
-    out = []
-    for entry in entries:
-        path = root / f"{entry}.ipynb"
-        if path.exists():
-            meta = json.loads(path.read_text()).get("metadata", {})
-            if meta.get("mystnb", {}).get("execution_mode") != "off":
-                out.append(path)
-    return out
 
 
 def _execute(path: str, timeout: int) -> tuple[str, object, float, str | None]:
@@ -208,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"execution cache {args.cache_dir}: {state}")
     if args.prefill:
         t0 = time.perf_counter()
-        report = prefill(args.cache_dir, toc_notebooks(), jobs=args.jobs)
+        report = prefill(args.cache_dir, toc_notebooks(ROOT), jobs=args.jobs)
         for path, result in report.items():
             rel = Path(path).relative_to(ROOT) if Path(path).is_absolute() else path
             print(f"  executed {rel}: {result if isinstance(result, str) else f'{result} s'}")

@@ -1,7 +1,8 @@
 """The book's performance page, built from the benchmark results files.
 
-``book/performance.md`` holds one directive, ``{optlab-benchmarks}``; at build time it reads
-``benchmarks/results/<slug>-<cpu|gpu>.json`` (written by :mod:`lab.core.bench`) for every
+``book/performance.md`` holds one directive, ``{optlab-benchmarks}``
+(:mod:`lab.tooling.benchdirective`); at build time it reads
+``benchmarks/results/<slug>-<cpu|gpu>.json`` (written by :mod:`lab.tooling.bench`) for every
 chapter in ``_toc.yml`` order and renders, per chapter, the machine stamp, a table (case, target,
 reference, fast path, peers, speed-ups, checks) and one plot of the fast path's speed-up over the
 reference and the peers. Nothing on the page is typed by hand: a rerun of ``make bench`` and a
@@ -16,28 +17,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .bench import SCHEMA, fmt_seconds
+from lab.core.chapters import chapters
+from lab.tooling.bench import SCHEMA, fmt_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def toc_chapters(root: Path = ROOT) -> list[str]:
-    """Chapter slugs in the order of ``_toc.yml``."""
-    import re
-
-    toc = (root / "_toc.yml").read_text()
-    seen: list[str] = []
-    for slug in re.findall(r"file:\s*book/([A-Za-z0-9_]+)/index", toc):
-        if slug not in seen:
-            seen.append(slug)
-    return seen
 
 
 def load_results(kind: str = "cpu", root: Path = ROOT) -> dict[str, dict | None]:
     """``{slug: results or None}`` for every toc chapter (None: no results file in the schema)."""
     out: dict[str, dict | None] = {}
     results = root / "benchmarks" / "results"
-    for slug in toc_chapters(root):
+    for slug in chapters(root):
         path = results / f"{slug}-{kind}.json"
         data = None
         if path.exists():

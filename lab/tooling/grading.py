@@ -195,7 +195,8 @@ def exercise_page(
 
     Markdown prompts and code stubs stay; the otter set-up cell and ``grader.check`` cells are
     replaced by a short note on how to check answers locally. The page is marked
-    ``mystnb.execution_mode: off`` so the book shows the stubs without running them.
+    ``mystnb.execution_mode: off`` so the book shows the stubs without running them. Its first
+    code cell is the Colab install cell of :mod:`lab.tooling.colab`, as in every toc notebook.
     """
     if student is None:
         student = assign(slug, root=root, run_tests=False).student
@@ -236,6 +237,9 @@ def exercise_page(
         "nbformat": 4,
         "nbformat_minor": 5,
     }
+    from lab.tooling import colab
+
+    colab.apply(out_nb, colab.colab_cell())  # the Colab install cell, as in every toc notebook
     import nbformat
 
     node = nbformat.from_dict(out_nb)
