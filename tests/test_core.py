@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import lab
-from lab.core import cache, checks, explore, grading, style
+from lab.core import chapters, checks, explore, style
 from lab.core.runtime import device, seed, small_problem_threads
+from lab.tooling import cache, grading
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -83,10 +84,12 @@ def test_seed_makes_runs_repeat():
 
 
 def test_small_problem_threads_restores():
-    old = torch.get_num_threads()
-    with small_problem_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == old
+    # the session runs single-threaded (tests/conftest.py): start from 2 so a restore shows
+    with small_problem_threads(2):
+        assert torch.get_num_threads() == 2
+        with small_problem_threads(1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
 
 
 def test_setup_applies_style(monkeypatch):
@@ -96,6 +99,7 @@ def test_setup_applies_style(monkeypatch):
     monkeypatch.setenv("LAB_DEVICE", "cpu")
     old = torch.get_num_threads()
     try:
+        torch.set_num_threads(2)  # the session runs single-threaded: make setup's change visible
         dev = lab.setup(1, verbose=False)
         assert dev.type == "cpu"
         assert torch.get_num_threads() == 1
@@ -221,7 +225,12 @@ def test_cache_guard_drops_only_what_changed(tmp_path):
     (root / "lab" / "core").mkdir(parents=True)
     (root / "lab" / "core" / "x.py").write_text("x = 1\n")
     (root / "lab" / "a.py").write_text("a = 1\n")
+    (root / "lab" / "tooling").mkdir()
+    (root / "lab" / "tooling" / "t.py").write_text("t = 1\n")
     (root / "pyproject.toml").write_text("[project]\n")
+    (root / "_toc.yml").write_text(
+        "root: book/intro\nchapters:\n  - file: book/a/index\n  - file: book/b/index\n"
+    )
     nbs = [
         _tiny_notebook(root / "book" / slug / "01-n.ipynb", f"print('{slug}')")
         for slug in ("a", "b")
@@ -234,6 +243,9 @@ def test_cache_guard_drops_only_what_changed(tmp_path):
         return sorted(Path(r.uri).parent.name for r in get_cache(str(cdir)).list_cache_records())
 
     assert cached() == ["a", "b"]
+    assert cache.guard(cdir, root) == [] and cached() == ["a", "b"]
+    (root / "lab" / "tooling" / "t.py").write_text("t = 2\n")  # build tooling: nothing re-runs
+    (root / "lab" / "__main__.py").write_text("# the command line\n")
     assert cache.guard(cdir, root) == [] and cached() == ["a", "b"]
     (root / "lab" / "a.py").write_text("a = 2\n")  # chapter a's module changed
     assert cache.guard(cdir, root) == ["a"]
@@ -286,6 +298,115 @@ def test_cache_prefill_executes_once_and_myst_nb_finds_it(tmp_path):
     assert cache.prefill(cdir, [path], jobs=2) == {}  # cached: nothing to execute
 
 
+_NB_CELLS = [
+    "print('a')\nfrom IPython.display import Markdown, display\ndisplay(Markdown('**m**'))\n"
+    "print('b')\n6 * 7",
+    "",  # an empty cell: nbclient leaves it unexecuted
+    "import ipywidgets\nout = ipywidgets.Output()\nwith out:\n    print('in the widget')\n"
+    "ipywidgets.VBox([ipywidgets.IntSlider(3), out])",
+    "h = display(Markdown('old'), display_id=True)\nh.update(Markdown('new'))",
+]
+
+
+def _normalized(nb):
+    """Outputs, counts and widget state, the random widget model ids renamed in the order a
+    walk from the displayed views through the state's references meets them."""
+    import json
+    import re
+
+    cells = [(c.get("execution_count"), c.get("outputs")) for c in nb.cells]
+    widgets = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    state = widgets.get("state", {})
+    ids: dict[str, str] = {}
+
+    def visit(model_id):
+        if model_id in ids:
+            return
+        ids[model_id] = f"model{len(ids)}"
+        text = json.dumps(state.get(model_id, {}), sort_keys=True)
+        for ref in re.findall(r"IPY_MODEL_([0-9a-f]{32})", text):
+            visit(ref)
+
+    for ref in re.findall(r'"model_id": "([0-9a-f]{32})"', json.dumps(cells)):
+        visit(ref)
+    for model_id in sorted(state, key=lambda m: json.dumps(state[m]["state"], sort_keys=True)):
+        visit(model_id)  # models no view shows (closed widgets), in an order of their own
+    text = json.dumps(
+        {"cells": cells, "widgets": widgets, "language": nb.metadata["language_info"]["name"]}
+    )
+    text = re.sub(r"[0-9a-f]{32}", lambda m: ids.get(m.group(0), "?"), text)
+    return json.loads(text)
+
+
+def test_nbval_run_caches_what_the_prefill_would(tmp_path):
+    """make test executes each notebook once: nbval's run, stored with --nbval-cache, is what
+    the prefill would store (outputs in order, counts, widget state, language_info) and myst-nb
+    finds it; a failing notebook and one outside the toc are not cached; the time is kept."""
+    import subprocess
+    import sys
+
+    import nbformat
+    from jupyter_cache import get_cache
+
+    root = tmp_path / "repo"
+    (root / "_toc.yml").parent.mkdir(parents=True)
+    (root / "_toc.yml").write_text(
+        "root: book/intro\nchapters:\n  - file: book/a/index\n    sections:\n"
+        "      - file: book/a/01-n\n      - file: book/a/02-bad\n"
+    )
+    path = _tiny_notebook(root / "book" / "a" / "01-n.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [nbformat.v4.new_markdown_cell("# N")] + [
+        nbformat.v4.new_code_cell(c) for c in _NB_CELLS
+    ]
+    nbformat.write(nb, path)
+    bad = _tiny_notebook(root / "book" / "a" / "02-bad.ipynb", "assert False")
+    _tiny_notebook(root / "book" / "a" / "03-off-toc.ipynb")
+    ours, theirs = root / "nbval-cache", root / "prefill-cache"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "lab.tooling.nbcache_plugin", "--nbval-lax",
+         "--nbval-current-env", "-p", "no:cacheprovider", "--rootdir", str(root),
+         "--nbval-cache", str(ours), "-q", str(root / "book")],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout[-3000:]
+    cache.prefill(theirs, [path], jobs=1)
+    records = get_cache(str(ours)).list_cache_records()
+    assert [Path(r.uri).name for r in records] == ["01-n.ipynb"]
+    assert records[0].data["executed_by"] == "nbval" and records[0].data["execution_seconds"] > 0
+    source = nbformat.read(path, as_version=4)
+    _, by_nbval = get_cache(str(ours)).merge_match_into_notebook(source)
+    _, by_prefill = get_cache(str(theirs)).merge_match_into_notebook(source)
+    assert _normalized(by_nbval) == _normalized(by_prefill)
+    assert [c.get("execution_count") for c in by_nbval.cells] == [None, 1, None, 2, 3]
+    assert by_nbval.metadata["widgets"]  # the slider's and the Output widget's state
+    with pytest.raises(KeyError):
+        get_cache(str(ours)).match_cache_notebook(nbformat.read(bad, as_version=4))
+
+
+def test_nbval_cache_writes_wait_for_the_other_worker():
+    """Two xdist workers share the cache's sqlite file: a locked database is retried."""
+    from sqlalchemy.exc import OperationalError
+
+    from lab.tooling.nbcache_plugin import _with_retry
+
+    calls = []
+
+    def write():
+        calls.append(1)
+        if len(calls) < 3:
+            raise OperationalError("INSERT", {}, Exception("database is locked"))
+        return "written"
+
+    assert _with_retry(write) == "written" and len(calls) == 3
+
+    def broken():
+        raise OperationalError("SELECT", {}, Exception("no such table: nbcache"))
+
+    with pytest.raises(OperationalError, match="no such table"):
+        _with_retry(broken)
+
+
 def test_static_slider_moves_below_a_horizontal_legend():
     def compute(a):
         fig = go.Figure([go.Scatter(y=[0, a], name=f"series number {i}") for i in range(6)])
@@ -306,8 +427,8 @@ def test_static_slider_moves_below_a_horizontal_legend():
 def test_benchmark_harness_times_roles_and_writes_results(tmp_path, capsys):
     import json
 
-    from lab.core import perf
-    from lab.core.bench import Benchmark
+    from lab.tooling import perf
+    from lab.tooling.bench import Benchmark
 
     bench = Benchmark("demo", "demo benchmark", argv=["--quick", "--reps", "2"])
     assert bench.quick and not bench.gpu and bench.reps == 2
@@ -339,7 +460,7 @@ def test_benchmark_harness_times_roles_and_writes_results(tmp_path, capsys):
 
 
 def test_performance_page_reads_every_toc_chapter(tmp_path):
-    from lab.core import perf
+    from lab.tooling import perf
 
     (tmp_path / "_toc.yml").write_text(
         "root: book/intro\nparts:\n  - chapters:\n      - file: book/b/index\n"
@@ -348,9 +469,77 @@ def test_performance_page_reads_every_toc_chapter(tmp_path):
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     (results / "a-cpu.json").write_text('{"benchmark": "old format"}')
-    assert perf.toc_chapters(tmp_path) == ["b", "a"]
+    assert chapters.chapters(tmp_path) == ["b", "a"]
     text, fig = perf.page_markdown("cpu", tmp_path)
     assert fig is None and "No CPU benchmark has been run yet" in text
+
+
+def test_chapters_are_read_from_the_toc(tmp_path):
+    import nbformat
+
+    assert chapters.chapters(tmp_path) == [] and chapters.toc_files(tmp_path) == []
+    with pytest.raises(ValueError, match="checkout"):
+        chapters.check_slug("eos", tmp_path)
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n"
+        "  - caption: I\n    chapters:\n"
+        "      - file: book/z/index\n        sections:\n"
+        "          - file: book/z/01-first\n          - file: book/z/02-off\n"
+        "  - caption: II\n    chapters:\n      - file: book/a/index\n      - file: book/api\n"
+    )
+    for name in ("01-first", "02-off", "03-unlisted"):
+        _tiny_notebook(tmp_path / "book" / "z" / f"{name}.ipynb")
+    off = nbformat.read(tmp_path / "book" / "z" / "02-off.ipynb", as_version=4)
+    off.metadata["mystnb"] = {"execution_mode": "off"}
+    nbformat.write(off, tmp_path / "book" / "z" / "02-off.ipynb")
+    assert chapters.toc_files(tmp_path) == [
+        "book/intro",
+        "book/z/index",
+        "book/z/01-first",
+        "book/z/02-off",
+        "book/a/index",
+        "book/api",
+    ]
+    assert chapters.chapters(tmp_path) == ["z", "a"]  # toc order, not alphabetical
+    assert [p.name for p in chapters.chapter_notebooks("z", tmp_path)] == [
+        "01-first.ipynb",
+        "02-off.ipynb",
+        "03-unlisted.ipynb",
+    ]
+    assert [p.name for p in chapters.toc_notebooks(tmp_path)] == ["01-first.ipynb"]
+    assert [p.name for p in chapters.toc_notebooks(tmp_path, executed=False)] == [
+        "01-first.ipynb",
+        "02-off.ipynb",
+    ]
+    with pytest.raises(ValueError, match="unknown chapter 'api'; valid slugs: z, a"):
+        chapters.chapter_notebooks("api", tmp_path)
+    assert chapters.chapters()[0] == "eos"  # this checkout's toc
+
+
+def test_book_tooling_is_wired_by_the_extension_and_the_entry_point():
+    from importlib.metadata import entry_points
+
+    from lab.tooling import mime, sphinxext
+
+    (ep,) = [e for e in entry_points(group="myst_nb.mime_renderers") if e.name == "plotly"]
+    assert ep.load() is mime.PlotlyRenderer
+    html = mime.figure_html({"data": [{"y": [1, float("nan")]}]}, "fig-1")
+    assert "Plotly.newPlot" in html and '"y":[1,null]' in html
+
+    class App:
+        def __init__(self):
+            self.calls = []
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: self.calls.append((name, args))
+
+    app = App()
+    assert sphinxext.setup(app)["parallel_read_safe"]
+    events = [args[0] for name, args in app.calls if name == "connect"]
+    assert {"config-inited", "builder-inited", "html-page-context", "build-finished"} <= set(events)
+    assert ("add_directive", ("optlab-benchmarks",)) in [
+        (name, args[:1]) for name, args in app.calls
+    ]
 
 
 def test_cli_info_and_bad_slugs(capsys):
@@ -379,6 +568,7 @@ def test_cli_run_switches_full_and_saves_executed_copies(tmp_path, monkeypatch):
     assert cli.set_full(nb, True) and "FULL = True" in nb.cells[0].source
     (tmp_path / "book" / "demo").mkdir(parents=True)
     (tmp_path / "book" / "demo" / "index.md").write_text("# demo\n")
+    (tmp_path / "_toc.yml").write_text("root: book/demo/index\n")
     nb.cells[0].source = "FULL = False\nSEED = 0"
     nbformat.write(nb, tmp_path / "book" / "demo" / "01-demo.ipynb")
     monkeypatch.setattr(cli, "ROOT", tmp_path)
@@ -386,3 +576,194 @@ def test_cli_run_switches_full_and_saves_executed_copies(tmp_path, monkeypatch):
     assert result["error"] is None
     done = nbformat.read(tmp_path / "out" / "01-demo.ipynb", as_version=4)
     assert done.cells[1].outputs[0]["text"].strip() == "full"
+
+
+# -- runtime.resolve_device ----------------------------------------------------------------
+def test_resolve_device_explicit_inputs_default(monkeypatch):
+    from lab.core import resolve_device
+
+    monkeypatch.setenv("LAB_DEVICE", "cpu")
+    assert resolve_device() == torch.device("cpu")  # falls back to lab.device()
+    assert resolve_device(None, None, np.zeros(2)) == torch.device("cpu")
+    t = torch.zeros(2, device="meta")  # follows the first tensor, whatever its device
+    assert resolve_device(None, np.zeros(2), t, torch.zeros(1)) == torch.device("meta")
+    assert resolve_device("CPU ", t) == torch.device("cpu")  # explicit wins over inputs
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+
+
+def test_resolve_device_bad_input():
+    from lab.core import resolve_device
+
+    with pytest.raises(TypeError, match=r"device must be a str or torch.device .*got int"):
+        resolve_device(0)
+    for bad in ("tpu", "cuda:x", "", "cpu:"):
+        with pytest.raises(ValueError, match=r"device must be 'cpu' or 'cuda\[:index\]'"):
+            resolve_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            resolve_device("cuda:0")
+
+
+@pytest.mark.cuda
+def test_resolve_device_cuda():
+    from lab.core import resolve_device
+
+    assert resolve_device("cuda").type == "cuda"
+    assert resolve_device(None, torch.zeros(1, device="cuda")).type == "cuda"
+
+
+# -- data.digits ---------------------------------------------------------------------------
+def test_digits_split_and_standardisation_use_training_rows_only():
+    from sklearn.datasets import load_digits
+
+    from lab.core import digits
+
+    X, y = load_digits(return_X_y=True)
+    d = digits(test_size=0.25, seed=3)
+    Xtr, ytr, Xte, yte = d  # unpacks like the old 4-tuples
+    assert Xtr.shape == (1348, 64) and Xte.shape == (449, 64)
+    assert Xtr.dtype == np.float32 and ytr.dtype == np.int64
+    perm = np.random.default_rng(3).permutation(len(y))  # the split convention: test first
+    assert np.array_equal(d.test_index, perm[:449]) and np.array_equal(d.train_index, perm[449:])
+    assert np.array_equal(ytr, y[perm[449:]]) and np.array_equal(yte, y[perm[:449]])
+    raw_tr = X[d.train_index] / 16.0
+    mu, sd = raw_tr.mean(0), raw_tr.std(0) + 1e-3
+    np.testing.assert_allclose(d.mean, mu, rtol=0, atol=1e-15)  # training rows only: no leak
+    np.testing.assert_allclose(Xtr, (raw_tr - mu) / sd, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(Xte, (X[d.test_index] / 16.0 - mu) / sd, rtol=1e-6, atol=1e-6)
+    assert np.abs(Xtr.mean(0)).max() < 1e-5
+    assert np.abs(Xte.mean(0)).max() > 1e-3  # the test rows are not centred on themselves
+    # the training features do not depend on what the test rows are
+    other = digits(test_size=449, seed=3)
+    np.testing.assert_array_equal(other.X_train, Xtr)
+
+
+def test_digits_options():
+    from lab.core import digits
+
+    plain = digits(test_size=597, seed=0, standardize=False, dtype="float64")
+    assert plain.mean is None and plain.X_train.dtype == np.float64
+    assert plain.X_train.min() == 0.0 and plain.X_train.max() == 1.0 and len(plain.y_test) == 597
+    two = digits((8, 3), test_size=0, shuffle=False, standardize=False)
+    assert two.classes == (8, 3) and two.X_test.shape == (0, 64)
+    assert set(np.unique(two.y_train)) == {0, 1} and len(two.y_train) == 357
+    assert np.all(np.diff(two.train_index) > 0)  # shuffle=False keeps scikit-learn's order
+    # a Generator is used as is, so a caller can keep drawing from it after the split
+    rng = np.random.default_rng(7)
+    a = digits(seed=rng)
+    ref = np.random.default_rng(7)
+    assert np.array_equal(a.test_index, ref.permutation(1797)[:449])
+    assert rng.random() == ref.random()
+    tensors = a.tensors("cpu", torch.float64)
+    assert tensors[0].dtype == torch.float64 and tensors[1].dtype == torch.int64
+    assert torch.equal(tensors[3], torch.as_tensor(a.y_test))
+
+
+def test_digits_bad_input():
+    from lab.core import digits
+
+    cases = [
+        (dict(classes="38"), TypeError, "classes must be None or a sequence"),
+        (dict(classes=(3,)), ValueError, "at least 2 digits"),
+        (dict(classes=(3, 3)), ValueError, "distinct"),
+        (dict(classes=(3, 10)), ValueError, r"classes\[1\] must be an integer in \[0, 9\]"),
+        (dict(test_size=1.0), ValueError, r"test_size must lie in \[0, 1\)"),
+        (dict(test_size=-0.1), ValueError, "test_size"),
+        (dict(test_size=True), TypeError, "test_size"),
+        (dict(test_size=1797), ValueError, r"test_size must be an integer in \[0, 1796\]"),
+        (dict(test_size=float("nan")), ValueError, "test_size must be finite"),
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(seed=1.5), TypeError, "seed"),
+        (dict(dtype="int32"), ValueError, "dtype must be 'float32' or 'float64'"),
+        (dict(dtype=None), ValueError, "dtype must be 'float32' or 'float64'"),
+        (dict(eps=0.0), ValueError, "eps must be > 0"),
+        (dict(standardize="yes"), TypeError, "standardize must be True or False"),
+        (dict(shuffle=1), TypeError, "shuffle"),
+    ]
+    for kwargs, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            digits(**kwargs)
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
+        digits().tensors("cpu", torch.int64)
+
+
+# -- rates ---------------------------------------------------------------------------------
+def test_power_law_fit_exact_and_window():
+    from lab.core import power_law_fit
+
+    k = np.arange(1.0, 2001.0)
+    fit = power_law_fit(k, 3.0 * k**-0.5)
+    assert abs(fit.exponent + 0.5) < 1e-12 and abs(fit.prefactor - 3.0) < 1e-10
+    assert fit.r2 == pytest.approx(1.0, abs=1e-12) and fit.n == 2000
+    np.testing.assert_allclose(fit(k[:5]), 3.0 * k[:5] ** -0.5, rtol=1e-10)
+    # a broken power law: the window picks the tail's exponent exactly
+    y = np.where(k < 100, k**-1.0, 100.0 ** (-1.0 + 1.5) * k**-1.5)
+    tail = power_law_fit(y=y, x=k, window=(100, None))
+    assert abs(tail.exponent + 1.5) < 1e-12 and tail.n == 1901
+    assert power_law_fit(k, y).r2 < 1.0
+    # zeros are skipped by default (a gap that reached exactly 0), refused on request
+    y0 = 2.0 * k**0.25
+    y0[::7] = 0.0
+    assert abs(power_law_fit(k, y0).exponent - 0.25) < 1e-12
+    with pytest.raises(ValueError, match="must be > 0"):
+        power_law_fit(k, y0, nonpositive="raise")
+
+
+def test_exponential_fit_exact_rate():
+    from lab.core import exponential_fit
+
+    k = np.arange(60.0)
+    fit = exponential_fit(k, 2.0 * (-0.8) ** k)  # sign-alternating residual: |.| is fitted
+    assert abs(fit.factor - 0.8) < 1e-12 and abs(fit.rate - math.log(0.8)) < 1e-12
+    assert abs(fit.prefactor - 2.0) < 1e-10 and fit.r2 == pytest.approx(1.0, abs=1e-12)
+    assert abs(exponential_fit(k, np.exp(-0.3 * k), window=(10, 40)).rate + 0.3) < 1e-12
+
+
+def test_exponent_ci_covers_truth_under_noise():
+    from lab.core import exponent_ci
+
+    rng = np.random.default_rng(0)
+    T = np.geomspace(10, 1e4, 20)
+    ys = 5.0 * T**0.5 * np.exp(0.2 * rng.standard_normal((10, T.size)))  # sqrt(T) regret
+    ci = exponent_ci(T, ys, level=0.95)
+    assert ci.low < ci.mean < ci.high and ci.covers(0.5)
+    assert ci.high - ci.low < 0.1 and ci.exponents.shape == (10,)
+    wider = exponent_ci(T, ys, level=0.99)
+    assert wider.low < ci.low and wider.high > ci.high
+    # exact curves: every seed gives the exponent, the interval collapses onto it
+    exact = exponent_ci(T, np.vstack([T**-1.0, 4 * T**-1.0]))
+    assert abs(exact.mean + 1.0) < 1e-12 and exact.high - exact.low < 1e-10
+
+
+def test_rates_bad_input():
+    from lab.core import exponent_ci, exponential_fit, power_law_fit
+
+    k = np.arange(1.0, 11.0)
+    with pytest.raises(ValueError, match=r"y must have shape \(10\) \(got \(9,\)\)"):
+        power_law_fit(k, k[:-1])
+    with pytest.raises(ValueError, match="x must have at least 2 elements"):
+        power_law_fit([1.0], [1.0])
+    with pytest.raises(ValueError, match="y must contain only finite values"):
+        power_law_fit(k, np.r_[k[:-1], np.nan])
+    with pytest.raises(TypeError, match="x must be array-like"):
+        power_law_fit("abc", k)
+    with pytest.raises(ValueError, match="at least 2 distinct usable points"):
+        power_law_fit(k, k, window=(5, 5))
+    with pytest.raises(ValueError, match="at least 2 distinct usable points"):
+        power_law_fit(np.ones(5), np.arange(1.0, 6.0))
+    with pytest.raises(ValueError, match="window must have low <= high"):
+        power_law_fit(k, k, window=(8, 2))
+    with pytest.raises(TypeError, match=r"window must be None or a pair"):
+        power_law_fit(k, k, window=3)
+    with pytest.raises(ValueError, match=r"window\[0\] must be finite"):
+        power_law_fit(k, k, window=(float("nan"), 3))
+    with pytest.raises(ValueError, match="nonpositive must be one of"):
+        power_law_fit(k, k, nonpositive="clip")
+    with pytest.raises(ValueError, match="y must be nonzero"):
+        exponential_fit(k, np.r_[0.0, k[1:]], nonpositive="raise")
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        exponent_ci(k, k[None, :])
+    with pytest.raises(ValueError, match=r"ys_per_seed must have shape \(seeds, 10\)"):
+        exponent_ci(k, np.ones((3, 9)))
+    with pytest.raises(ValueError, match=r"level must lie in \(0, 1\)"):
+        exponent_ci(k, np.ones((3, 10)), level=1.0)

@@ -1,13 +1,18 @@
-"""Shared machinery, written once and used by every chapter.
+"""Shared machinery, written once: what notebooks and users import from every chapter.
 
-- :mod:`lab.core.runtime`: ``device()``, ``seed()``, ``setup()``, the CPU thread policy.
+- :mod:`lab.core.runtime`: ``device()``, ``resolve_device()``, ``seed()``, ``setup()``, the CPU
+  thread policy.
+- :mod:`lab.core.data`: shared data sets (``digits()``: split, standardised on training rows).
+- :mod:`lab.core.rates`: rate fits (``power_law_fit``, ``exponential_fit``, ``exponent_ci``).
 - :mod:`lab.core.checks`: argument validation with messages that name argument, value, range.
 - :mod:`lab.core.style`: the book's matplotlib style and plotly template.
 - :mod:`lab.core.explore`: the one widget helper (live ipywidgets + kernel-free plotly twin).
 - :mod:`lab.core.progress`: the progress-bar convention (``tqdm.auto``).
-- :mod:`lab.core.grading`: assignments with otter-grader (assign, grade, round-trip).
-- :mod:`lab.core.book`: the book build's plotly renderer and offline assets (Sphinx side).
-- :mod:`lab.core.cache`: the execution cache of the book: wiped when ``lab`` changes, prefilled in parallel.
+- :mod:`lab.core.chapters`: the book's chapters and notebooks, read from ``_toc.yml``.
+
+Build tooling (the Sphinx extension, the execution cache, the benchmark harness, grading) lives
+in :mod:`lab.tooling`, which notebooks never import. A change here re-executes every notebook
+of the book; a change there re-executes none.
 """
 
 from .checks import (
@@ -19,8 +24,24 @@ from .checks import (
     check_range,
     check_real,
 )
+from .data import DigitsSplit, digits
 from .progress import progress
-from .runtime import cuda_available, device, seed, setup, small_problem_threads
+from .rates import (
+    ExponentCI,
+    ExponentialFit,
+    PowerLawFit,
+    exponent_ci,
+    exponential_fit,
+    power_law_fit,
+)
+from .runtime import (
+    cuda_available,
+    device,
+    resolve_device,
+    seed,
+    setup,
+    small_problem_threads,
+)
 
 __all__ = [
     "check_array",
@@ -32,7 +53,16 @@ __all__ = [
     "check_real",
     "cuda_available",
     "device",
+    "DigitsSplit",
+    "digits",
+    "ExponentCI",
+    "ExponentialFit",
+    "exponent_ci",
+    "exponential_fit",
+    "PowerLawFit",
+    "power_law_fit",
     "progress",
+    "resolve_device",
     "seed",
     "setup",
     "small_problem_threads",

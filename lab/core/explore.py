@@ -14,7 +14,7 @@ Both faces travel in a single display bundle: the live widget view
 (``application/vnd.jupyter.widget-view+json``) and the static twin
 (``application/vnd.optlab.explore+json``, a plotly figure dict with ``frames``). Jupyter front
 ends do not know the second type and show the widget; the book's renderer
-(:mod:`lab.core.book`) prefers the second. ``LAB_EXPLORE_STATIC=0`` skips computing the twin
+(:mod:`lab.tooling.mime`) prefers the second. ``LAB_EXPLORE_STATIC=0`` skips computing the twin
 (for fast local play).
 
 Widget code never hides a result: notebooks assert on what ``lab`` returns, never on a

@@ -19,10 +19,18 @@ import contextlib
 import os
 import random
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-__all__ = ["device", "seed", "small_problem_threads", "setup", "cuda_available"]
+__all__ = [
+    "device",
+    "resolve_device",
+    "seed",
+    "small_problem_threads",
+    "setup",
+    "cuda_available",
+]
 
 _VALID_DEVICES = ("cpu", "cuda")
 
@@ -61,6 +69,65 @@ def device(prefer: str | None = None):
     return torch.device(name)
 
 
+_default_device = device  # ``resolve_device``'s argument named ``device`` shadows the function
+
+
+def resolve_device(device: Any = None, *tensors: Any):
+    """The device a ``lab`` function computes on, from its ``device`` argument and its inputs.
+
+    This is the one rule behind every ``device=None`` argument in ``lab``: an explicit
+    ``device`` wins (validated like :func:`device`); otherwise the result follows the first
+    of ``tensors`` that is a ``torch.Tensor``; otherwise :func:`device` (``LAB_DEVICE``, then
+    ``cuda`` when available, then ``cpu``).
+
+    Parameters
+    ----------
+    device : str or torch.device, optional
+        ``"cpu"``, ``"cuda"`` or ``"cuda:<index>"`` (or the matching ``torch.device``).
+    *tensors : Any
+        The function's inputs; non-tensors (numpy arrays, numbers, None) are skipped.
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is neither a string nor a ``torch.device``.
+    ValueError
+        If ``device`` is not ``cpu``/``cuda[:index]``, or names CUDA without a GPU.
+
+    Examples
+    --------
+    >>> import torch
+    >>> resolve_device("cpu").type
+    'cpu'
+    >>> resolve_device(None, None, torch.zeros(2)).type
+    'cpu'
+    """
+    import torch
+
+    if device is not None:
+        if not isinstance(device, str | torch.device):
+            raise TypeError(
+                "device must be a str or torch.device such as 'cpu' or 'cuda:0' "
+                f"(got {type(device).__name__}: {device!r})"
+            )
+        name = str(device).strip().lower()
+        if name.split(":")[0] not in _VALID_DEVICES or (
+            ":" in name and not name.split(":", 1)[1].isdigit()
+        ):
+            raise ValueError(f"device must be 'cpu' or 'cuda[:index]' (got {device!r})")
+        if name.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but torch sees no CUDA device; use 'cpu'")
+        return torch.device(name)
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return _default_device()
+
+
 def seed(n: int = 0) -> int:
     """Seed python's ``random``, numpy's legacy global RNG and torch (CPU and CUDA).
 
@@ -78,9 +145,18 @@ def seed(n: int = 0) -> int:
     return n
 
 
+def small_problem_threads(n: int = 1) -> contextlib.AbstractContextManager[None]:
+    """Run a block with ``n`` torch intra-op threads, restoring the old count afterwards.
+
+    ``n`` is checked when the context manager is made (an integer ``>= 1``), not on entry.
+    """
+    from .checks import check_int
+
+    return _torch_threads(check_int("n", n, 1))
+
+
 @contextlib.contextmanager
-def small_problem_threads(n: int = 1) -> Iterator[None]:
-    """Run a block with ``n`` torch intra-op threads, restoring the old count afterwards."""
+def _torch_threads(n: int) -> Iterator[None]:
     import torch
 
     old = torch.get_num_threads()

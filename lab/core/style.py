@@ -92,6 +92,9 @@ def register_plotly_template(make_default: bool = True) -> None:
     """Register ``optlab`` in ``plotly.io.templates`` (and make it the default)."""
     import plotly.io as pio
 
+    from .checks import check_bool
+
+    make_default = check_bool("make_default", make_default)
     pio.templates["optlab"] = plotly_template()
     if make_default:
         pio.templates.default = "optlab"
