@@ -1,0 +1,541 @@
+"""Claims in the book: records from executed notebooks, rendered as tables, cards and numbers.
+
+A notebook records its claims with :mod:`lab.core.claims`; each record is an output of mime type
+``application/vnd.optlab.claim+json``. This Sphinx extension (``sphinx: extra_extensions`` in
+``_config.yml``) turns them into the book's claims:
+
+* :class:`ClaimRenderer` (a myst-nb mime renderer, entry point ``myst_nb.mime_renderers``) draws
+  each record as a claim card in the notebook page, with the anchor ``claim-<chapter>-<id>``,
+  and keeps the record in the build environment;
+* ``{claims}`` (a directive, on a chapter page) renders the chapter's claims table: claim,
+  source, paper, measured, verdict, and a link to the cell that measured it;
+* ``{scorecard}`` (a directive, ``book/scorecard.md``) renders every chapter's verdicts;
+* ``{claim}`` (a role) puts a record's measured text (``eos/critical-rate``) or one of its
+  fields (``eos/critical-rate.verdict``, ``.paper``, ``.source``) into prose;
+* ``{bench}`` (a role) puts a number from ``benchmarks/results/<slug>-cpu.json`` into prose:
+  ``{bench}`eos/0/ratios.fast_vs_reference``, ``{bench}`halo/1/rows.fast.seconds|.3g``.
+
+Records are read while the notebooks are read; tables, cards' links and roles are resolved when
+the pages are written (``doctree-resolved``), after every notebook has been read, whatever the
+order of the pages. The records of the build are also written to ``_static/claims.json``
+(the contract test in ``tests/test_claims.py`` and researchers read it).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from docutils import nodes
+
+from lab.core.claims import CLAIM_MIME, NOT_REPRODUCED, QUALITATIVE, REPRODUCED, VERDICTS
+
+__all__ = ["ClaimRenderer", "bench_value", "setup"]
+
+HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
+VERDICT_CLASS = {
+    REPRODUCED: "reproduced",
+    QUALITATIVE: "qualitative",
+    NOT_REPRODUCED: "not-reproduced",
+}
+VERDICT_SHORT = {
+    REPRODUCED: "reproduced",
+    QUALITATIVE: "qualitatively",
+    NOT_REPRODUCED: "not reproduced",
+}
+_KEY = re.compile(
+    r"^(?:(?P<chapter>[a-z][a-z0-9_]*)/)?(?P<id>[a-z0-9][a-z0-9-]*)(?:\.(?P<field>[a-z]+))?$"
+)
+_FIELDS = ("text", "verdict", "paper", "source", "statement", "rule", "measured", "expected")
+
+
+def _anchor(chapter: str, cid: str) -> str:
+    return f"claim-{chapter}-{cid}"
+
+
+def _env_records(env: Any) -> dict[str, list[dict]]:
+    if not hasattr(env, "optlab_claims"):
+        env.optlab_claims = {}
+    return env.optlab_claims
+
+
+# ----------------------------------------------------------------------------------------
+# Notebook side: the claim card
+# ----------------------------------------------------------------------------------------
+def _card_html(rec: dict) -> str:
+    e = html.escape
+    verdict = rec.get("verdict", "")
+    cls = VERDICT_CLASS.get(verdict, "unknown")
+    notes = f'<div class="optlab-claim-notes">{e(rec["notes"])}</div>' if rec.get("notes") else ""
+    paper = e(rec.get("paper") or "—")
+    return (
+        f'<div class="optlab-claim optlab-claim-{cls}" id="{_anchor(rec["chapter"], rec["id"])}">'
+        f'<div class="optlab-claim-head"><span class="optlab-verdict optlab-verdict-{cls}">'
+        f"{e(verdict)}</span> <b>Claim</b> <code>{e(rec['chapter'])}/{e(rec['id'])}</code>"
+        f" · {e(rec.get('source', ''))}</div>"
+        f'<div class="optlab-claim-statement">{e(rec.get("statement", ""))}</div>'
+        f'<div class="optlab-claim-values"><span>paper: {paper}</span>'
+        f"<span>measured ({e(rec.get('size', 'default'))}): {e(rec.get('text', ''))}</span></div>"
+        f'<div class="optlab-claim-rule">rule, fixed before measuring: {e(rec.get("rule", ""))}</div>'
+        f"{notes}</div>"
+    )
+
+
+class ClaimRenderer:
+    """myst-nb mime renderer for ``application/vnd.optlab.claim+json`` (the claim card)."""
+
+    mime_priority_overrides: ClassVar[Sequence[tuple[str, str, int | None]]] = tuple(
+        (builder, CLAIM_MIME, 1) for builder in HTML_BUILDERS
+    )
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        """Render a claim record and keep it in the environment; None for other mime types."""
+        if data.mime_type != CLAIM_MIME:
+            return None
+        rec = data.content
+        if isinstance(rec, str):
+            rec = json.loads(rec)
+        missing = [k for k in ("chapter", "id", "verdict", "statement", "source") if k not in rec]
+        if missing:
+            renderer.logger.warning(
+                f"claim record without {', '.join(missing)}", subtype="claims", line=data.line
+            )
+            return []
+        env = getattr(renderer.renderer, "sphinx_env", None)
+        if env is not None:
+            rec = dict(rec, docname=env.docname, cell_index=data.cell_index)
+            docrecs = _env_records(env).setdefault(env.docname, [])
+            # myst-nb may render an output more than once: keep one record per (cell, id)
+            docrecs[:] = [
+                r for r in docrecs if (r["cell_index"], r["id"]) != (data.cell_index, rec["id"])
+            ]
+            docrecs.append(rec)
+        return [nodes.raw(text=_card_html(rec), format="html")]
+
+
+# ----------------------------------------------------------------------------------------
+# Page side: placeholders resolved once every notebook has been read
+# ----------------------------------------------------------------------------------------
+class claims_table(nodes.General, nodes.Element):
+    """Placeholder for ``{claims}``: replaced by the chapter's table."""
+
+
+class scorecard(nodes.General, nodes.Element):
+    """Placeholder for ``{scorecard}``: replaced by the book's scorecard."""
+
+
+class claim_ref(nodes.Inline, nodes.TextElement):
+    """Placeholder for ``{claim}``: replaced by a record's field."""
+
+
+def _chapter_of(docname: str) -> str | None:
+    parts = docname.split("/")
+    return parts[1] if len(parts) >= 3 and parts[0] == "book" else None
+
+
+def _directives():
+    from docutils.parsers.rst import directives
+    from sphinx.util.docutils import SphinxDirective
+
+    class ClaimsDirective(SphinxDirective):
+        """``{claims}``: the chapter's claims table (option ``:chapter:`` defaults to the page's)."""
+
+        has_content = False
+        option_spec: ClassVar[dict] = {"chapter": directives.unchanged}
+
+        def run(self) -> list:
+            slug = self.options.get("chapter") or _chapter_of(self.env.docname)
+            if not slug:
+                raise self.error("{claims} needs :chapter: outside book/<slug>/ pages")
+            node = claims_table(chapter=slug)
+            self.env.optlab_claim_pages = getattr(self.env, "optlab_claim_pages", set())
+            self.env.optlab_claim_pages.add(self.env.docname)
+            return [node]
+
+    class ScorecardDirective(SphinxDirective):
+        """``{scorecard}``: every chapter's claims and verdicts."""
+
+        has_content = False
+
+        def run(self) -> list:
+            self.env.optlab_claim_pages = getattr(self.env, "optlab_claim_pages", set())
+            self.env.optlab_claim_pages.add(self.env.docname)
+            return [scorecard()]
+
+    return ClaimsDirective, ScorecardDirective
+
+
+def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{claim}`<chapter>/<id>[.field]```: a field of a claim record (default: measured text)."""
+    m = _KEY.match(text.strip())
+    env = inliner.document.settings.env
+    if not m or (m.group("field") and m.group("field") not in _FIELDS):
+        msg = inliner.reporter.error(
+            f"{{claim}} expects <chapter>/<id>[.{'|'.join(_FIELDS)}], got {text!r}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    chapter = m.group("chapter") or _chapter_of(env.docname)
+    node = claim_ref(
+        rawtext, "", key=f"{chapter}/{m.group('id')}", field=m.group("field") or "text"
+    )
+    env.optlab_claim_pages = getattr(env, "optlab_claim_pages", set())
+    env.optlab_claim_pages.add(env.docname)
+    return [node], []
+
+
+def bench_value(results: dict, path: str) -> Any:
+    """The field ``path`` (``<case>/<dotted.path>``) of a benchmark results dict.
+
+    ``<case>`` is the case's index or its exact name; inside a case, ``rows.<role or name>``
+    selects a row by its role (when unique) or its name.
+    """
+    case_key, _, dotted = path.partition("/")
+    cases = results.get("cases", [])
+    if case_key.isdigit():
+        idx = int(case_key)
+        if idx >= len(cases):
+            raise KeyError(f"case {idx} (the file has {len(cases)})")
+        node: Any = cases[idx]
+    else:
+        match = [c for c in cases if c.get("case") == case_key]
+        if len(match) != 1:
+            raise KeyError(f"case {case_key!r}")
+        node = match[0]
+    parts = dotted.split(".") if dotted else []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            i += 1
+            continue
+        if isinstance(node, list):
+            if part.isdigit():
+                node = node[int(part)]
+                i += 1
+                continue
+            rows = [r for r in node if isinstance(r, dict) and r.get("role") == part]
+            if len(rows) != 1:
+                rows = [r for r in node if isinstance(r, dict) and r.get("name") == part]
+            if len(rows) == 1:
+                node = rows[0]
+                i += 1
+                continue
+        # a dict key that itself contains dots (e.g. "fast_vs_peer:numpy vectorised")
+        if isinstance(node, dict):
+            for j in range(len(parts), i + 1, -1):
+                joined = ".".join(parts[i:j])
+                if joined in node:
+                    node = node[joined]
+                    i = j
+                    break
+            else:
+                raise KeyError(part)
+            continue
+        raise KeyError(part)
+    return node
+
+
+def _format_number(value: Any, spec: str | None) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if spec:
+            return format(value, spec)
+        from lab.core.claims import format_value
+
+        return format_value(value, digits=3)
+    return str(value)
+
+
+def bench_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{bench}`<slug>/<case>/<path>[|format]```: a number from a benchmark results file."""
+    env = inliner.document.settings.env
+    body, _, spec = text.strip().partition("|")
+    slug, _, path = body.partition("/")
+    kind = "cpu"
+    if ":" in slug:
+        slug, kind = slug.split(":", 1)
+    results_file = Path(env.srcdir) / "benchmarks" / "results" / f"{slug}-{kind}.json"
+    try:
+        env.note_dependency(str(results_file))
+        data = json.loads(results_file.read_text())
+        value = bench_value(data, path)
+        out = _format_number(value, spec or None)
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        msg = inliner.reporter.error(
+            f"{{bench}} cannot read {text!r} from {results_file.name}: {exc}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    return [nodes.inline(rawtext, out, classes=["optlab-bench"])], []
+
+
+# ----------------------------------------------------------------------------------------
+# Resolution
+# ----------------------------------------------------------------------------------------
+def _all_records(env: Any) -> list[dict]:
+    from lab.core.chapters import chapters
+
+    order = {slug: i for i, slug in enumerate(chapters(Path(env.srcdir)))}
+    recs = [r for docrecs in _env_records(env).values() for r in docrecs]
+    return sorted(
+        recs, key=lambda r: (order.get(r["chapter"], 999), r["docname"], r.get("cell_index") or 0)
+    )
+
+
+def _link(app: Any, fromdoc: str, rec: dict, text: str):
+    uri = (
+        app.builder.get_relative_uri(fromdoc, rec["docname"])
+        + "#"
+        + _anchor(rec["chapter"], rec["id"])
+    )
+    ref = nodes.reference("", "", internal=True, refuri=uri)
+    ref += nodes.Text(text)
+    return ref
+
+
+def _verdict_node(verdict: str):
+    cls = VERDICT_CLASS.get(verdict, "unknown")
+    return nodes.inline("", verdict, classes=["optlab-verdict", f"optlab-verdict-{cls}"])
+
+
+def _table(headers: list[str], rows: list[list[Any]], widths: list[int], classes: list[str]):
+    table = nodes.table(classes=classes)
+    tgroup = nodes.tgroup(cols=len(headers))
+    table += tgroup
+    for w in widths:
+        tgroup += nodes.colspec(colwidth=w)
+    thead = nodes.thead()
+    tgroup += thead
+    hrow = nodes.row()
+    for h in headers:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=h)
+        hrow += entry
+    thead += hrow
+    tbody = nodes.tbody()
+    tgroup += tbody
+    for cells in rows:
+        row = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            para = nodes.paragraph()
+            for piece in cell if isinstance(cell, list) else [cell]:
+                para += nodes.Text(piece) if isinstance(piece, str) else piece
+            entry += para
+            row += entry
+        tbody += row
+    return table
+
+
+def _notebook_label(env: Any, docname: str) -> str:
+    name = docname.rsplit("/", 1)[-1]
+    num = name.split("-", 1)[0]
+    return f"notebook {int(num)}" if num.isdigit() else name
+
+
+def _chapter_table(app: Any, fromdoc: str, recs: list[dict]):
+    rows = []
+    for r in recs:
+        claim = [nodes.Text(r["statement"] + " "), nodes.literal(text=r["id"])]
+        verdict = [
+            _verdict_node(r["verdict"]),
+            nodes.Text(" "),
+            _link(app, fromdoc, r, _notebook_label(app.env, r["docname"])),
+        ]
+        rows.append([claim, r.get("source", ""), r.get("paper") or "—", r.get("text", ""), verdict])
+    return _table(
+        ["claim", "source", "paper", "measured (default size)", "verdict (cell)"],
+        rows,
+        [34, 9, 15, 30, 12],
+        ["optlab-claims"],
+    )
+
+
+def _chapter_title(env: Any, slug: str) -> str:
+    title = env.titles.get(f"book/{slug}/index")
+    return title.astext() if title is not None else slug
+
+
+def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
+    from lab.core.chapters import chapters
+
+    env = app.env
+    container = nodes.container(classes=["optlab-scorecard"])
+    by_chapter: dict[str, list[dict]] = {}
+    for r in recs:
+        by_chapter.setdefault(r["chapter"], []).append(r)
+    totals = dict.fromkeys(VERDICTS, 0)
+    rows = []
+    for slug in chapters(Path(env.srcdir)):
+        crecs = by_chapter.get(slug, [])
+        counts = {v: sum(r["verdict"] == v for r in crecs) for v in VERDICTS}
+        for v in VERDICTS:
+            totals[v] += counts[v]
+        ref = nodes.reference(
+            "",
+            "",
+            internal=True,
+            refuri=app.builder.get_relative_uri(fromdoc, f"book/{slug}/index"),
+        )
+        ref += nodes.Text(_chapter_title(env, slug))
+        if crecs:
+            cells = [str(counts[v]) for v in VERDICTS] + [str(len(crecs))]
+        else:
+            cells = ["", "", "", "not yet recorded"]
+        rows.append([[ref], *cells])
+    rows.append(
+        [[nodes.strong(text="all chapters")]]
+        + [[nodes.strong(text=str(totals[v]))] for v in VERDICTS]
+        + [[nodes.strong(text=str(sum(totals.values())))]]
+    )
+    container += _table(
+        ["chapter", "reproduced", "qualitatively", "not reproduced", "claims"],
+        rows,
+        [40, 12, 12, 12, 12],
+        ["optlab-scorecard-summary"],
+    )
+    # every claim, grouped by verdict: what does not reproduce first
+    for verdict in (NOT_REPRODUCED, QUALITATIVE, REPRODUCED):
+        group = [r for r in recs if r["verdict"] == verdict]
+        section = nodes.rubric(text=f"{verdict.capitalize()} ({len(group)})")
+        container += section
+        if not group:
+            container += nodes.paragraph(text="None in this build.")
+            continue
+        rows = [
+            [
+                _chapter_title(env, r["chapter"]),
+                [_link(app, fromdoc, r, r["statement"])],
+                r.get("source", ""),
+                r.get("paper") or "—",
+                r.get("text", ""),
+            ]
+            for r in group
+        ]
+        container += _table(
+            ["chapter", "claim", "source", "paper", "measured"],
+            rows,
+            [18, 36, 10, 14, 22],
+            ["optlab-claims", f"optlab-scorecard-{VERDICT_CLASS[verdict]}"],
+        )
+    return container
+
+
+def resolve(app: Any, doctree: Any, docname: str) -> None:
+    """doctree-resolved: replace the placeholders by tables, scorecard and numbers."""
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    env = app.env
+    recs = _all_records(env)
+    by_key: dict[str, dict] = {}
+    for r in recs:
+        by_key[f"{r['chapter']}/{r['id']}"] = r
+    for node in list(doctree.findall(claims_table)):
+        crecs = [r for r in recs if r["chapter"] == node["chapter"]]
+        if not crecs:
+            logger.warning(
+                f"{{claims}}: no claim records for chapter {node['chapter']!r} in this build",
+                location=node,
+                type="optlab",
+                subtype="claims",
+            )
+            node.replace_self([])
+            continue
+        node.replace_self(_chapter_table(app, docname, crecs))
+    for node in list(doctree.findall(scorecard)):
+        node.replace_self(_scorecard(app, docname, recs))
+    for node in list(doctree.findall(claim_ref)):
+        rec = by_key.get(node["key"])
+        if rec is None:
+            logger.warning(
+                f"{{claim}}: no record {node['key']!r} in this build",
+                location=node,
+                type="optlab",
+                subtype="claims",
+            )
+            node.replace_self(nodes.Text(node.rawsource))
+            continue
+        value = rec.get(node["field"], "")
+        if node["field"] == "verdict":
+            node.replace_self(_verdict_node(value))
+        else:
+            node.replace_self(nodes.inline("", str(value), classes=["optlab-claim-value"]))
+
+
+def _check_unique(app: Any, env: Any) -> None:
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    seen: dict[str, str] = {}
+    for r in _all_records(env):
+        key = f"{r['chapter']}/{r['id']}"
+        if key in seen:
+            logger.warning(
+                f"claim {key} is recorded twice ({seen[key]} and {r['docname']})",
+                type="optlab",
+                subtype="claims",
+            )
+        seen[key] = r["docname"]
+
+
+def _outdated(app: Any, env: Any, added: set, changed: set, removed: set) -> list[str]:
+    """Pages with claims placeholders are rewritten whenever a notebook is re-read."""
+    if added or changed or removed:
+        return sorted(getattr(env, "optlab_claim_pages", set()) - set(changed) - set(added))
+    return []
+
+
+def _purge(app: Any, env: Any, docname: str) -> None:
+    _env_records(env).pop(docname, None)
+    getattr(env, "optlab_claim_pages", set()).discard(docname)
+
+
+def _merge(app: Any, env: Any, docnames: Any, other: Any) -> None:
+    mine = _env_records(env)
+    for doc, recs in getattr(other, "optlab_claims", {}).items():
+        if doc in docnames:
+            mine[doc] = recs
+    env.optlab_claim_pages = getattr(env, "optlab_claim_pages", set()) | getattr(
+        other, "optlab_claim_pages", set()
+    )
+
+
+def _write_json(app: Any, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    from lab import __version__
+
+    out = Path(app.outdir) / "_static" / "claims.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    recs = [{k: v for k, v in r.items() if k != "cell_index"} for r in _all_records(app.env)]
+    out.write_text(json.dumps({"schema": 1, "lab": __version__, "claims": recs}, indent=1))
+    css = Path(__file__).with_name("claims.css")
+    (Path(app.outdir) / "_static" / "optlab-claims.css").write_text(css.read_text())
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx entry point: ``sphinx: extra_extensions: [lab.tooling.claimsext]``."""
+    claims_directive, scorecard_directive = _directives()
+    for node in (claims_table, scorecard, claim_ref):
+        app.add_node(node)
+    app.add_directive("claims", claims_directive)
+    app.add_directive("scorecard", scorecard_directive)
+    app.add_role("claim", claim_role)
+    app.add_role("bench", bench_role)
+    app.connect("env-updated", _check_unique)
+    app.connect("env-get-outdated", _outdated)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("doctree-resolved", resolve)
+    app.connect("build-finished", _write_json)
+    app.add_css_file("optlab-claims.css")
+    from lab import __version__
+
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}
