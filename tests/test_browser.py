@@ -2,7 +2,7 @@
 
 Serves ``_build/html`` on a loopback port and opens every page of ``_toc.yml``. Any request
 that is not to that server is aborted and fails the test: the book must work offline (plotly.js,
-MathJax, require.js and the ipywidgets html-manager are vendored by ``lab.core.book``). On every
+MathJax, require.js and the ipywidgets html-manager are vendored by ``lab.tooling.assets``). On every
 page: no JavaScript console errors, no failed local requests, every plotly figure drawn, every
 widget view rendered, LaTeX in plotly labels typeset, and MathJax typeset on pages with math. Then one precomputed plotly
 slider is moved and the figure must change.
@@ -21,7 +21,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
+
+from lab.core.chapters import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -50,26 +51,8 @@ pytestmark = [
 ]
 
 
-def _toc_pages() -> list[str]:
-    """The toc's documents, in order, as paths relative to _build/html."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for key in ("parts", "chapters", "sections"):
-                walk(node.get(key) or [])
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
-
-    walk(toc)
-    return [f + ".html" for f in files]
-
-
-PAGES = _toc_pages()
+# the toc's documents, in order, as paths relative to _build/html
+PAGES = [f + ".html" for f in toc_files(ROOT)]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -179,7 +162,7 @@ def test_page_works_offline(offline: OfflinePage, path: str) -> None:
     offline.open(path)
     page = offline.page
 
-    # every plotly figure written by lab.core.book is drawn
+    # every plotly figure written by lab.tooling.mime is drawn
     n_figs = page.locator(".optlab-plotly-div").count()
     if n_figs:
         offline.wait_for(
@@ -382,4 +365,185 @@ def test_every_precomputed_slider_changes_its_figure(offline: OfflinePage, path:
                 [fig.element_handle(), before],
             )
     assert not offline.off_machine, f"{path}: requests left the machine: {offline.off_machine}"
+    assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
+
+
+# -- the published site: served as GitHub Pages serves it, a 404 page, a phone-width viewport --
+def _site_root() -> str:
+    """The URL path GitHub Pages serves the book under (``/optlab/``): lab.tooling.site's rule."""
+    import yaml
+
+    from lab.tooling.colab import repository
+    from lab.tooling.site import site_root_path
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    baseurl = (config.get("html") or {}).get("baseurl") or ""
+    return site_root_path(baseurl, repository(ROOT)[0])
+
+
+SITE_ROOT = _site_root()
+
+
+class _PagesHandler(_QuietHandler):
+    """``_build/html`` under ``SITE_ROOT``; a missing path gets ``404.html`` with status 404 (what
+    GitHub Pages does), and anything outside ``SITE_ROOT`` is missing."""
+
+    def translate_path(self, path: str) -> str:
+        if path.startswith(SITE_ROOT):
+            path = "/" + path[len(SITE_ROOT) :]
+        else:
+            path = "/.outside-the-site"
+        return super().translate_path(path)
+
+    def send_error(self, code, message=None, explain=None):
+        page = HTML / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def pages_server() -> Iterator[str]:
+    """The site's root URL (``http://127.0.0.1:<port>/optlab``, no trailing slash)."""
+    handler = functools.partial(_PagesHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}{SITE_ROOT.rstrip('/')}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    "missing", ["no-such-page.html", "book/no-such-chapter/01-no-such-notebook.html"]
+)
+def test_missing_page_gets_a_working_404_page(browser, pages_server: str, missing: str) -> None:
+    """A mistyped address, at the top or deep in the book, gets the site's 404 page, styled and
+    with working links (its ``<base href>`` points at the site root), like any other page."""
+    assert (HTML / "404.html").is_file(), "the build wrote no 404.html (lab.tooling.site)"
+    site = OfflinePage(browser, pages_server)  # only requests under the site root are allowed
+    try:
+        page = site.page
+        response = page.goto(f"{pages_server}/{missing}", wait_until="load")
+        assert response is not None and response.status == 404
+        assert "Page not found" in page.locator("article h1").first.inner_text()
+        # the theme's stylesheets applied (the article is laid out in the theme's column)
+        assert page.evaluate(
+            "() => Array.from(document.styleSheets).some(s => s.href && s.href.includes('_static/'))"
+            " && getComputedStyle(document.querySelector('.bd-sidebar-primary')).display !== 'none'"
+        ), f"{missing}: the 404 page is not styled"
+        broken = page.evaluate(
+            "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.getAttribute('src'))"
+        )
+        assert not broken, f"{missing}: images that did not load: {broken}"
+        assert page.locator("img.logo__image").count() >= 1, "no logo in the header"
+        hrefs = page.evaluate(
+            "() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"
+        )
+        dead = []
+        for href in set(hrefs):
+            parts = urlsplit(href)
+            if not href.startswith(pages_server + "/") or parts.path.endswith("404.html"):
+                continue
+            rel = parts.path[len(SITE_ROOT) :]
+            target = HTML / rel if rel else HTML / "index.html"
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                dead.append(href)
+        assert not dead, f"{missing}: the 404 page links to missing pages: {sorted(dead)}"
+        assert any(h.rstrip("/").endswith("book/intro.html") for h in hrefs), (
+            "the 404 page has no link to the book's first page"
+        )
+        page.wait_for_timeout(200)
+        failed = [f for f in site.failed if not f.startswith(f"{pages_server}/{missing}:")]
+        assert not failed, f"{missing}: local requests failed: {failed}"
+        assert not site.off_machine, f"{missing}: requests left the site: {site.off_machine}"
+        # the browser logs the document's own 404 status as a console error: that one is expected
+        errors = [e for e in site.errors if f"({pages_server}/{missing})" not in e]
+        assert not errors, f"{missing}: JavaScript errors: {errors}"
+    finally:
+        site.close()
+
+
+PHONE = {"width": 390, "height": 844}
+
+# Elements of the text column that stick out past the viewport's right edge, unless a scroll
+# container of their own (a wide table, a code block, display math) holds them.
+_ESCAPES_JS = """() => {
+  const vw = document.documentElement.clientWidth;
+  const article = document.querySelector('.bd-article');
+  if (!article) { return ['no .bd-article']; }
+  const out = [];
+  for (const el of article.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= vw + 1) { continue; }
+    let held = false;
+    for (let p = el.parentElement; p && p !== article.parentElement; p = p.parentElement) {
+      const ox = getComputedStyle(p).overflowX;
+      if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') {
+        held = true;
+        break;
+      }
+    }
+    if (!held) { out.push(`${el.tagName.toLowerCase()}.${el.className} (right ${Math.round(r.right)} > ${vw})`); }
+  }
+  return out.slice(0, 8);
+}"""
+
+_FIGURE_WIDTHS_JS = """() => Array.from(document.querySelectorAll('.optlab-plotly-div')).map(el => {
+  const svg = el.querySelector('.main-svg');
+  return [svg ? svg.getBoundingClientRect().width : -1, el.clientWidth];
+})"""
+
+
+def _phone_pages() -> list[str]:
+    """The intro, every chapter page (the claims tables are the widest text) and the first
+    notebook of each chapter (figures)."""
+    chapters = [p for p in PAGES if p.endswith("/index.html")]
+    return [PAGES[0], *chapters, *_first_notebook_per_chapter()]
+
+
+@pytest.mark.parametrize("path", _phone_pages())
+def test_phone_width_no_sideways_scrolling_and_figures_fit(offline: OfflinePage, path: str) -> None:
+    """At a phone's width (390 px) the page does not scroll sideways, nothing in the text column
+    sticks out of the screen, and the plotly figures, drawn at desktop width first, shrink to
+    the column when the window narrows."""
+    page = offline.page
+    offline.open(path)
+    n_figs = page.locator(".optlab-plotly-div").count()
+    if n_figs:
+        offline.wait_for(
+            f"{n_figs} plotly figure(s) not drawn",
+            "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n",
+            n_figs,
+        )
+    wide = page.evaluate(_FIGURE_WIDTHS_JS)
+    page.set_viewport_size(PHONE)
+    if n_figs:
+        offline.wait_for(
+            "plotly figures did not resize to the phone-width column",
+            f"() => ({_FIGURE_WIDTHS_JS})().every(([svg, box]) => svg > 0 && svg <= box + 1)",
+        )
+        narrow = page.evaluate(_FIGURE_WIDTHS_JS)
+        assert all(n[0] < w[0] for n, w in zip(narrow, wide, strict=True)), (
+            f"{path}: figures did not shrink: {wide} -> {narrow}"
+        )
+    page.wait_for_timeout(300)  # the theme's layout settles (sidebars become drawers)
+    sideways = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert sideways <= 1, f"{path}: the page scrolls sideways by {sideways} px at phone width"
+    escaping = page.evaluate(_ESCAPES_JS)
+    assert not escaping, f"{path}: text-column elements wider than a phone screen: {escaping}"
     assert not offline.errors, f"{path}: JavaScript errors: {offline.errors}"
