@@ -14,7 +14,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 help:
 	@echo "make book   execute every notebook and build the HTML book into _build/html"
-	@echo "make test   ruff, pytest (lab, notebooks via nbval, assignments, book structure, browser)"
+	@echo "make test   ruff, pytest (lab, notebooks via nbval, assignments), the book, pytest (built pages, browser)"
 	@echo "make lab    open JupyterLab in the project's environment"
 	@echo "make assign CH=<slug>   student notebook + autograder into _build/assign/<slug>/"
 	@echo "make bench [GPU=1] [CH=<slug>]  benchmarks -> benchmarks/results/ (book/performance.md)"
@@ -62,20 +62,34 @@ browser:
 	done
 
 # -- the book ----------------------------------------------------------------------------
+# The book's executions run with LAB_PROGRESS=0, as nbval's do in make test, so that an execution
+# cached by either is the same (a progress bar is a live widget: on a static page it is a frozen
+# bar of a loop that has finished).
+book: export LAB_PROGRESS := 0
 book: setup
-	@$(BIN)/python -m lab.core.cache $(CACHE) --prefill --jobs $(JOBS)
+	@$(BIN)/python -m lab.tooling.cache $(CACHE) --prefill --jobs $(JOBS)
 	$(BIN)/jupyter-book build . --all -W --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 # -- the tests ---------------------------------------------------------------------------
-# ruff; the book build (executes notebooks, warnings are errors); then one pytest run:
-# unit tests of lab, nbval on every notebook, assignment round-trips, book structure and the
-# headless-browser smoke test of the built pages.
+# Every notebook is executed once. ruff; the cache guard (drops executions made under other lab
+# sources); pytest on book/: nbval runs every notebook, two at a time, and stores each one that
+# ran through in the book's execution cache (--nbval-cache, lab.tooling.nbcache_plugin); the
+# book build (warnings are errors), whose prefill executes only what nbval did not store; pytest
+# on tests/: unit tests of lab, assignment round-trips, book structure and the tests of the
+# built book (headless browser, generated claims, built pages, the notebook time budget), in
+# one run so that the browser tests share the two workers with the unit tests.
+# nbval needs a notebook's cells in one worker (loadfile); the tests of tests/ are spread one by
+# one (worksteal), so that a slow file (the assignment round trips) does not hold one worker alone.
+PYTEST := LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) -p no:cacheprovider \
+  --durations=10 -m "not slow"
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@$(BIN)/python -m lab.tooling.cache $(CACHE)
+	$(PYTEST) --dist loadfile --nbval-lax --nbval-current-env --nbval-cache $(CACHE) book/
 	@$(MAKE) --no-print-directory book
-	LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider -m "not slow"
+	$(PYTEST) --dist worksteal tests/
 
 lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) book/
