@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import eos  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 FLOPS_PER_STEP = 7  # r = xy - 1 (2), eta r (1), x - er y (2), y - er x (2)
 

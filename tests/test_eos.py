@@ -1,7 +1,9 @@
 """Tests of lab.eos: GD at the edge of stability on overparametrised least squares.
 
-Mirrors the "Correctness checks" of the chapter spec (shared/papers/edge-of-stability-rates.md).
-Everything here runs on CPU in float64 in a few seconds; the CUDA test is skipped without a GPU.
+Mirrors the "Correctness checks" of the chapter spec (shared/papers/edge-of-stability-rates.md)
+and the full text's App. B/F: closed forms (λ* = p y^(2-2/p), ν = 4 y^(2-4/p), the convexity
+moduli), the KKT projection onto M, reference == fast path, bad input. Everything runs on CPU
+in float64; the ``cuda`` test is skipped without a GPU (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import torch
 from scipy.optimize import brentq
 
 from lab import eos
-from lab.core.runtime import small_problem_threads
 
 ETA_SUB, ETA_CRIT, ETA_SUPER = 0.85, 1.0, 1.05
 
@@ -368,10 +369,11 @@ def test_sharpness_hvp_matches_hessian_sharpness(model):
 
 
 def test_sharpness_hvp_on_a_small_network():
-    torch.manual_seed(0)
-    x, y = torch.randn(20, 4, dtype=torch.float64), torch.randn(20, 1, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(0)  # a local generator: the global one is not touched
+    x = torch.randn(20, 4, generator=gen, dtype=torch.float64)
+    y = torch.randn(20, 1, generator=gen, dtype=torch.float64)
     shapes = [(4, 6), (6,), (6, 1), (1,)]
-    params = tuple(0.7 * torch.randn(s, dtype=torch.float64) for s in shapes)  # 37 parameters
+    params = tuple(0.7 * torch.randn(s, generator=gen, dtype=torch.float64) for s in shapes)
 
     def loss(ps):
         w1, b1, w2, b2 = ps
@@ -388,8 +390,7 @@ def test_sharpness_hvp_on_a_small_network():
         return loss(tuple(out))
 
     top = np.linalg.eigvalsh(torch.func.hessian(loss_flat)(flat).numpy())[-1]
-    with small_problem_threads(1):
-        assert eos.sharpness_hvp(loss, params, iters=100) == pytest.approx(top, rel=1e-6)
+    assert eos.sharpness_hvp(loss, params, iters=100) == pytest.approx(top, rel=1e-6)
 
 
 # ------------------------------------------------------------------------------------------
@@ -564,7 +565,6 @@ def test_gd_batched_broadcast_recording_and_float32(xy):
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gd_batched_cuda_matches_cpu(xy):
     w0 = eos.point_on_manifold(xy, 2.6, 1e-3)
     # non-chaotic step sizes (chaos for 1.24 < eta < 1.54 would amplify any 1-ulp difference)
@@ -652,3 +652,277 @@ def test_network_figure_from_a_short_run():
     run = eos.mlp_digits_gd(0.2, steps=20, width=4, n_samples=20, track_every=10)
     fig = figures.network_figure(run, 20)
     assert len(fig.data) == 2 and "2/η = 10.0" in fig.layout.title.text
+
+
+# ------------------------------------------------------------------------------------------
+# the layout: one GD kernel, a cheap import
+# ------------------------------------------------------------------------------------------
+
+
+def test_import_is_lazy_and_cheap():
+    import subprocess
+    import sys
+
+    code = "import sys, lab.eos as e; e.gd; e.project_to_manifold; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # numpy paths never import torch
+    assert set(eos.__all__) >= {"gd", "gd_batched", "project_to_manifold", "attractor", "figures"}
+
+
+@pytest.mark.parametrize(
+    "model", [eos.XYModel(), eos.ProductModel(5), eos.InnerProductModel(3, -1.5)], ids=str
+)
+def test_reference_equals_fast_path_bitwise(model):
+    """The one kernel (``_step``/``_residual``) on Python floats and on torch tensors."""
+    lam, _ = eos.lambda_min(model)
+    starts = np.stack([eos.point_on_manifold(model, s * lam, 1e-3) for s in (1.05, 1.2, 1.4)])
+    etas = np.array([0.9, 1.0, 1.04]) * 2 / lam
+    bt = eos.gd_batched(model, starts, etas, 3000, device="cpu")
+    for i in range(3):
+        ref = eos.gd(model, starts[i], etas[i], 3000)
+        np.testing.assert_allclose(bt.w[:, i].numpy(), ref.w, rtol=0, atol=1e-12)
+        if not isinstance(model, eos.InnerProductModel):  # same op order: bit for bit
+            np.testing.assert_array_equal(bt.w[:, i].numpy(), ref.w)
+
+
+# ------------------------------------------------------------------------------------------
+# App. F: the projection onto M by KKT conditions and bisection
+# ------------------------------------------------------------------------------------------
+
+
+def _scipy_projection(model, theta):
+    from scipy.optimize import minimize
+
+    res = minimize(
+        lambda z: 0.5 * np.sum((z - theta) ** 2),
+        model.project(theta),  # start from the gradient-flow projection (on M)
+        jac=lambda z: z - theta,
+        constraints=[{"type": "eq", "fun": lambda z: model.f(z) - model.target, "jac": model.grad}],
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 500},
+    )
+    return res.x
+
+
+@pytest.mark.parametrize(
+    "model",
+    [eos.ProductModel(5), eos.ProductModel(3, 2.5), eos.XYModel(), eos.InnerProductModel(3, -1.5)],
+    ids=str,
+)
+def test_projection_kkt_product_and_nearest(model):
+    rng = np.random.default_rng(7)
+    lam, star = eos.lambda_min(model)
+    star = np.abs(star) if isinstance(model, eos.ProductModel) else star
+    theta = star * (1 + 0.25 * rng.standard_normal((300, model.dim)))
+    if isinstance(model, eos.ProductModel):
+        theta = np.abs(theta)
+    par = eos.project_to_manifold(model, theta)
+    assert par.shape == theta.shape
+    # on M to 1e-12
+    np.testing.assert_allclose(model.f(par), model.target, rtol=1e-12, atol=0)
+    # KKT: theta - par is parallel to grad f(par)
+    g = model.grad(par)
+    alpha = -np.sum((par - theta) * g, 1) / np.sum(g * g, 1)
+    assert np.max(np.abs(par - theta + alpha[:, None] * g)) < 1e-12
+    # no other sampled point of M is nearer
+    others = eos.project_to_manifold(
+        model, np.abs(theta[::-1]) if model.target > 0 else theta[::-1]
+    )
+    others = np.concatenate([others, model.project(theta)])
+    for t, p in zip(theta[:60], par[:60], strict=True):
+        assert np.linalg.norm(p - t) <= np.min(np.linalg.norm(others - t, axis=1)) + 1e-12
+    # agrees with scipy's constrained minimiser
+    for t, p in zip(theta[:10], par[:10], strict=True):
+        np.testing.assert_allclose(_scipy_projection(model, t), p, atol=1e-7)
+    # a single point keeps its shape; depth given as an int
+    one = eos.project_to_manifold(model, theta[0])
+    assert one.shape == (model.dim,)
+    if isinstance(model, eos.ProductModel):
+        np.testing.assert_allclose(
+            eos.project_to_manifold(model.depth, theta[:5], y=model.target), par[:5], rtol=1e-15
+        )
+
+
+def test_projection_far_above_the_manifold():
+    """Far above M the "+" branch overshoots; the smallest coordinate takes the "-" root."""
+    xy = eos.ProductModel(2)
+    z = eos.project_to_manifold(xy, [10.0, 10.0])
+    assert np.prod(z) == pytest.approx(1.0, rel=1e-12)
+    ref = min(
+        (_scipy_projection(xy, np.array([10.0, 10.0]) + d) for d in ([0.1, -0.1], [-0.1, 0.1])),
+        key=lambda q: np.linalg.norm(q - 10.0),
+    )
+    assert np.linalg.norm(z - 10.0) <= np.linalg.norm(ref - 10.0) + 1e-9  # as near as SLSQP
+    assert np.linalg.norm(z - 10.0) < np.linalg.norm(np.ones(2) - 10.0)  # not the balanced point
+    p5 = eos.ProductModel(5)
+    theta = np.array([0.5, 3.0, 3.0, 3.0, 3.0])  # product 40.5, far above y = 1
+    z = eos.project_to_manifold(p5, theta)
+    assert np.prod(z) == pytest.approx(1.0, rel=1e-12)
+    grid = eos.project_to_manifold(
+        p5, np.abs(theta + 0.5 * np.random.default_rng(0).standard_normal((3000, 5)))
+    )
+    assert np.linalg.norm(z - theta) <= np.min(np.linalg.norm(grid - theta, axis=1)) + 1e-12
+
+
+def test_manifold_coordinates_and_sharpness_gradient():
+    p5 = eos.ProductModel(5)
+    rng = np.random.default_rng(3)
+    theta = np.abs(1 + 0.1 * rng.standard_normal((50, 5)))
+    par, perp = eos.manifold_coordinates(p5, theta)
+    n = p5.grad(par) / np.linalg.norm(p5.grad(par), axis=1, keepdims=True)
+    np.testing.assert_allclose(par + perp[:, None] * n, theta, atol=1e-13)
+    # the Riemannian gradient: tangent, and the derivative of lambda along M
+    q = par[0]
+    g = eos.sharpness_gradient_on_manifold(p5, q)
+    assert abs(g @ n[0]) < 1e-12
+    v = rng.standard_normal(5)
+    v -= (v @ n[0]) * n[0]
+    h = 1e-6
+
+    def lam(z):
+        return float(np.sum(p5.grad(eos.project_to_manifold(p5, z)) ** 2))
+
+    fd = (lam(q + h * v) - lam(q - h * v)) / (2 * h)
+    assert fd == pytest.approx(g @ v, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# App. B: closed forms and convexity constants
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p,y", [(2, 1.0), (3, 1.0), (5, 1.0), (3, 2.5), (5, 0.4)])
+def test_flattest_sharpness_and_nu(p, y):
+    k = eos.flattest_constants(p, y)
+    model = eos.ProductModel(p, y)
+    assert k.sharpness == pytest.approx(p * y ** (2 - 2 / p), rel=1e-15)
+    assert k.eta_critical == pytest.approx(2 / k.sharpness)
+    assert eos.hessian_sharpness(model, k.theta_star) == pytest.approx(k.sharpness, rel=1e-12)
+    assert eos.lambda_min(model)[0] == pytest.approx(k.sharpness, rel=1e-12)
+    H = eos.riemannian_hessian(model, k.theta_star)
+    assert H.shape == (p - 1, p - 1)
+    np.testing.assert_allclose(np.linalg.eigvalsh(H), 4 * y ** (2 - 4 / p), rtol=1e-5)  # Prop B.7
+
+
+def test_paper_example_constants():
+    k = eos.flattest_constants(5)
+    assert (k.sharpness, k.eta_critical, k.nu, k.ball_radius) == pytest.approx((5, 0.4, 4, 0.15))
+    np.testing.assert_array_equal(k.theta_star, np.ones(5))
+    assert eos.convexity_modulus(5) == pytest.approx(1.3375, abs=5e-4)
+    assert eos.convexity_modulus(5) >= 1.33
+    assert eos.convexity_modulus(3, 2.0, 0.0) == pytest.approx(4 * 2.0 ** (2 - 4 / 3))  # δ = 0: ν
+    assert eos.convexity_modulus(2, 7.0) == 2.0
+
+
+@pytest.mark.parametrize("p,y", [(3, 1.0), (5, 1.0), (4, 2.0)])
+def test_convexity_on_the_geodesic_ball(p, y):
+    model = eos.ProductModel(p, y)
+    k = eos.flattest_constants(p, y)
+    pts = eos.geodesic_ball_points(model, k.ball_radius, n=25, seed=p)
+    assert np.all(np.linalg.norm(pts - k.theta_star, axis=1) <= k.ball_radius)  # chord <= geodesic
+    np.testing.assert_allclose(model.f(pts), y, rtol=1e-12)
+    mins = [np.linalg.eigvalsh(eos.riemannian_hessian(model, q))[0] for q in pts]
+    assert min(mins) >= k.modulus  # Prop B.6: 1.33 y^(2-4/p) on the ball
+    # the second difference along a geodesic-like curve through the ball is above the modulus too
+    v = pts[0] - k.theta_star
+    s = np.linspace(-1, 1, 41) * 0.9 * k.ball_radius / np.linalg.norm(v)
+    curve = eos.project_to_manifold(model, k.theta_star + s[:, None] * v)
+    arc = np.concatenate([[0], np.cumsum(np.linalg.norm(np.diff(curve, axis=0), axis=1))])
+    lam = np.sum(model.grad(curve) ** 2, 1)
+    second = np.diff(np.diff(lam) / np.diff(arc)) / (0.5 * (arc[2:] - arc[:-2]))
+    assert second.min() >= 0.95 * k.modulus  # finite-difference curvature along the curve
+
+
+def test_convexity_depth_two_everywhere_and_depth_three_fails_far_away():
+    xy = eos.XYModel()
+    for x in np.geomspace(0.05, 20, 25):
+        assert np.linalg.eigvalsh(eos.riemannian_hessian(xy, [x, 1 / x]))[0] >= 2 - 1e-5
+    p3 = eos.ProductModel(3, 1.5)
+    for eps in (0.1, 0.05):
+        far = np.array([eps, 1.0, 1.5 / eps])  # on M
+        assert p3.f(far) == pytest.approx(1.5)
+        assert np.linalg.eigvalsh(eos.riemannian_hessian(p3, far))[0] < 0
+
+
+# ------------------------------------------------------------------------------------------
+# the paper's experiment, the drift law, beyond the window
+# ------------------------------------------------------------------------------------------
+
+
+def test_starts_on_manifold_and_manifold_runs():
+    p5 = eos.ProductModel(5)
+    starts = eos.starts_on_manifold(p5, 5.25, 3, 1e-3, seed=1)
+    par, perp = eos.manifold_coordinates(p5, starts)
+    np.testing.assert_allclose(np.sum(p5.grad(par) ** 2, 1), 5.25, rtol=1e-10)
+    np.testing.assert_allclose(perp, 1e-3, rtol=1e-8)
+    runs = eos.manifold_runs(p5, 0.39, starts, 3000, dense=3000)
+    assert runs.distance.shape == (3, 3001) and not runs.diverged.any()
+    tau = runs.exit_times()
+    assert np.all((tau > 0) & (tau < 3000))
+    assert np.all(0.39 * runs.sharpness[:, -1] < 2) and np.all(runs.gap[:, -1] > 0)
+    assert np.all(np.diff(runs.sharpness, axis=1) <= 1e-10)  # Thm 5.1: monotone decrease
+
+
+def test_drift_law_is_exact_on_xy_and_close_on_product():
+    xy = eos.XYModel()
+    w0 = eos.point_on_manifold(xy, 2.3, 1e-3)
+    run = eos.gd(xy, w0, 1.0, 3000)
+    law = eos.drift_law(xy, run.w, window=(500, 3000))
+    assert law.cosine.min() > 1 - 1e-9  # along -grad_M lambda (a 1-D manifold)
+    assert law.spread < 0.05
+    p5 = eos.ProductModel(5)
+    start = eos.starts_on_manifold(p5, 5.05, 1, 1e-3, seed=0)[0]
+    law5 = eos.drift_law(p5, eos.gd(p5, start, 0.4, 1500).w, window=(200, 1500))
+    assert law5.cosine.min() > 0.999 and law5.kappa.min() > 0
+
+
+def test_attractor_period_doubling_cascade_and_chaos():
+    xy = eos.XYModel()
+    periods = {
+        eta: eos.attractor(xy, eta, steps=4000, lyapunov_steps=2000)
+        for eta in (0.9, 1.1, 1.25, 1.29, 1.35)
+    }
+    assert [periods[e].period for e in (0.9, 1.1, 1.25, 1.29)] == [1, 2, 4, 8]
+    assert all(periods[e].lyapunov < 0 for e in (0.9, 1.1, 1.25))
+    assert periods[1.35].period == 0 and periods[1.35].lyapunov > 0.05
+    blown = eos.attractor(xy, 3.0, eos.point_on_manifold(xy, 4.0, 1e-3), steps=400)
+    assert blown.diverged and math.isnan(blown.lyapunov) and blown.period == 0
+
+
+# ------------------------------------------------------------------------------------------
+# bad input of the new public names
+# ------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_of_the_paper_functions():
+    p5 = eos.ProductModel(5)
+    with pytest.raises(ValueError, match="positive-orthant"):
+        eos.project_to_manifold(p5, [1.0, -1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="positive-orthant"):
+        eos.project_to_manifold(eos.ProductModel(3, -1.0), [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="theta must have 5 entries"):
+        eos.project_to_manifold(p5, [1.0, 1.0])
+    with pytest.raises(ValueError, match="theta must contain only finite"):
+        eos.project_to_manifold(p5, [1.0, np.nan, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="depth must be an integer in"):
+        eos.project_to_manifold(1, [1.0])
+    with pytest.raises(TypeError, match="model_or_p"):
+        eos.project_to_manifold(True, [1.0, 1.0])
+    with pytest.raises(ValueError, match="not unique"):
+        eos.project_to_manifold(eos.XYModel(), [1.0, -1.0])
+    with pytest.raises(ValueError, match="h must lie in"):
+        eos.riemannian_hessian(p5, np.ones(5), h=1.0)
+    with pytest.raises(ValueError, match="p must be an integer in"):
+        eos.flattest_constants(1)
+    with pytest.raises(ValueError, match="y must be > 0"):
+        eos.flattest_constants(3, -1.0)
+    with pytest.raises(ValueError, match="delta must lie in"):
+        eos.convexity_modulus(3, 1.0, 0.5)
+    with pytest.raises(ValueError, match="sharpness must exceed"):
+        eos.starts_on_manifold(p5, 4.0)
+    with pytest.raises(ValueError, match="w must hold at least 2"):
+        eos.drift_law(p5, np.ones((1, 5)))
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        eos.attractor(eos.XYModel(), 0.0)
+    with pytest.raises(ValueError, match="steps must be an integer in"):
+        eos.attractor(eos.XYModel(), 1.0, max_period=64, steps=10)

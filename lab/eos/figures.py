@@ -12,19 +12,15 @@ import functools
 
 import numpy as np
 
-from ..core.checks import check_int, check_positive
-from . import (
-    InnerProductModel,
-    ProductModel,
-    XYModel,
-    classify_regime,
-    distance_to_flattest,
-    envelope,
-    fit_power_law,
-    gd,
-    lambda_min,
-    point_on_manifold,
-)
+from lab.core.checks import check_int, check_positive
+from lab.core.style import INK, PALETTE
+from lab.eos.experiments import envelope, fit_power_law
+from lab.eos.models import InnerProductModel, ProductModel, XYModel
+from lab.eos.reference import distance_to_flattest, gd, lambda_min, point_on_manifold
+from lab.eos.regimes import classify_regime
+
+BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, YELLOW, BLACK = PALETTE
+GREY = INK  # reference curves (the manifold, y = x) in the book's ink colour
 
 __all__ = [
     "MODELS",
@@ -37,11 +33,11 @@ __all__ = [
 ]
 
 REGIME_COLOURS = {
-    "stable": "#009E73",
-    "subcritical": "#0072B2",
-    "critical": "#E69F00",
-    "supercritical": "#CC79A7",
-    "divergent": "#D55E00",
+    "stable": GREEN,
+    "subcritical": BLUE,
+    "critical": ORANGE,
+    "supercritical": PURPLE,
+    "divergent": VERMILLION,
 }
 
 
@@ -91,7 +87,7 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
             y=1 / grid,
             mode="lines",
             name="M: xy = 1",
-            line=dict(color="#888888", width=1.5),
+            line=dict(color=GREY, width=1.5),
         ),
         1,
         1,
@@ -108,7 +104,7 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
             y=1 / px,
             mode="markers",
             name="λ = 2/η on M",
-            marker=dict(symbol="x", size=10, color="#D55E00"),
+            marker=dict(symbol="x", size=10, color=VERMILLION),
         ),
         1,
         1,
@@ -151,7 +147,7 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
 
     fig.add_hline(
         y=2 / eta,
-        line=dict(dash="dash", color="#D55E00"),
+        line=dict(dash="dash", color=VERMILLION),
         row=2,
         col=1,
         annotation_text="2/η",
@@ -159,7 +155,7 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
     )
     fig.add_hline(
         y=lam_min,
-        line=dict(dash="dot", color="#555555"),
+        line=dict(dash="dot", color=GREY),
         row=2,
         col=1,
         annotation_text="λ_min",
@@ -214,13 +210,11 @@ def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
         cur = nxt
     fig = go.Figure()
     fig.add_trace(
-        go.Scatter(x=a, y=a, mode="lines", name="a' = a", line=dict(color="#999999", dash="dot"))
+        go.Scatter(x=a, y=a, mode="lines", name="a' = a", line=dict(color=GREY, dash="dot"))
     )
-    fig.add_trace(go.Scatter(x=a, y=F(a), mode="lines", name="F(a)", line=dict(color="#0072B2")))
+    fig.add_trace(go.Scatter(x=a, y=F(a), mode="lines", name="F(a)", line=dict(color=BLUE)))
     fig.add_trace(
-        go.Scatter(
-            x=a, y=F(F(a)), mode="lines", name="F(F(a))", line=dict(color="#CC79A7", width=1)
-        )
+        go.Scatter(x=a, y=F(F(a)), mode="lines", name="F(F(a))", line=dict(color=PURPLE, width=1))
     )
     fig.add_trace(
         go.Scatter(
@@ -228,7 +222,7 @@ def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
             y=path_y,
             mode="lines",
             name="GD iterates",
-            line=dict(color="#D55E00", width=1),
+            line=dict(color=VERMILLION, width=1),
         )
     )
     mult = 1 - 2 * eta  # F'(1) = 1 - 2 eta
@@ -292,12 +286,12 @@ def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: in
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
-            x=k[idx], y=dist[idx], mode="lines", name="|w_k − w_flat|", line=dict(color="#0072B2")
+            x=k[idx], y=dist[idx], mode="lines", name="|w_k − w_flat|", line=dict(color=BLUE)
         )
     )
     fig.add_trace(
         go.Scatter(
-            x=k[idx], y=excess[idx], mode="lines", name="λ_k − λ_min", line=dict(color="#009E73")
+            x=k[idx], y=excess[idx], mode="lines", name="λ_k − λ_min", line=dict(color=GREEN)
         )
     )
     fig.add_trace(
@@ -306,7 +300,7 @@ def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: in
             y=c_dist * kf**-p_dist,
             mode="lines",
             name=f"fit k^−{p_dist:.3f}",
-            line=dict(color="#D55E00", dash="dash", width=3),
+            line=dict(color=VERMILLION, dash="dash", width=3),
         )
     )
     fig.add_trace(
@@ -315,10 +309,10 @@ def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: in
             y=c_exc * kf**-p_exc,
             mode="lines",
             name=f"fit k^−{p_exc:.3f}",
-            line=dict(color="#CC79A7", dash="dash", width=3),
+            line=dict(color=PURPLE, dash="dash", width=3),
         )
     )
-    fig.add_vrect(x0=lo, x1=hi, fillcolor="#E69F00", opacity=0.12, line_width=0)
+    fig.add_vrect(x0=lo, x1=hi, fillcolor=ORANGE, opacity=0.12, line_width=0)
     fig.update_layout(
         title_text=f"{model}, η = 2/λ_min = {2 / lam_min:.4f}: distance ~ k^−{p_dist:.3f}, excess sharpness ~ k^−{p_exc:.3f}",
         xaxis=dict(type="log", title="step k"),
@@ -348,7 +342,7 @@ def network_figure(run, steps: int | None = None):
             mode="lines+markers",
             name="sharpness",
             marker=dict(size=4),
-            line=dict(color="#0072B2"),
+            line=dict(color=BLUE),
         ),
         1,
         1,
@@ -359,14 +353,14 @@ def network_figure(run, steps: int | None = None):
             y=run.loss,
             mode="lines",
             name="loss",
-            line=dict(color="#009E73"),
+            line=dict(color=GREEN),
         ),
         1,
         2,
     )
     fig.add_hline(
         y=2 / eta,
-        line=dict(dash="dash", color="#D55E00"),
+        line=dict(dash="dash", color=VERMILLION),
         row=1,
         col=1,
         annotation_text="2/η",
@@ -384,4 +378,33 @@ def network_figure(run, steps: int | None = None):
         else "sharpness not tracked"
     )
     fig.update_layout(title_text=f"η = {eta:.3g}: {where}", height=430, showlegend=False)
+    return fig
+
+
+def manifold_curves_figure(runs: dict, *, title: str | None = None):
+    """The paper's Figs 2-4 in one grid: per regime (rows), the distance ``‖θ∥_t - θ∥*‖``,
+    ``|θ⊥_t|`` and the sharpness gap ``λ(θ∥_t) - λ*`` (columns), one line per start.
+
+    ``runs`` maps a regime name to a ``ManifoldRuns``. Returns a matplotlib figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict {regime name: ManifoldRuns}")
+    fig, axes = plt.subplots(len(runs), 3, figsize=(11, 2.9 * len(runs)), squeeze=False)
+    columns = ("‖θ∥ₜ − θ∥*‖", "|θ⊥ₜ|", "λ(θ∥ₜ) − λ*")
+    for row, (name, run) in zip(axes, runs.items(), strict=True):
+        t = np.maximum(run.t, 1)
+        for i in range(run.distance.shape[0]):
+            colour = PALETTE[i % len(PALETTE)]
+            for ax, values in zip(
+                row, (run.distance[i], np.abs(run.perp[i]), run.gap[i]), strict=True
+            ):
+                ax.loglog(t, np.where(values > 0, values, np.nan), color=colour, lw=1)
+        for ax, label in zip(row, columns, strict=True):
+            ax.set(xlabel="step t", ylabel=label)
+        row[0].set_title(f"{name}: η = {run.eta:g}", loc="left")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
     return fig
