@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LAB_PROGRESS", "0")
 
 from lab import actor_critic as ac  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 ACTOR, CRITIC = ac.StepSchedule(0.1, 2 / 3), ac.StepSchedule(1.0, 2 / 3)
 ONCE = {"reps": 1, "warmup": 0}

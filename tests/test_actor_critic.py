@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from scipy.optimize import linprog
 
 from lab import actor_critic as ac
@@ -80,7 +79,9 @@ def test_occupancy_is_a_distribution_and_matches_restart_sampler(mdp):
     assert np.all(d >= 0) and abs(d.sum() - 1) < 1e-12
     # the restart sampler's stopping state is distributed as d
     n = 20_000
-    s, steps = ac._restart_draw(mdp, np.broadcast_to(pi, (n, 6, 3)), rng)
+    from lab.actor_critic.reference import _restart_draw
+
+    s, steps = _restart_draw(mdp, np.broadcast_to(pi, (n, 6, 3)), rng)
     freq = np.bincount(s, minlength=6) / n
     se = np.sqrt(d * (1 - d) / n)
     assert np.all(np.abs(freq - d) <= 4 * se + 1e-12)
@@ -220,7 +221,6 @@ def test_torch_matches_reference(mdp):
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_torch_cuda_matches_reference(mdp):
     u = np.random.default_rng(4).random((1000, 16, 4))
     ref = ac.single_timescale_ac(
@@ -280,3 +280,74 @@ def test_ac_update_by_hand():
     assert np.count_nonzero(q != Q) == 1 and theta[0, 0] == 0.0  # inputs not modified
     with pytest.raises(ValueError, match="s_next"):
         ac.ac_update(theta, Q, 0, 0, 5, 1, 0.3, 0.5, 0.2, 0.1)
+
+
+# ------------------------------------------------------------------------------------------
+# the batched many-MDP engine and the exponent study
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_batch_engine_matches_reference_per_mdp(backend):
+    mdps = [ac.random_mdp(5, 3, 0.9, s) for s in (1, 2, 3)]
+    K, R = 400, 2
+    u = np.random.default_rng(5).random((K, 3 * R, 4))
+    actor, critic = ac.StepSchedule(0.5, 2 / 3), ac.StepSchedule(20.0, 2 / 3, cap=1.0)
+    with small_problem_threads(1):
+        b = ac.single_timescale_ac_batch(
+            mdps, K, actor, critic, R, uniforms=u, eval_points=12, backend=backend,
+            device="cpu", show_progress=False,
+        )  # fmt: skip
+    assert b.gaps.shape == (3, R, b.k.size) and b.mdp_gap.shape == (3, b.k.size)
+    for i, m in enumerate(mdps):
+        ref = ac.single_timescale_ac(
+            m, K, actor, critic, R, uniforms=u[:, i * R : (i + 1) * R], eval_points=12,
+            show_progress=False,
+        )  # fmt: skip
+        np.testing.assert_allclose(b.gaps[i], ref.gaps, atol=1e-10)
+        np.testing.assert_allclose(b.critic_errors[i], ref.critic_errors, atol=1e-10)
+        assert b.J_star[i] == pytest.approx(ref.J_star, abs=1e-12)
+
+
+@pytest.mark.cuda
+def test_batch_engine_cuda_matches_numpy():
+    mdps = [ac.random_mdp(6, 3, 0.9, s) for s in range(4)]
+    u = np.random.default_rng(6).random((500, 4 * 8, 4))
+    a = ac.single_timescale_ac_batch(mdps, 500, runs=8, uniforms=u, backend="numpy")
+    b = ac.single_timescale_ac_batch(mdps, 500, runs=8, uniforms=u, backend="torch", device="cuda")
+    np.testing.assert_allclose(a.gaps, b.gaps, atol=1e-8)
+
+
+def test_batch_engine_is_deterministic_and_validates():
+    m = [ac.random_mdp(4, 2, 0.9, 0), ac.random_mdp(4, 2, 0.9, 1)]
+    a = ac.single_timescale_ac_batch(m, 200, runs=2, seed=3, show_progress=False)
+    b = ac.single_timescale_ac_batch(m, 200, runs=2, seed=3, show_progress=False)
+    np.testing.assert_array_equal(a.gaps, b.gaps)
+    with pytest.raises(ValueError, match="share"):
+        ac.single_timescale_ac_batch([m[0], ac.random_mdp(5, 2, 0.9, 0)], 10)
+    with pytest.raises(TypeError, match="mdps"):
+        ac.single_timescale_ac_batch([], 10)
+    with pytest.raises(TypeError, match=r"mdps\[1\]"):
+        ac.single_timescale_ac_batch([m[0], "x"], 10)
+    with pytest.raises(ValueError, match="backend"):
+        ac.single_timescale_ac_batch(m, 10, backend="jax")
+    with pytest.raises(ValueError, match="uniforms"):
+        ac.single_timescale_ac_batch(m, 10, runs=2, uniforms=np.zeros((10, 3, 4)), backend="numpy")
+
+
+def test_exponent_study_fits_and_maps_the_interval():
+    st = ac.exponent_study(3, 2, 600, schedules={"p": ac.SCHEDULES[next(iter(ac.SCHEDULES))]},
+                           eval_points=20, show_progress=False)  # fmt: skip
+    ci = st.gap_ci["p"]
+    assert ci.exponents.shape == (3,) and ci.low <= ci.mean <= ci.high
+    q, lo, hi = st.eps_exponent["p"]
+    if ci.high < 0:  # q = -1/slope, the interval mapped through the same monotone map
+        assert q == pytest.approx(-1 / ci.mean) and lo == pytest.approx(-1 / ci.low)
+        assert hi == pytest.approx(-1 / ci.high)
+    assert st.window == (600 / 30, 600.0)
+    with pytest.raises(ValueError, match="n_mdps"):
+        ac.exponent_study(1)
+    with pytest.raises(ValueError, match="window_start"):
+        ac.exponent_study(2, 1, 200, window_start=0.9)
+    with pytest.raises(TypeError, match="schedules"):
+        ac.exponent_study(2, 1, 200, schedules={"x": 1})

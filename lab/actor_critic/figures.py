@@ -8,49 +8,14 @@ See: book/actor_critic/01-gap-vs-samples.ipynb, book/actor_critic/02-schedules-a
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..core.checks import check_int, check_positive, check_range
-from . import StepSchedule, exact_pg_ascent, fit_rate, random_mdp, single_timescale_ac
+from lab.core.checks import check_int, check_positive, check_range
 
-__all__ = ["cached_run", "schedule_figure", "stall_figure"]
+from .experiments import cached_run
+from .reference import fit_rate
 
-
-@functools.lru_cache(maxsize=256)
-def cached_run(
-    p_actor: float,
-    p_critic: float,
-    c_actor: float,
-    c_critic: float,
-    K: int = 5000,
-    runs: int = 4,
-    seed: int = 0,
-    n_states: int = 6,
-    gamma: float = 0.9,
-    with_pg: bool = True,
-):
-    """One (memoised) actor-critic run on ``random_mdp(n_states, 3, gamma, seed)``, and (with
-    ``with_pg``) exact policy-gradient ascent with the same actor schedule.
-
-    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
-    """
-    mdp = random_mdp(n_states, 3, gamma, seed)
-    hist = single_timescale_ac(
-        mdp,
-        K,
-        StepSchedule(c_actor, p_actor),
-        StepSchedule(c_critic, p_critic),
-        runs,
-        seed,
-        eval_points=60,
-        show_progress=False,
-    )
-    pg = (
-        exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60) if with_pg else None
-    )
-    return hist, pg
+__all__ = ["cached_run", "exponent_figure", "schedule_figure", "stall_figure"]
 
 
 def schedule_figure(
@@ -173,4 +138,73 @@ def stall_figure(
         height=400,
         legend=dict(orientation="h", y=-0.25),
     )
+    return fig
+
+
+def exponent_figure(study):
+    """Mean gap over MDPs against samples for each schedule of an :class:`ExponentStudy`, and the
+    sample-complexity exponent intervals beside the paper's 3 and the prior art's 4.
+
+    ``2 * n_schedules + 2`` traces (a curve and an interval per schedule, two reference lines).
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from .experiments import ExponentStudy
+
+    if not isinstance(study, ExponentStudy):
+        raise TypeError(f"study must be an ExponentStudy (got {type(study).__name__})")
+    colours = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00"]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.6, 0.4],
+        subplot_titles=("gap J* − J(π_k), mean over MDPs", "samples ∝ ε^−q: interval of q"),
+    )
+    names = list(study.histories)
+    for i, name in enumerate(names):
+        h = study.histories[name]
+        c = colours[i % len(colours)]
+        fig.add_trace(
+            go.Scatter(x=np.maximum(h.k, 1), y=h.mdp_gap.mean(0), name=name, line_color=c), 1, 1
+        )
+        q, lo, hi = study.eps_exponent[name]
+        hi_plot = min(hi, 10.0)
+        fig.add_trace(
+            go.Scatter(
+                x=[min(q, 10.0)],
+                y=[name],
+                mode="markers",
+                marker=dict(color=c, size=10),
+                error_x=dict(
+                    type="data",
+                    symmetric=False,
+                    array=[hi_plot - min(q, 10.0)],
+                    arrayminus=[min(q, 10.0) - lo],
+                ),
+                showlegend=False,
+            ),
+            1,
+            2,
+        )
+    for q, dash in ((3, "dash"), (4, "dot")):
+        fig.add_trace(
+            go.Scatter(
+                x=[q, q],
+                y=[names[0], names[-1]],
+                mode="lines",
+                line=dict(color="gray", dash=dash),
+                name=f"q = {q}",
+            ),
+            1,
+            2,
+        )
+    fig.add_vrect(x0=study.window[0], x1=study.window[1], opacity=0.08, line_width=0, row=1, col=1)
+    fig.update_xaxes(type="log", title_text="samples k", row=1, col=1)
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_xaxes(title_text="exponent q (95% interval over MDPs)", row=1, col=2)
+    fig.update_yaxes(showticklabels=False, row=1, col=2)
+    fig.update_layout(height=430, legend=dict(orientation="h", y=-0.25))
     return fig

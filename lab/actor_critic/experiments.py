@@ -1,0 +1,208 @@
+"""Drivers the notebooks call: the exponent study (single timescale beside the prior-art
+schedules, many MDPs, intervals over seeds) and memoised single runs for the widgets.
+
+See: book/actor_critic/01-gap-vs-samples.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import check_int, check_range
+from lab.core.rates import ExponentCI, exponent_ci
+
+from .fast import BatchHistory, single_timescale_ac_batch
+from .mdp import random_mdp
+from .reference import StepSchedule, exact_pg_ascent, single_timescale_ac
+
+__all__ = ["SCHEDULES", "ExponentStudy", "exponent_study", "cached_run"]
+
+#: the schedules of the exponent study: (actor, critic). Same constants for all three; the
+#: critic constant is the fast, capped one (see the module docstring's deviations).
+SCHEDULES: dict[str, tuple[StepSchedule, StepSchedule]] = {
+    "single-timescale k^-2/3 (paper)": (
+        StepSchedule(0.1, 2 / 3),
+        StepSchedule(20.0, 2 / 3, cap=1.0),
+    ),
+    "single-timescale k^-1/2 (ε-stationarity route)": (
+        StepSchedule(0.1, 1 / 2),
+        StepSchedule(20.0, 1 / 2, cap=1.0),
+    ),
+    "two-timescale k^-3/5, k^-2/5": (
+        StepSchedule(0.1, 3 / 5),
+        StepSchedule(20.0, 2 / 5, cap=1.0),
+    ),
+}
+
+
+@dataclass
+class ExponentStudy:
+    """Gap and critic-error decay of several schedules on the same MDPs, with intervals.
+
+    Attributes
+    ----------
+    k : ndarray (n_eval,)
+        Samples at the evaluation points.
+    histories : dict[str, BatchHistory]
+        One batched run per schedule (same MDPs, same seed).
+    window : (float, float)
+        The range of ``k`` the power laws are fitted on.
+    gap_ci : dict[str, ExponentCI]
+        Log-log slope of each MDP's mean gap against ``k`` (negative), interval over the MDPs.
+    eps_exponent : dict[str, tuple[float, float, float]]
+        ``(estimate, low, high)`` of the sample-complexity exponent ``q`` in
+        ``samples ~ eps^-q``: ``q = -1 / slope``, the interval is the slope interval mapped
+        through that monotone map (``inf`` where the slope interval reaches 0).
+    early_slope, late_slope : dict[str, float]
+        Mean slope on the first and the second half (in ``log k``) of the window: close values
+        mean the run has left the pre-asymptotic region.
+    critic_ci : dict[str, ExponentCI]
+        Log-log slope of each MDP's mean critic error, interval over the MDPs.
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+
+    k: np.ndarray
+    histories: dict[str, BatchHistory]
+    window: tuple[float, float]
+    gap_ci: dict[str, ExponentCI]
+    eps_exponent: dict[str, tuple[float, float, float]]
+    early_slope: dict[str, float]
+    late_slope: dict[str, float]
+    critic_ci: dict[str, ExponentCI]
+    config: dict = field(default_factory=dict)
+
+
+def _eps(slope: float) -> float:
+    return -1.0 / slope if slope < 0 else math.inf
+
+
+def exponent_study(
+    n_mdps: int = 16,
+    runs: int = 4,
+    K: int = 20_000,
+    *,
+    schedules: dict[str, tuple[Any, Any]] | None = None,
+    n_states: int = 6,
+    n_actions: int = 3,
+    gamma: float = 0.9,
+    window_start: float = 1 / 30,
+    level: float = 0.95,
+    seed: int = 0,
+    eval_points: int = 40,
+    backend: str = "auto",
+    device: Any = None,
+    show_progress: bool | None = None,
+) -> ExponentStudy:
+    """Run each schedule on ``random_mdp(n_states, n_actions, gamma, seed + i)``, ``i < n_mdps``,
+    and fit the decay exponents of the gap and of the critic error, with intervals over MDPs.
+
+    Each MDP is one seed of the interval: its ``runs`` runs are averaged, the log-log slope of
+    that mean gap over ``k`` in ``[window_start * K, K]`` is fitted, and
+    :func:`lab.core.rates.exponent_ci` gives a Student-t interval over the MDPs.
+
+    Parameters
+    ----------
+    n_mdps : int
+        MDPs (>= 2: the interval needs two seeds).
+    runs : int
+        Runs per MDP (averaged before fitting).
+    K : int
+        Samples per run (>= 100).
+    schedules : dict name -> (actor, critic), optional
+        Default :data:`SCHEDULES`.
+    n_states, n_actions, gamma
+        The random MDPs.
+    window_start : float
+        The fit window starts at ``window_start * K``, in (0, 0.5].
+    level : float
+        Confidence level in (0, 1).
+    seed : int
+        First MDP seed, and the seed of the runs' random numbers.
+    eval_points, backend, device, show_progress
+        As in :func:`single_timescale_ac_batch`.
+
+    Returns
+    -------
+    ExponentStudy
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    n_mdps = check_int("n_mdps", n_mdps, 2, 100_000)
+    runs = check_int("runs", runs, 1, 100_000)
+    K = check_int("K", K, 100, 10**9)
+    window_start = check_range("window_start", window_start, 0.0, 0.5, low_inclusive=False)
+    level = check_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    seed = check_int("seed", seed, 0, 2**31)
+    if schedules is None:
+        schedules = SCHEDULES
+    if not isinstance(schedules, dict) or not schedules:
+        raise TypeError(
+            f"schedules must be a non-empty dict name -> (actor, critic) (got {schedules!r})"
+        )
+    mdps = [random_mdp(n_states, n_actions, gamma, seed + i) for i in range(n_mdps)]
+    window = (window_start * K, float(K))
+    mid = math.sqrt(window[0] * window[1])
+    hist, gap_ci, eps, early, late, crit = {}, {}, {}, {}, {}, {}
+    for name, pair in schedules.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError(f"schedules[{name!r}] must be a pair (actor, critic) (got {pair!r})")
+        h = single_timescale_ac_batch(
+            mdps, K, pair[0], pair[1], runs, seed, eval_points=eval_points, backend=backend,
+            device=device, show_progress=show_progress,
+        )  # fmt: skip
+        hist[name] = h
+        ci = exponent_ci(h.k, h.mdp_gap, level=level, window=window)
+        gap_ci[name] = ci
+        eps[name] = (_eps(ci.mean), _eps(ci.low), _eps(ci.high))
+        early[name] = float(exponent_ci(h.k, h.mdp_gap, level=level, window=(window[0], mid)).mean)
+        late[name] = float(exponent_ci(h.k, h.mdp_gap, level=level, window=(mid, window[1])).mean)
+        crit[name] = exponent_ci(h.k, h.mdp_critic_error, level=level, window=window)
+    k = next(iter(hist.values())).k
+    return ExponentStudy(
+        k=k, histories=hist, window=window, gap_ci=gap_ci, eps_exponent=eps, early_slope=early,
+        late_slope=late, critic_ci=crit,
+        config=dict(n_mdps=n_mdps, runs=runs, K=K, n_states=n_states, n_actions=n_actions,
+                    gamma=gamma, seed=seed, level=level),
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def cached_run(
+    p_actor: float,
+    p_critic: float,
+    c_actor: float,
+    c_critic: float,
+    K: int = 5000,
+    runs: int = 4,
+    seed: int = 0,
+    n_states: int = 6,
+    gamma: float = 0.9,
+    with_pg: bool = True,
+    critic_cap: float | None = None,
+):
+    """One (memoised) actor-critic run on ``random_mdp(n_states, 3, gamma, seed)``, and (with
+    ``with_pg``) exact policy-gradient ascent with the same actor schedule.
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    mdp = random_mdp(n_states, 3, gamma, seed)
+    hist = single_timescale_ac(
+        mdp,
+        K,
+        StepSchedule(c_actor, p_actor),
+        StepSchedule(c_critic, p_critic, cap=critic_cap),
+        runs,
+        seed,
+        eval_points=60,
+        show_progress=False,
+    )
+    pg = (
+        exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60) if with_pg else None
+    )
+    return hist, pg
