@@ -1,19 +1,26 @@
-"""MU-SplitFed: the batched fast path vs the reference loop, and rounds/time to a target loss.
+"""MU-SplitFed: the batched fast path vs the reference loop, time to a target, stability, memory.
 
 Cases:
 
-* ``simulate_vectorized`` (batched matmul backend, and the ``torch.func.vmap`` backend) against
-  the reference loop ``simulate``: the same rounds (digits MLP 64-32-32-10 cut after block 1,
-  M = 10, P = 5, B = 32), timed per run; the max parameter difference in float64 is reported.
-* Rounds and simulated time (exponential straggler delays, mean 2 client forwards; server
-  step = 0.1) to training loss 2.1: MU-SplitFed (tau = 4, and adaptive tau) against vanilla
-  ZO SplitFed (tau = 1) and a first-order FedAvg peer (one local SGD step of the full MLP per
-  round, lr 0.1, same participants and batches; its clock counts a forward+backward as 2
-  client forwards).
-* ``--gpu``: the fast path on CUDA with 100 clients.
+0. ``simulate_vectorized`` (batched matmul backend, and the ``torch.func.vmap`` backend) against
+   the reference loop ``simulate``: the same rounds (digits MLP 64-32-32-10 cut after block 1,
+   M = 10, P = 5, B = 32), timed per run; the max parameter difference in float64 is reported.
+1. Whole runs of 800 rounds with exponential straggler delays (mean 2 client forwards; server
+   step = 0.1): rounds and simulated time to training loss 1.0, final loss and accuracy, for
+   vanilla ZO SplitFed (tau = 1), MU-SplitFed (tau = 4; adaptive tau with the per-round server
+   budget ``tau_ref = 4``; adaptive tau without it, the configuration of issue 17 that
+   diverged), and a first-order FedAvg peer (one local SGD step of the full MLP per round,
+   lr 0.1, same participants and batches; its clock counts a forward+backward as 2 client
+   forwards).
+2. Peak memory of one client update, zeroth-order vs first-order (``client_memory``), for the
+   chapter's client and a 3-block client of width 256 (CPU tensor tracker; CUDA memory stats
+   with ``--gpu``).
+3. (not with ``--quick``) The same configuration as case 1 for 2000 rounds: adaptive tau with
+   and without the budget, and tau = 4.
+4. ``--gpu``: the fast path on CUDA with 100 clients.
 
     python benchmarks/bench_splitfed.py            # CPU
-    python benchmarks/bench_splitfed.py --quick    # CPU, < 20 s
+    python benchmarks/bench_splitfed.py --quick    # CPU, < 30 s
     python benchmarks/bench_splitfed.py --gpu
 """
 
@@ -28,44 +35,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STEPS = dict(eta_s=0.02, eta_c=0.01, eta_g=1.0, lam=5e-3, batch=32)
-TARGET = 2.1
-
-
-def fedavg_first_order(data, cfg, lr=0.1, seed=0):
-    """First-order FedAvg peer: each participant takes one SGD step on its batch; average."""
-    import torch
-
-    from lab import splitfed as sf
-    from lab.splitfed import algorithm as alg
-
-    model = sf.make_mlp((64, 32, 32, 10), seed=seed)
-    flat = alg._Flat(model)
-    x = flat.init(torch.float32)
-    Xtr, ytr = data["train"]
-    rounds, losses = [], []
-    for t in range(cfg.rounds):
-        part = alg._participants(cfg, t)
-        new = []
-        for m in part:
-            X, y = data["clients"][m]
-            idx = torch.as_tensor(alg._batch(cfg, t, m, len(y)))
-            w = x.clone().requires_grad_(True)
-            loss = alg._loss(flat(w, X[idx]), y[idx])
-            (g,) = torch.autograd.grad(loss, w)
-            new.append(x - lr * g)
-        x = torch.stack(new).mean(0)
-        if (t + 1) % cfg.eval_every == 0:
-            with torch.no_grad():
-                losses.append(float(alg._loss(flat(x, Xtr), ytr)))
-            rounds.append(t + 1)
-    return rounds, losses
+TARGET = 1.0
 
 
 def main() -> None:
     import torch
 
     from lab import splitfed as sf
-    from lab.core.bench import Benchmark
+    from lab.tooling.bench import Benchmark
 
     bench = Benchmark("splitfed", __doc__)
     quick = bench.quick
@@ -98,29 +75,33 @@ def main() -> None:
 
     T = 300 if quick else 800
     delay = 2.0
-    with bench.case(
-        f"rounds / simulated time to loss {TARGET}, delay mean {delay}",
-        target="tau = 4 needs <= 0.6x the rounds of tau = 1", rounds=T, delay_mean=delay,
-    ) as case:  # fmt: skip
-        ev = sf.evaluator(c, s, data["train"], data["test"])
-        base = dict(rounds=T, eval_every=10, delay_mean=delay, **STEPS)
-        for role, name, kw in [
-            ("reference", "vanilla ZO SplitFed (tau = 1)", dict(tau=1)),
-            ("fast", "MU-SplitFed tau = 4", dict(tau=4)),
-            ("fast", "MU-SplitFed adaptive tau", dict(tau=1, adaptive_tau=True)),
-        ]:
-            t0 = time.perf_counter()
-            h = sf.simulate_vectorized(
-                c, s, data["clients"], sf.MUSplitFedConfig(**base, **kw), ev, device="cpu"
-            )
-            r, clock = sf.rounds_to_target(h, TARGET)
-            case.record(
-                role, name, seconds=time.perf_counter() - t0, rounds_to_target=r,
-                sim_time_to_target=clock, final_loss=h.loss[-1], final_acc=h.acc[-1],
-            )  # fmt: skip
-        cfg = sf.MUSplitFedConfig(**base)
+    ev = sf.evaluator(c, s, data["train"], data["test"])
+
+    def whole_run(case, role, name, **kw):
         t0 = time.perf_counter()
-        r_fo, l_fo = fedavg_first_order(data, cfg)
+        cfg = sf.MUSplitFedConfig(**{**base, **kw})
+        h = sf.simulate_vectorized(c, s, data["clients"], cfg, ev, device="cpu")
+        r, clock = sf.rounds_to_target(h, TARGET)
+        case.record(
+            role, name, seconds=time.perf_counter() - t0, rounds_to_target=r,
+            sim_time_to_target=clock, final_loss=h.loss[-1], final_acc=h.acc[-1],
+            best_loss=float(np.nanmin(h.loss)), mean_tau=float(np.mean(h.tau)),
+        )  # fmt: skip
+
+    base = dict(rounds=T, eval_every=10, delay_mean=delay, **STEPS)
+    with bench.case(
+        f"{T} rounds, delay mean {delay}: time to loss {TARGET} and final loss",
+        target="adaptive tau stable (final loss < 0.5) and sooner than vanilla", rounds=T,
+        delay_mean=delay,
+    ) as case:  # fmt: skip
+        whole_run(case, "reference", "vanilla ZO SplitFed (tau = 1)", tau=1)
+        whole_run(case, "fast", "MU-SplitFed tau = 4", tau=4)
+        whole_run(case, "fast", "MU-SplitFed adaptive tau", tau=1, adaptive_tau=True)
+        whole_run(
+            case, "fast", "adaptive tau without the budget", tau=1, adaptive_tau=True, tau_ref=None
+        )
+        t0 = time.perf_counter()
+        r_fo, l_fo = sf.fedavg_first_order(data, sf.MUSplitFedConfig(**base))
         hit = [r for r, v in zip(r_fo, l_fo, strict=True) if v <= TARGET]
         sm = sf.StragglerModel(delay, seed=0, t_client=2.0, t_server=1e-9)
         clock = np.cumsum([sm.round_time(sm.sample(t, 10)[:5], 1)["time"] for t in range(T)])
@@ -129,6 +110,36 @@ def main() -> None:
             rounds_to_target=hit[0] if hit else None,
             sim_time_to_target=float(clock[hit[0] - 1]) if hit else None, final_loss=l_fo[-1],
         )  # fmt: skip
+
+    with bench.case(
+        "peak client memory of one update, zeroth- vs first-order",
+        target="zeroth-order peak <= 0.5x first-order (paper Fig. 4: 0.13)", batch=32,
+    ) as case:  # fmt: skip
+        X = data["train"][0][:32]
+        deep, _ = sf.split_model(sf.make_mlp((64, 256, 256, 256, 10), seed=0), 3)
+        devices = ["cpu"] + (["cuda"] if bench.gpu and torch.cuda.is_available() else [])
+        for dev in devices:
+            for label, net in (("chapter client", c), ("3-block client of width 256", deep)):
+                zo = sf.client_memory(net, X, mode="zo", device=dev)
+                fo = sf.client_memory(net, X, mode="fo", device=dev)
+                case.record(
+                    "fast", f"{label} ({dev})", device=dev, zo_peak_bytes=zo["peak_bytes"],
+                    fo_peak_bytes=fo["peak_bytes"], param_bytes=zo["param_bytes"],
+                    zo_over_fo=zo["peak_bytes"] / fo["peak_bytes"], method=zo["method"],
+                )  # fmt: skip
+
+    if not quick:
+        base = dict(rounds=2000, eval_every=50, delay_mean=delay, **STEPS)
+        with bench.case(
+            f"2000 rounds, delay mean {delay}", target="adaptive tau stable over 2000 rounds",
+            rounds=2000, delay_mean=delay,
+        ) as case:  # fmt: skip
+            whole_run(case, "fast", "MU-SplitFed adaptive tau", tau=1, adaptive_tau=True)
+            whole_run(
+                case, "reference", "adaptive tau without the budget", tau=1, adaptive_tau=True,
+                tau_ref=None,
+            )  # fmt: skip
+            whole_run(case, "peer", "MU-SplitFed tau = 4", tau=4)
 
     if bench.gpu and torch.cuda.is_available():
         many = sf.load_digits_clients(100, seed=0)

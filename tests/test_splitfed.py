@@ -7,14 +7,7 @@ import pytest
 import torch
 
 from lab import splitfed as sf
-from lab.core.runtime import cuda_available, small_problem_threads
-from lab.splitfed import algorithm as alg
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    with small_problem_threads(1):
-        yield
+from lab.splitfed import reference as alg
 
 
 @pytest.fixture(scope="module")
@@ -328,7 +321,6 @@ def test_launch_local_bad_inputs():
 
 # ---------------------------------------------------------------- CUDA
 @pytest.mark.cuda
-@pytest.mark.skipif(not cuda_available(), reason="needs CUDA")
 def test_vectorized_cuda_matches_reference(digits):
     c, s = _nets()
     cfg = sf.MUSplitFedConfig(tau=3, rounds=20, dtype="float64")
@@ -337,3 +329,105 @@ def test_vectorized_cuda_matches_reference(digits):
         fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cuda", backend=backend)
         assert fast.xc.is_cuda
         assert float((ref.xc - fast.xc.cpu()).abs().max()) < 1e-6
+
+
+# ---------------------------------------------------------------- server step tied to tau
+BENCH_STEPS = dict(eta_s=0.02, eta_c=0.01, eta_g=1.0, lam=5e-3, batch=32)
+
+
+def test_server_step_budget_invariant():
+    cfg = sf.MUSplitFedConfig(eta_s=0.02, tau_ref=4)
+    for tau in range(1, 33):
+        eta_s, eta_c, eta_g = cfg.steps(tau)
+        assert eta_s * tau <= 0.02 * 4 + 1e-15  # the server moves at most eta_s * tau_ref
+        assert eta_s == (0.02 if tau <= 4 else 0.02 * 4 / tau)
+        assert (eta_c, eta_g) == (cfg.eta_c, cfg.eta_g)
+    assert sf.MUSplitFedConfig(eta_s=0.02, tau_ref=None).steps(16)[0] == 0.02
+    theory = sf.MUSplitFedConfig(theory_steps=True, eta_c=0.01)
+    assert theory.steps(8)[0] == pytest.approx(0.01 / 8)
+    with pytest.raises(ValueError, match="tau_ref"):
+        sf.MUSplitFedConfig(tau_ref=0)
+    with pytest.raises(ValueError, match="tau"):
+        cfg.steps(0)
+
+
+def test_adaptive_run_uses_the_budget(digits):
+    """The reference loop and the fast path both scale the server step when tau > tau_ref."""
+    c, s = _nets()
+    cfg = sf.MUSplitFedConfig(
+        rounds=12, adaptive_tau=True, delay_mean=4.0, dtype="float64", **BENCH_STEPS
+    )
+    ref = sf.simulate(c, s, digits["clients"], cfg)
+    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cpu")
+    assert max(ref.tau) > 4 and float((ref.xs - fast.xs).abs().max()) < 1e-10
+    old = sf.simulate(c, s, digits["clients"], cfg.replace(tau_ref=None))
+    assert old.tau == ref.tau and not torch.equal(old.xs, ref.xs)
+
+
+def _adaptive_run(digits, rounds, tau_ref):
+    c, s = _nets()
+    ev = sf.evaluator(c, s, digits["train"], digits["test"])
+    cfg = sf.MUSplitFedConfig(
+        tau=1, adaptive_tau=True, delay_mean=2.0, rounds=rounds, eval_every=rounds,
+        tau_ref=tau_ref, **BENCH_STEPS,
+    )  # fmt: skip
+    return sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu")
+
+
+def test_adaptive_tau_diverged_without_the_budget_and_is_stable_with_it(digits):
+    """Regression (issue 17): the benchmark's adaptive run ended at loss 5.6e34 after 800 rounds."""
+    old = _adaptive_run(digits, 800, None)
+    assert not (old.loss[-1] < 10.0), f"the uncapped run should diverge, got {old.loss[-1]}"
+    new = _adaptive_run(digits, 800, 4)
+    assert new.loss[-1] < 0.5 and new.acc[-1] > 0.8, (new.loss[-1], new.acc[-1])
+    assert np.mean(new.tau) > 4  # the budget is what changed, not tau
+    assert np.isfinite(new.batch_loss).all() and max(new.batch_loss[400:]) < 2.0
+
+
+@pytest.mark.slow
+def test_adaptive_tau_stable_for_2000_rounds(digits):
+    h = _adaptive_run(digits, 2000, 4)
+    assert h.loss[-1] < 0.5 and h.acc[-1] > 0.8
+    assert np.isfinite(h.batch_loss).all() and max(h.batch_loss[400:]) < 2.0
+
+
+# ---------------------------------------------------------------- client memory
+def test_peak_tensor_tracker_counts_live_storages_exactly():
+    from lab.splitfed.experiments import _PeakTensorMemory
+
+    with _PeakTensorMemory(baseline=100) as tr:
+        a = torch.zeros(1000, dtype=torch.float64)  # 8000 bytes
+        del a
+        b = torch.zeros(500, dtype=torch.float32)  # 2000 bytes
+        c = torch.ones(500, dtype=torch.float32)  # 2000 bytes
+    assert tr.peak == 100 + 8000
+    with _PeakTensorMemory() as tr2:
+        b2 = b + c  # noqa: F841  (kept alive: 2000 bytes)
+        d = torch.zeros(1000, dtype=torch.float32)  # noqa: F841  (4000 more)
+    assert tr2.peak == 6000
+
+
+def test_client_memory_first_order_keeps_the_activations():
+    c, _ = _nets((64, 256, 256, 256, 10), cut=3)
+    X = torch.rand(32, 64)
+    zo = sf.client_memory(c, X, mode="zo", device="cpu")
+    fo = sf.client_memory(c, X, mode="fo", device="cpu")
+    assert zo["param_bytes"] == fo["param_bytes"] == 4 * sum(p.numel() for p in c.parameters())
+    # first order: parameters + their gradients + the saved activations at least
+    assert fo["peak_bytes"] >= 2 * fo["param_bytes"] + fo["input_bytes"]
+    assert zo["peak_bytes"] >= zo["param_bytes"] + zo["input_bytes"]
+    with pytest.raises(ValueError, match="mode"):
+        sf.client_memory(c, X, mode="so")
+    with pytest.raises(TypeError, match="X"):
+        sf.client_memory(c, [1, 2])
+    with pytest.raises(ValueError, match="lam"):
+        sf.client_memory(c, X, lam=0.0)
+
+
+@pytest.mark.cuda
+def test_client_memory_cuda():
+    c, _ = _nets((64, 256, 256, 256, 10), cut=3)
+    X = torch.rand(256, 64)
+    zo = sf.client_memory(c, X, mode="zo", device="cuda")
+    fo = sf.client_memory(c, X, mode="fo", device="cuda")
+    assert zo["method"].startswith("torch.cuda") and fo["peak_bytes"] > zo["param_bytes"]

@@ -43,47 +43,42 @@ $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending 
 * The book's runs use $\eta_s = 0.02$, $\eta_c = 0.01$, $\eta_g = 1$ (plain averaging) instead
   of Table 6's 0.01, 0.005, 0.3: with Table 6's values the digits MLP barely moves in a CPU
   budget of rounds; ``MUSplitFedConfig`` keeps Table 6's values as defaults.
-* Reference kernel: :func:`simulate` (torch, client by client, float32 or float64); fast path:
-  :func:`simulate_vectorized` (all participants and perturbations batched, ``vmap`` or a
-  batched-matmul MLP, CPU or CUDA); distributed engine: :func:`launch_local` (gloo).
+* **Server step tied to tau (ours, from the theory's coupling).** A round with
+  ``tau > tau_ref`` server steps (default ``tau_ref = 4``) takes each step with
+  ``eta_s tau_ref / tau``, so the server's movement per round ``eta_s tau`` stays bounded, as
+  Theorems 4.1 (``eta_s = eta_c / tau``) and 4.3 (``eta <= 1/(L tau sqrt(d T))``) require. At
+  a fixed ``eta_s`` a large or adaptive ``tau`` inflates the weights with zeroth-order noise
+  and diverges after a few hundred rounds; ``tau_ref=None`` restores that behaviour.
+* Client memory (:func:`client_memory`) is measured on our digits MLP, not OPT-1.3B.
+
+## File map
+
+| file | what it holds |
+|---|---|
+| ``config.py`` | ``MUSplitFedConfig``, ``History``, ``StragglerModel``, ``choose_tau``, the seeded draws |
+| ``models.py`` | ``make_mlp``, ``split_model``, ``load_digits_clients``, ``evaluator``, flat parameters |
+| ``zo.py`` | the two-point sphere estimator: ``sphere_direction``, ``spsa``, ``spsa_error`` |
+| ``reference.py`` | :func:`simulate`, the reference loop, one helper per equation (C, S, D, U, A) |
+| ``fast.py`` | :func:`simulate_vectorized`, batched over clients and perturbations (``vmap`` / ``bmm``, CPU or CUDA) |
+| ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``launch_local``, ``run_rank`` |
+| ``experiments.py`` | ``rounds_to_target``, ``retime``, ``client_memory``, ``fedavg_first_order`` |
+| ``figures.py`` | results to figures |
 
 See: book/splitfed/index.md
 """
 
-from .algorithm import (
-    History,
-    MUSplitFedConfig,
-    StragglerModel,
-    choose_tau,
-    evaluator,
-    load_digits_clients,
-    make_mlp,
-    retime,
-    rounds_to_target,
-    simulate,
-    simulate_vectorized,
-    split_model,
-)
-from .dist import free_port, launch_local, run_rank
-from .zo import sphere_direction, spsa, spsa_error
+import lazy_loader as _lazy
 
-__all__ = [
-    "MUSplitFedConfig",
-    "History",
-    "StragglerModel",
-    "choose_tau",
-    "split_model",
-    "make_mlp",
-    "load_digits_clients",
-    "evaluator",
-    "simulate",
-    "simulate_vectorized",
-    "rounds_to_target",
-    "retime",
-    "launch_local",
-    "run_rank",
-    "free_port",
-    "sphere_direction",
-    "spsa",
-    "spsa_error",
-]
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submodules=["config", "models", "zo", "reference", "fast", "dist", "experiments", "figures"],
+    submod_attrs={
+        "config": ["MUSplitFedConfig", "History", "StragglerModel", "choose_tau"],
+        "models": ["split_model", "make_mlp", "load_digits_clients", "evaluator"],
+        "zo": ["sphere_direction", "spsa", "spsa_error"],
+        "reference": ["simulate"],
+        "fast": ["simulate_vectorized"],
+        "dist": ["launch_local", "run_rank", "free_port"],
+        "experiments": ["rounds_to_target", "retime", "client_memory", "fedavg_first_order"],
+    },
+)

@@ -36,25 +36,18 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive
 
-from .algorithm import (
+from .config import (
     History,
     MUSplitFedConfig,
     StragglerModel,
-    _aggregate,
     _batch,
-    _client_delta,
     _client_direction,
-    _client_forward,
-    _Flat,
     _loss,
     _participants,
-    _server_steps,
     _Tau,
-    evaluator,
-    load_digits_clients,
-    make_mlp,
-    split_model,
 )
+from .models import _Flat, evaluator, load_digits_clients, make_mlp, split_model
+from .reference import _aggregate, _client_delta, _client_forward, _server_steps
 
 __all__ = ["run_rank", "launch_local", "free_port", "record_runs", "load_runs"]
 
