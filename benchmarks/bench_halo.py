@@ -4,9 +4,12 @@ with ``--gpu`` the triton kernel's bandwidth against the device's peak, the INT8
 against bf16, and a HaloLinear layer (fwd+bwd) against ``nn.Linear`` in bf16.
 
 Every row is cross-checked against ``lab.halo.fwht`` (max abs difference as a metric; the
-peers' normalization is matched first).
+peers' normalization is matched first). The CPU cases compare like with like: float64 against
+pyfwht (float64 only on CPU; the copy of the input it transforms in place is timed with it),
+float32 against the dense matmul; each records which implementation the fast path ran
+(``fwht_backend``: the compiled C kernel, or torch without a compiler).
 
-    python benchmarks/bench_halo.py            # CPU: n = 4096 and 1024, 256 rows
+    python benchmarks/bench_halo.py            # CPU: n = 1024, 4096, 16384 (float64), 256 rows
     python benchmarks/bench_halo.py --quick    # CPU, < 20 s: 64 rows
     python benchmarks/bench_halo.py --gpu      # adds the CUDA cases
 """
@@ -24,32 +27,73 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import halo  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 # HBM peak bandwidth (bytes/s) of GPUs we may meet; None elsewhere (then no fraction)
 PEAK_BW = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12, "4090": 1.0e12, "L40": 0.86e12}
 
 
+def _torch_path(x):
+    """The torch (Kronecker-factor) path that ``fwht`` falls back to without a C compiler."""
+    return halo.hadamard._fwht_torch(x, True, False)
+
+
 def cpu_cases(bench: Benchmark) -> None:
+    """Like with like: float64 against pyfwht (which has no float32 CPU path; its input copy is
+    included, as it transforms in place), float32 against the dense matmul and
+    hadamard-transform. The fast path's implementation (``fwht_backend``) is recorded."""
     rows = 64 if bench.quick else 256
+    for n in (1024, 4096, 16384):
+        g = torch.Generator().manual_seed(0)
+        x64 = torch.randn(rows, n, generator=g, dtype=torch.float64)
+        xn = x64.numpy()
+        backend = halo.fwht_backend(x64)
+        with bench.case(
+            f"FWHT float64, n = {n}, {rows} rows (1 thread)",
+            target=">= 1x pyfwht (float64, its input copy included)",
+            n=n,
+            rows=rows,
+            dtype="float64",
+        ) as case:
+            ref = case.time(
+                "reference", "lab.halo.fwht (numpy butterflies)", partial(halo.fwht, xn)
+            )
+            fast = case.time("fast", f"lab.halo.fwht (backend {backend})", partial(halo.fwht, x64))
+            case.metric("fwht_backend", backend)
+            case.metric("max_abs_diff_fast_vs_reference", float(np.abs(fast.numpy() - ref).max()))
+            if backend != "torch":
+                case.time("peer", "lab.halo.fwht torch fallback (Kronecker factors)",
+                          partial(_torch_path, x64))  # fmt: skip
+            try:
+                import pyfwht
+
+                y = case.time(
+                    "peer",
+                    "pyfwht (C, float64, backend=cpu, incl. input copy)",
+                    lambda xn=xn: pyfwht.fwht(xn.copy(), backend="cpu"),
+                )
+                case.metric("max_abs_diff_pyfwht", float(np.abs(y / math.sqrt(n) - ref).max()))
+            except ImportError:
+                pass
     for n in (4096, 1024):
         g = torch.Generator().manual_seed(0)
         xt = torch.randn(rows, n, generator=g)
-        xn = xt.numpy().astype(np.float64)
+        ref = halo.fwht(xt.double().numpy())
         H = halo.hadamard_matrix(n, torch.float32)
+        backend = halo.fwht_backend(xt)
         with bench.case(
-            f"FWHT, n = {n}, {rows} rows (float32, 1 thread)",
+            f"FWHT float32, n = {n}, {rows} rows (1 thread)",
             target=">= 20x vs dense Hadamard matmul" if n == 4096 else None,
             n=n,
             rows=rows,
+            dtype="float32",
         ) as case:
-            ref = case.time(
-                "reference", "lab.halo.fwht (numpy butterflies, float64)", partial(halo.fwht, xn)
-            )
-            fast = case.time(
-                "fast", "lab.halo.fwht (torch, Kronecker factors)", partial(halo.fwht, xt)
-            )
+            fast = case.time("fast", f"lab.halo.fwht (backend {backend})", partial(halo.fwht, xt))
+            case.metric("fwht_backend", backend)
             dense = case.time("peer", "dense x @ H (BLAS)", partial(torch.matmul, xt, H))
+            if backend != "torch":
+                case.time("peer", "lab.halo.fwht torch fallback (Kronecker factors)",
+                          partial(_torch_path, xt))  # fmt: skip
             case.metric("max_abs_diff_fast_vs_reference", float(np.abs(fast.numpy() - ref).max()))
             case.metric("max_abs_diff_dense_vs_reference", float(np.abs(dense.numpy() - ref).max()))
             try:
@@ -63,18 +107,6 @@ def cpu_cases(bench: Benchmark) -> None:
                 case.metric(
                     "max_abs_diff_hadamard_transform", float(np.abs(ys * scale - ref).max())
                 )
-            except ImportError:
-                pass
-            try:
-                import pyfwht
-
-                x64 = xn.copy()  # pyfwht transforms float64 (and int) on CPU
-                y = case.time(
-                    "peer",
-                    "pyfwht (C, float64, backend=cpu)",
-                    partial(pyfwht.fwht, x64, backend="cpu"),
-                )
-                case.metric("max_abs_diff_pyfwht", float(np.abs(y / math.sqrt(n) - ref).max()))
             except ImportError:
                 pass
 

@@ -8,81 +8,83 @@ A linear layer ``Y = X Wᵀ`` runs its three matmuls (forward ``X Wᵀ``, input 
 *channels* of ``X``, error *tokens* of ``E_Y``) waste a per-tensor scale; an orthogonal
 Hadamard rotation ``H`` spreads them, and is placed where it cancels (the inner dimension,
 ``(XH)(WH)ᵀ = X Wᵀ``) or where it can be undone after the product (the tokens of ``E_Y`` for
-``E_X``). Levels: HALO-0 (no rotation), HALO-1 (forward protection), HALO-2 (forward and
-error protection).
+``E_X``). The levels (the chapter's table; the paper's main-text equations were not read
+verbatim, they are reconstructed from the official code):
 
-Modules: :mod:`lab.halo.hadamard` (``hadamard_matrix``, ``fwht``), :mod:`lab.halo.formats`
-(``quantize``, ``fp_grid``, ``qmatmul``), :mod:`lab.halo.linear` (``halo_wrap``, the
-placements, the error report), :mod:`lab.halo.layer` (``HaloLinear``, ``LoRAHaloLinear``),
-:mod:`lab.halo.kernels` (triton ``fwht_triton`` and the fused rotate-and-quantize kernel),
-:mod:`lab.halo.comm` (low-precision all-gather on ``torch.distributed``),
-:mod:`lab.halo.finetune` (notebook 3's experiment), :mod:`lab.halo.figures` (widgets).
+* HALO-0: ``Y = Q(X) Q(W)ᵀ``, ``E_X = Q(E_Y) Q(W)``, ``G = Q(E_Y)ᵀ Q(X)``;
+* HALO-1: ``Y = Q(XH) Q(WH)ᵀ``, ``E_X = [Q(E_Y) Q(WH)] Hᵀ``, ``G = [Q(E_Y)ᵀ Q(XH)] Hᵀ``;
+* HALO-2: as HALO-1 with ``E_X = H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ`` (left rotation over tokens);
+* HQ-FSDP: rotate and quantize the weight shards *before* the all-gather, so ``Q(WH)``
+  travels in 8 bits and feeds the products above directly.
 
-What is reconstructed: the main-text equations were reconstructed from the official code (see
-the chapter page); the FSDP integration is re-implemented on plain ``torch.distributed``.
+Deviations from the paper
+-------------------------
+* Low precision is *simulated* on the CPU (exact integer / minifloat accumulation); real
+  INT8/FP8 GEMMs run only on CUDA (``exact=False``).
+* The Hadamard table covers ``K`` in {12, 20, 28, 36, 44, 60, 108, 140} (Paley), not HALO's
+  52, 156 and 172 (Williamson).
+* HALO-2's token rotation zero-pads the tokens to a Hadamard size and un-pads (exact).
+* HQ-FSDP is re-implemented on plain ``torch.distributed`` (gloo on CPU), not FSDP; gradients
+  are averaged in FP32 (HALO: BF16 reduce-scatter).
+* The paper's Llama-3-8B experiments are replaced by a small MLP on digits with injected
+  massive activations (fine-tuning) and trained from scratch (pre-training).
+
+Files
+-----
+============== =====================================================================
+``hadamard``   ``hadamard_matrix``, ``fwht`` (numpy reference; torch and compiled-C
+               CPU fast paths, ``fwht_backend``; the C kernel in ``fwht_cpu``)
+``formats``    ``quantize``, ``QTensor``, ``fp_grid``, ``qmatmul`` (INT8, FP8, FP6, FP4)
+``reference``  rotation placements (``rotated_matmul``), ``row_relative_error``, the
+               three products of each level (``halo_products``)
+``fast``       triton kernels: ``fwht_triton``, ``fwht_quant_triton`` (CUDA)
+``layer``      ``HaloLinear``, ``halo_linear``, ``LoRAHaloLinear``, ``halo_wrap``,
+               ``inject_massive_activations``
+``hqfsdp``     the 8-bit weight all-gather on ``torch.distributed`` with counted wire
+               bytes (``quantized_allgather``, ``wire_log``, ``run_sharded_training``)
+``experiments`` the notebooks' drivers (``outlier_tensors``, ``matmul_error_report``,
+               ``finetune``, ``seed_study``, ``pretrain``)
+``figures``    plotly figures for the widgets
+============== =====================================================================
 
 See: book/halo/index.md
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from .formats import FORMATS, QTensor, fake_quant, fp_grid, qmatmul, quantize
-from .hadamard import (
-    SUPPORTED_K,
-    fwht,
-    hadamard_matrix,
-    is_hadamard_size,
-    next_hadamard_size,
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submodules=[
+        "experiments",
+        "fast",
+        "figures",
+        "formats",
+        "fwht_cpu",
+        "hadamard",
+        "hqfsdp",
+        "layer",
+        "reference",
+    ],
+    submod_attrs={
+        "formats": ["FORMATS", "QTensor", "fake_quant", "fp_grid", "qmatmul", "quantize"],
+        "hadamard": [
+            "SUPPORTED_K",
+            "fwht",
+            "fwht_backend",
+            "hadamard_matrix",
+            "is_hadamard_size",
+            "next_hadamard_size",
+        ],
+        "reference": ["PLACEMENTS", "halo_products", "rotated_matmul", "row_relative_error"],
+        "fast": ["fwht_triton", "fwht_quant_triton"],
+        "layer": [
+            "HaloLinear",
+            "LoRAHaloLinear",
+            "halo_linear",
+            "halo_wrap",
+            "inject_massive_activations",
+        ],
+        "hqfsdp": ["quantized_allgather", "wire_log"],
+        "experiments": ["matmul_error_report", "outlier_tensors"],
+    },
 )
-from .linear import (
-    PLACEMENTS,
-    halo_wrap,
-    inject_massive_activations,
-    matmul_error_report,
-    outlier_tensors,
-    rotated_matmul,
-    row_relative_error,
-)
-
-__all__ = [
-    "FORMATS",
-    "PLACEMENTS",
-    "SUPPORTED_K",
-    "QTensor",
-    "HaloLinear",
-    "LoRAHaloLinear",
-    "fake_quant",
-    "fp_grid",
-    "fwht",
-    "fwht_triton",
-    "fwht_quant_triton",
-    "hadamard_matrix",
-    "halo_wrap",
-    "inject_massive_activations",
-    "is_hadamard_size",
-    "matmul_error_report",
-    "next_hadamard_size",
-    "outlier_tensors",
-    "qmatmul",
-    "quantize",
-    "quantized_allgather",
-    "rotated_matmul",
-    "row_relative_error",
-]
-
-
-def __getattr__(name: str):
-    # torch-heavy names resolved lazily so that `import lab.halo` stays cheap
-    if name in ("HaloLinear", "LoRAHaloLinear"):
-        from . import layer
-
-        return getattr(layer, name)
-    if name in ("fwht_triton", "fwht_quant_triton"):
-        from . import kernels
-
-        return getattr(kernels, name)
-    if name == "quantized_allgather":
-        from . import comm
-
-        return comm.quantized_allgather
-    raise AttributeError(f"module 'lab.halo' has no attribute {name!r}")

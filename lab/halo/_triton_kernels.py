@@ -1,4 +1,4 @@
-"""The triton kernels of :mod:`lab.halo.kernels` (imported lazily: this module imports triton).
+"""The triton kernels of :mod:`lab.halo.fast` (imported lazily: this module imports triton).
 
 Kept at module level because ``@triton.jit`` functions must be globals to call each other.
 

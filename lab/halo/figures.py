@@ -9,12 +9,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from lab.core.style import PALETTE
+
 __all__ = [
     "FORMAT_CHOICES",
     "error_figure",
     "butterfly_stages",
     "butterfly_figure",
-    "cached_finetune",
     "finetune_figure",
 ]
 
@@ -26,12 +27,17 @@ FORMAT_CHOICES = {
     "FP6 E2M3": ("fp6_e2m3", "tensor"),
     "FP6 E3M2": ("fp6_e3m2", "tensor"),
 }
-_PLACEMENT_COLORS = {"none": "#7f7f7f", "middle": "#1f77b4", "left": "#d62728", "right": "#2ca02c"}
+_PLACEMENT_COLORS = {
+    "none": PALETTE[4],
+    "middle": PALETTE[0],
+    "left": PALETTE[1],
+    "right": PALETTE[2],
+}
 
 
 @lru_cache(maxsize=8)
 def _tensors(b, m, n, k, magnitude, seed):
-    from .linear import outlier_tensors
+    from .experiments import outlier_tensors
 
     return outlier_tensors(b, m, n, k, k // 2 if k else 0, magnitude, seed)
 
@@ -55,7 +61,8 @@ def error_figure(
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .linear import PLACEMENTS, matmul_error_report, rotated_matmul
+    from .experiments import matmul_error_report
+    from .reference import PLACEMENTS, rotated_matmul
 
     f, gran = FORMAT_CHOICES[fmt]
     b, m, n = size
@@ -141,7 +148,7 @@ def butterfly_figure(stage: int = 1, n: int = 16, seed: int = 0):
     stage = int(min(max(stage, 0), len(stages) - 1))
     v = stages[stage] / np.sqrt(2.0**stage)  # keep the norm: orthonormal partial transform
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=np.arange(n), y=v, name="values", marker_color="#1f77b4"))
+    fig.add_trace(go.Bar(x=np.arange(n), y=v, name="values", marker_color=PALETTE[0]))
     xs, ys = [], []
     h = 2**stage
     top = float(np.abs(v).max()) * 1.15 + 0.1
@@ -157,7 +164,7 @@ def butterfly_figure(stage: int = 1, n: int = 16, seed: int = 0):
             y=ys or [None],
             mode="lines",
             name=f"next pairs (stride {h})",
-            line=dict(color="#d62728", width=1),
+            line=dict(color=PALETTE[1], width=1),
         )  # fmt: skip
     )
     fig.update_layout(
@@ -171,19 +178,6 @@ def butterfly_figure(stage: int = 1, n: int = 16, seed: int = 0):
     return fig
 
 
-@lru_cache(maxsize=64)
-def cached_finetune(mode: str, scale: float, width: int, steps: int, batch: int,
-                    token_outliers: bool = False, fmt: str = "int8", seed: int = 0):  # fmt: skip
-    """:func:`lab.halo.finetune.finetune`, cached on its arguments (for the widget).
-
-    See: book/halo/03-quantized-finetune.ipynb
-    """
-    from .finetune import finetune
-
-    return finetune(mode, fmt, scale, width, steps, batch, token_outliers=token_outliers,
-                    seed=seed)  # fmt: skip
-
-
 def finetune_figure(mode: str = "halo0", scale: float = 300.0, width: int = 512,
                     steps: int = 100, batch: int = 64, token_outliers: bool = False):  # fmt: skip
     """Loss curves of FP32 and ``mode`` (left) and the gradient cosine to FP32 (right).
@@ -193,24 +187,28 @@ def finetune_figure(mode: str = "halo0", scale: float = 300.0, width: int = 512,
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    args = (float(scale), int(width), int(steps), int(batch), bool(token_outliers))
+    from .experiments import cached_finetune
+
+    # the same positional key as experiments.seed_study: one memo for the runs and the widget
+    args = (float(scale), int(width), int(steps), int(batch), bool(token_outliers), "int8", 0,
+            1e-3, 0)  # fmt: skip
     ref = cached_finetune("fp32", *args)
     run = cached_finetune(mode, *args)
     fig = make_subplots(1, 2, subplot_titles=("training loss", "cos(simulated, exact gradient)"))
-    k = np.arange(len(ref["loss"]))
+    k = np.arange(len(ref.loss))
     sm = min(5, len(k))
 
     def smooth(y):
         return np.convolve(y, np.ones(sm) / sm, mode="valid")
 
-    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(ref["loss"]), name=f"FP32 (acc {ref['acc']:.2f})",
-                             line=dict(color="#7f7f7f")), 1, 1)  # fmt: skip
+    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(ref.loss), name=f"FP32 (acc {ref.acc:.2f})",
+                             line=dict(color=PALETTE[4])), 1, 1)  # fmt: skip
     name = mode.upper().replace("HALO", "HALO-")
-    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(run["loss"]), name=f"{name} INT8 (acc {run['acc']:.2f})",
-                             line=dict(color="#d62728")), 1, 1)  # fmt: skip
-    cs = np.array(run["cos"]) if run["cos"] else np.zeros((0, 2))
+    fig.add_trace(go.Scatter(x=k[sm - 1:], y=smooth(run.loss), name=f"{name} INT8 (acc {run.acc:.2f})",
+                             line=dict(color=PALETTE[1])), 1, 1)  # fmt: skip
+    cs = np.array(run.cos) if run.cos else np.zeros((0, 2))
     fig.add_trace(go.Scatter(x=cs[:, 0], y=cs[:, 1], mode="lines+markers", name="gradient cosine",
-                             line=dict(color="#1f77b4")), 1, 2)  # fmt: skip
+                             line=dict(color=PALETTE[0])), 1, 2)  # fmt: skip
     fig.update_yaxes(type="log", title_text="loss (5-step mean)", row=1, col=1)
     fig.update_yaxes(range=[-0.3, 1.05], row=1, col=2)
     fig.update_xaxes(title_text="step", row=1, col=1)

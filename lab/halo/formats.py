@@ -1,4 +1,5 @@
-"""Low-precision number formats: INT8 and the minifloats FP8 E4M3, FP6 E2M3 and FP6 E3M2.
+"""Low-precision number formats: INT8 and the minifloats FP8 E4M3, FP6 E2M3, FP6 E3M2 and
+FP4 E2M1 (the last only for the pre-training observation of the chapter).
 
 Every quantizer is symmetric, round-to-nearest-even, deterministic, without zero point:
 
@@ -21,7 +22,7 @@ accumulates tile by tile.
 
 The rounding is computed here (``torch.frexp`` + ``torch.round``, which rounds half to even)
 and tested bit for bit against ``ml_dtypes`` (``float8_e4m3fn``, ``float6_e2m3fn``,
-``float6_e3m2fn``) and ``torch.float8_e4m3fn``.
+``float6_e3m2fn``, ``float4_e2m1fn``) and ``torch.float8_e4m3fn``.
 
 See: book/halo/01-outliers-and-rotations.ipynb
 """
@@ -43,6 +44,7 @@ _MINIFLOATS = {
     "fp8_e4m3": (4, 3, 7, 448.0),
     "fp6_e2m3": (2, 3, 1, 7.5),
     "fp6_e3m2": (3, 2, 3, 28.0),
+    "fp4_e2m1": (2, 1, 1, 6.0),
 }
 FORMATS = ("int8", *_MINIFLOATS)
 GRANULARITIES = ("tensor", "row", "col", "block32")
@@ -63,14 +65,14 @@ def fp_grid(fmt: str) -> np.ndarray:
     Parameters
     ----------
     fmt : str
-        ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"`` or ``"int8"`` (the integers
-        ``-127..127``).
+        ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``, ``"fp4_e2m1"`` or ``"int8"`` (the
+        integers ``-127..127``).
 
     Returns
     -------
     numpy.ndarray
-        float64, e.g. 63 values for the FP6 formats (64 codes, ``±0`` merged), 253 for FP8
-        E4M3FN (256 codes minus ``±NaN``, ``±0`` merged).
+        float64, e.g. 63 values for the FP6 formats (64 codes, ``±0`` merged), 15 for FP4
+        E2M1, 253 for FP8 E4M3FN (256 codes minus ``±NaN``, ``±0`` merged).
 
     See: book/halo/01-outliers-and-rotations.ipynb
     """

@@ -9,17 +9,23 @@ rows ``X`` that is ``X H_nᵀ``) in ``O(n log n)``: ``log2 n`` butterfly stages
 ``(a, b) -> (a + b, a - b)`` at strides ``1, 2, ..., n/2``, then the dense ``K×K`` factor
 across the ``K`` contiguous blocks, then the scale ``1/sqrt(n)``.
 
-Two implementations, tested against each other and against ``scipy.linalg.hadamard``:
+Three implementations, tested against each other and against ``scipy.linalg.hadamard``:
 
 * the **reference** (numpy arrays in, numpy out): one vectorised butterfly stage per line,
   exactly the algorithm above;
-* the **fast path** (torch tensors in, same device out): the butterfly stages grouped into
+* the **compiled CPU kernel** (float32/float64 torch tensors on CPU, when a C compiler is
+  there to build it once): the same butterflies in C, row by row while the row is in cache
+  (:mod:`lab.halo.fwht_cpu`); differentiable (the transpose is the ``inverse`` transform);
+* the **torch path** (any other tensor, or no compiler): the butterfly stages grouped into
   ``ceil(p/6)`` Kronecker factors, ``H_{2^p} = H_{r1} ⊗ H_{r2} ⊗ ...`` with ``r <= 64``
   (4096 = 64·64), each applied along its own axis with one small batched matmul. It does
   ``r/log2(r)`` times the additions of the butterflies (128 instead of 12 per element at
   n = 4096, still 32x fewer than the dense ``n = 4096`` per element) but only two passes over
   memory, which is what a memory-bound transform pays for on CPU (deviation from the paper's
-  kernel, which keeps a row in registers: see :func:`lab.halo.kernels.fwht_triton`).
+  kernel, which keeps a row in registers: see :func:`lab.halo.fast.fwht_triton`).
+
+:func:`fwht_backend` says which one a given input runs (``"reference"``, ``"c"`` or
+``"torch"``); ``LAB_FWHT_BACKEND=torch`` forces the torch path on CPU.
 
 See: book/halo/02-fwht-kernel.ipynb
 """
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -38,6 +45,7 @@ __all__ = [
     "SUPPORTED_K",
     "hadamard_matrix",
     "fwht",
+    "fwht_backend",
     "is_hadamard_size",
     "next_hadamard_size",
     "split_size",
@@ -247,6 +255,117 @@ def _factor_k(K: int, dtype_name: str, device: str):
     return torch.tensor(_paley(K), dtype=getattr(torch, dtype_name), device=device)
 
 
+# ------------------------------------------------------------------------------------------
+# Compiled CPU path: C butterflies (lab.halo.fwht_cpu), with the K×K factor in torch
+# ------------------------------------------------------------------------------------------
+_BACKENDS = ("auto", "c", "torch")
+
+
+def _backend_env() -> str:
+    name = os.environ.get("LAB_FWHT_BACKEND", "auto").strip().lower() or "auto"
+    if name not in _BACKENDS:
+        raise ValueError(f"LAB_FWHT_BACKEND must be one of {list(_BACKENDS)} (got {name!r})")
+    return name
+
+
+def _tensor_backend(x) -> str:
+    import torch
+
+    choice = _backend_env()
+    eligible = x.device.type == "cpu" and x.dtype in (
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    )
+    if choice == "torch" or not eligible:
+        return "torch"
+    from . import fwht_cpu
+
+    if fwht_cpu.load() is None:
+        if choice == "c":
+            raise RuntimeError(
+                f"LAB_FWHT_BACKEND=c but the compiled kernel is unavailable: "
+                f"{fwht_cpu.build_error()}"
+            )
+        return "torch"
+    return "c"
+
+
+def _fwht_c(x, normalized: bool, inverse: bool):
+    """Rows of a float32/float64 CPU tensor ``x`` (shape ``(rows, n)``), no autograd."""
+    import torch
+
+    from .fwht_cpu import fwht_rows_
+
+    rows, n = x.shape
+    K, P = split_size(n)
+    src = x.detach().contiguous().reshape(rows * K, P)
+    out = torch.empty_like(src)
+    fwht_rows_(src, out, 1.0 / math.sqrt(n) if normalized else 1.0)  # H_P on each block
+    if K == 1:
+        return out.reshape(rows, n)
+    HK = _factor_k(K, str(x.dtype).removeprefix("torch."), "cpu")
+    y = torch.matmul(HK.T if inverse else HK, out.reshape(rows, K, P))  # K×K across blocks
+    return y.reshape(rows, n)
+
+
+@functools.cache
+def _c_function():
+    import torch
+
+    class _FwhtC(torch.autograd.Function):
+        """``y = A x`` row-wise with the C kernel; the gradient is ``Aᵀ g`` (the inverse flag
+        flipped: ``(H_K ⊗ H_P)ᵀ = H_Kᵀ ⊗ H_P``)."""
+
+        @staticmethod
+        def forward(ctx, x, normalized, inverse):
+            ctx.flags = (normalized, inverse)
+            return _fwht_c(x, normalized, inverse)
+
+        @staticmethod
+        def backward(ctx, g):
+            normalized, inverse = ctx.flags
+            return _fwht_rows(g, normalized, not inverse), None, None
+
+    return _FwhtC
+
+
+def _fwht_rows(x, normalized: bool, inverse: bool):
+    """The fast path on rows ``(rows, n)`` of a float32/float64 tensor: C kernel or torch."""
+    if _tensor_backend(x) == "c":
+        return _c_function().apply(x, normalized, inverse)
+    return _fwht_torch(x, normalized, inverse)
+
+
+def fwht_backend(x=None) -> str:
+    """Which implementation :func:`fwht` runs for ``x``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or torch.Tensor, optional
+        The input (its kind, device and dtype decide). Default: a float32 CPU tensor.
+
+    Returns
+    -------
+    str
+        ``"reference"`` (numpy input: the numpy butterflies), ``"c"`` (CPU tensor: the
+        compiled C butterflies of :mod:`lab.halo.fwht_cpu`) or ``"torch"`` (other devices,
+        no C compiler, or ``LAB_FWHT_BACKEND=torch``: the torch Kronecker-factor path).
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    import torch
+
+    if x is None:
+        x = torch.empty(0)
+    if isinstance(x, np.ndarray):
+        return "reference"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a numpy array or a torch tensor (got {type(x).__name__})")
+    return _tensor_backend(x)
+
+
 def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
     """Fast Walsh-Hadamard transform along ``dim``: ``y = H_n v`` for every vector ``v``.
 
@@ -256,7 +375,8 @@ def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
         A numpy array runs the **reference** (float64 butterflies) and returns numpy; a torch
         tensor (float16, bfloat16, float32 or float64; any device) runs the **fast path** and
         returns a tensor of the same dtype on the same device (16-bit inputs are computed in
-        float32).
+        float32). On CPU the fast path is the compiled C kernel when it could be built, else
+        torch: :func:`fwht_backend` says which.
     dim : int
         The axis to transform; its length must be a supported Hadamard size.
     normalized : bool
@@ -317,5 +437,5 @@ def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
     work = arr if orig in (torch.float32, torch.float64) else arr.float()
     moved = work.movedim(dim, -1)
     shp = moved.shape
-    out = _fwht_torch(moved.reshape(-1, n), normalized, inverse)
+    out = _fwht_rows(moved.reshape(-1, n), normalized, inverse)
     return out.reshape(shp).movedim(-1, dim).to(orig)

@@ -3,8 +3,13 @@
 Forward ``Y = Q(XH) Q(WH)ᵀ`` (levels 1, 2; ``Q(X) Q(W)ᵀ`` at level 0); backward
 ``E_X = [Q(E_Y) Q(WH)] Hᵀ`` (level 1), ``H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ`` (level 2, the tokens
 zero-padded to a Hadamard size and un-padded), ``G = [Q(E_Y)ᵀ Q(XH)] Hᵀ``; see
-:mod:`lab.halo.linear` for the placements and the chapter for what is reconstructed. This
-module imports torch (``lab.halo`` loads it on first use of ``HaloLinear``).
+:mod:`lab.halo.reference` for the same products written out (:func:`halo_products`, which
+the tests hold this layer to) and the chapter for what is reconstructed. This module imports
+torch (``lab.halo`` loads it on first use of ``HaloLinear``).
+
+:func:`halo_linear` is the functional form; with ``qweight`` it takes an already rotated and
+quantized weight ``Q(WH)`` (what HQ-FSDP's all-gather delivers, :mod:`lab.halo.hqfsdp`) and
+feeds it to the products directly, with no float copy of ``W``.
 
 See: book/halo/03-quantized-finetune.ipynb
 """
@@ -18,20 +23,32 @@ from lab.core.checks import check_bool, check_choice, check_int, check_range
 
 from .formats import QTensor, qmatmul
 from .hadamard import _check_size, fwht, is_hadamard_size, next_hadamard_size
-from .linear import LINEAR_GRANULARITIES, _check_fmt, _lowp_mm, _q
+from .reference import LINEAR_GRANULARITIES, _check_fmt, _lowp_mm, _q
 
-__all__ = ["HaloLinear", "LoRAHaloLinear"]
+__all__ = [
+    "HaloLinear",
+    "LoRAHaloLinear",
+    "halo_linear",
+    "halo_wrap",
+    "inject_massive_activations",
+]
 
 
 class _HaloMatmul(torch.autograd.Function):
     """``Y = X Wᵀ`` with HALO's rotations and quantizers (no bias)."""
 
     @staticmethod
-    def forward(ctx, x, weight, level, fmt, gran, clip, save_quantized, exact):
+    def forward(ctx, x, weight, level, fmt, gran, clip, save_quantized, exact, qweight=None):
         rot = level >= 1
         Xr = fwht(x, dim=-1) if rot else x  # XH (HALO-1/2)
-        Wr = fwht(weight, dim=-1) if rot else weight  # WH
         ctx.cfg = (level, fmt, gran, clip, exact, x.dtype)
+        if qweight is not None:  # HQ-FSDP: the gathered Q(WH) is the operand itself
+            qX = _q(Xr, fmt, gran, clip, "a")
+            ctx.save_for_backward(qX.codes, qX.scale, qweight.codes, qweight.scale)
+            ctx.mode = "quantized"
+            ctx.meta = (qX, qweight)
+            return qmatmul(qX, qweight, True, exact=exact).to(x.dtype)  # Y = Q(XH) Q(WH)ᵀ
+        Wr = fwht(weight, dim=-1) if rot else weight  # WH
         if fmt is None:
             ctx.save_for_backward(Xr, Wr)
             ctx.mode = "exact"
@@ -89,7 +106,91 @@ class _HaloMatmul(torch.autograd.Function):
             if rot:
                 gw = fwht(gw, dim=-1, inverse=True)  # ... Hᵀ
             gw = gw.to(dtype)
-        return gx, gw, None, None, None, None, None, None
+        return gx, gw, None, None, None, None, None, None, None
+
+
+def _apply(x, weight, bias, level, fmt, gran, clip, save_quantized, exact, qweight):
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    w = weight.to(x.dtype)
+    y = _HaloMatmul.apply(x2, w, level, fmt, gran, clip, save_quantized, exact, qweight)
+    if bias is not None:
+        y = y + bias.to(x.dtype)
+    return y.reshape(*lead, y.shape[-1])
+
+
+def halo_linear(
+    x,
+    weight,
+    bias=None,
+    *,
+    level: int = 2,
+    fmt: str | None = "int8",
+    granularity: str = "tensor",
+    clip_ratio: float = 1.0,
+    save_quantized: bool = True,
+    exact: bool = True,
+    qweight: QTensor | None = None,
+):
+    """``y = x Wᵀ + b`` with HALO's three products (the functional form of :class:`HaloLinear`).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(..., m)`` float input.
+    weight : torch.Tensor
+        ``(n, m)``. With ``qweight`` its values are not read: it only receives the weight
+        gradient ``G`` (pass the full-size parameter, or a zero tensor that requires grad).
+    bias : torch.Tensor, optional
+    level, fmt, granularity, clip_ratio, save_quantized, exact
+        As :class:`HaloLinear`.
+    qweight : QTensor, optional
+        The weight already rotated and quantized, ``Q(WH)`` for levels 1 and 2 (``Q(W)`` for
+        level 0), per-tensor, in ``fmt`` and of ``weight``'s shape: HQ-FSDP's gathered weight,
+        fed to the forward and the ``E_X`` products as is.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., n)``.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
+        raise TypeError("x and weight must be torch tensors")
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise TypeError(f"x must be a float tensor (got {x.dtype})")
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"weight must be (n, m) with m = x.shape[-1] (got x {tuple(x.shape)}, "
+            f"weight {tuple(weight.shape)})"
+        )
+    level = check_int("level", level, 0, 2)
+    fmt = _check_fmt(fmt)
+    granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
+    clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
+    save_quantized = check_bool("save_quantized", save_quantized)
+    exact = check_bool("exact", exact)
+    if level >= 1:
+        _check_size("in-features (x.shape[-1])", x.shape[-1])
+    if qweight is not None:
+        if not isinstance(qweight, QTensor):
+            raise TypeError(f"qweight must be a QTensor (got {type(qweight).__name__})")
+        if fmt is None or qweight.fmt != fmt or qweight.granularity != "tensor":
+            raise ValueError(
+                f"qweight must be per-tensor in fmt = {fmt!r} (got {qweight.fmt!r}, "
+                f"{qweight.granularity!r})"
+            )
+        if granularity != "tensor":
+            raise ValueError("qweight needs granularity='tensor'")
+        if tuple(qweight.shape) != tuple(weight.shape):
+            raise ValueError(
+                f"qweight.shape {tuple(qweight.shape)} must equal weight.shape "
+                f"{tuple(weight.shape)}"
+            )
+    return _apply(
+        x, weight, bias, level, fmt, granularity, clip_ratio, save_quantized, exact, qweight
+    )
 
 
 class HaloLinear(nn.Linear):
@@ -181,22 +282,18 @@ class HaloLinear(nn.Linear):
             raise ValueError(
                 f"x.shape[-1] must be in_features = {self.in_features} (got {x.shape[-1]})"
             )
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.in_features)
-        w = self.weight.to(x.dtype)
-        y = _HaloMatmul.apply(
-            x2,
-            w,
+        return _apply(
+            x,
+            self.weight,
+            self.bias,
             self.level,
             self.fmt,
             self.granularity,
             self.clip_ratio,
             self.save_quantized,
             self.exact,
+            None,
         )
-        if self.bias is not None:
-            y = y + self.bias.to(x.dtype)
-        return y.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
         return (
@@ -253,3 +350,85 @@ class LoRAHaloLinear(nn.Module):
     def forward(self, x):
         adapter = self.drop(x) @ self.lora_A.T @ self.lora_B.T  # high precision
         return self.base(x) + (self.alpha / self.r) * adapter
+
+
+def halo_wrap(model, cfg: dict | None = None, include=None, **kwargs):
+    """Replace the ``nn.Linear`` modules of ``model`` in place by :class:`HaloLinear`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    cfg : dict, optional
+        Keyword arguments of ``HaloLinear`` (``level``, ``fmt``, ...); ``kwargs`` are merged in.
+    include : sequence of str, optional
+        Only linears whose qualified name ends with one of these (e.g. ``("q_proj", "fc1")``);
+        default: every ``nn.Linear`` (``HaloLinear`` modules are left alone).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model`` itself (parameters are shared, so optimizers keep working).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module (got {type(model).__name__})")
+    if cfg is not None and not isinstance(cfg, dict):
+        raise TypeError(f"cfg must be a dict or None (got {type(cfg).__name__})")
+    cfg = {**(cfg or {}), **kwargs}
+    cls = HaloLinear
+
+    if include is not None:
+        include = tuple(include)
+    for name, mod in list(model.named_modules()):
+        for child_name, child in list(mod.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if type(child) is nn.Linear and (include is None or full.endswith(include)):
+                setattr(mod, child_name, cls.from_linear(child, **cfg))
+    return model
+
+
+def inject_massive_activations(model, layer: int, channels, scale: float):
+    """Function-preserving rescale that creates "massive activation" channels.
+
+    Multiplies rows ``channels`` of the ``layer``-th ``nn.Linear`` (weight and bias) by
+    ``scale`` and divides the matching input columns of the next ``nn.Linear`` by ``scale``.
+    The network's function is unchanged when the activation in between is positively
+    homogeneous (ReLU, identity); the hidden channels become ``scale`` times larger.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    layer : int
+        Index among the model's linear layers (in ``modules()`` order); a next one must exist.
+    channels : sequence of int
+    scale : float
+        ``> 0``.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``, modified in place.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module (got {type(model).__name__})")
+    lins = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if len(lins) < 2:
+        raise ValueError(f"model must hold at least two nn.Linear layers (got {len(lins)})")
+    layer = check_int("layer", layer, 0, len(lins) - 2)
+    scale = check_range("scale", scale, 0.0, None, low_inclusive=False)
+    a, b = lins[layer], lins[layer + 1]
+    try:
+        ch = torch.as_tensor(list(channels), dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"channels must be a sequence of ints (got {channels!r})") from exc
+    if ch.numel() == 0 or int(ch.min()) < 0 or int(ch.max()) >= a.out_features:
+        raise ValueError(f"channels must be indices in [0, {a.out_features - 1}] (got {channels})")
+    with torch.no_grad():
+        a.weight[ch] *= scale
+        if a.bias is not None:
+            a.bias[ch] *= scale
+        b.weight[:, ch] /= scale
+    return model

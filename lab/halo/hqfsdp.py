@@ -8,9 +8,16 @@ carries ``Q(WH)`` in 8 bits (half of BF16, a quarter of FP32):
    locally, ``W_r H`` (``fwht`` over the in-features);
 2. the ranks agree on one per-tensor scale: all-reduce MAX of the local absmax (one scalar);
 3. each rank quantizes its rows with that scale and the 8-bit codes are all-gathered;
-4. the gathered ``Q(WH)`` feeds HALO-1/2's forward ``Q(XH) Q(WH)ᵀ`` directly.
+4. the gathered ``Q(WH)`` feeds HALO-1/2's forward ``Q(XH) Q(WH)ᵀ`` and the backward
+   ``E_X`` product directly (:func:`lab.halo.layer.halo_linear` with ``qweight``): no float
+   copy of ``W`` is materialised.
 
 Gradients are averaged in FP32 (HALO keeps the reduce-scatter in BF16; reconstructed).
+
+What crosses the process boundary is *counted*, not computed from a size formula: every
+collective of this module goes through one wrapper that, inside :func:`wire_log`, records the
+dtype, the element count and the bytes of the tensor handed to torch.distributed
+(:class:`WireRecord`).
 
 Why not ``torch.distributed.fsdp.fully_shard``: FSDP2 runs on CPU with gloo in this torch (a
 2-process check passed), but changing *what* it all-gathers needs a tensor-subclass parameter
@@ -20,20 +27,104 @@ accelerator. This module implements the communication step itself on plain
 ``torch.distributed`` (gloo on CPU, NCCL on GPU), plus a small sharded data-parallel training
 loop that uses it.
 
-See: book/halo/03-quantized-finetune.ipynb
+See: book/halo/02-fwht-kernel.ipynb
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
+from dataclasses import dataclass
 
 from lab.core.checks import check_bool, check_choice, check_int, check_range
 
-__all__ = ["quantized_allgather", "allgather_bytes", "run_sharded_training", "free_port"]
+__all__ = [
+    "WireRecord",
+    "wire_log",
+    "quantized_allgather",
+    "allgather_bytes",
+    "run_sharded_training",
+    "free_port",
+]
 
 WIRE_FORMATS = ("int8", "fp8_e4m3", "bf16", "fp32")
+_LOG: list | None = None
+
+
+@dataclass(frozen=True)
+class WireRecord:
+    """One collective call as this rank handed it to ``torch.distributed``.
+
+    ``op`` (``"all_gather"`` or ``"all_reduce"``), the ``dtype`` and element count ``numel``
+    of the tensor this rank contributes, its ``element_size`` in bytes and the group's
+    ``world`` size. ``received`` is what the other ranks' contributions add up to in
+    bytes (``(world − 1) · numel · element_size``): for an all-gather, exactly the bytes of
+    the peers' shards that land in this rank's output.
+    """
+
+    op: str
+    dtype: str
+    numel: int
+    element_size: int
+    world: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element_size
+
+    @property
+    def received(self) -> int:
+        return (self.world - 1) * self.nbytes
+
+
+@contextlib.contextmanager
+def wire_log():
+    """Record every collective of this module made inside the ``with`` block.
+
+    Yields the list that fills with :class:`WireRecord` (one per call, in order).
+
+    Examples
+    --------
+    >>> with wire_log() as log:  # doctest: +SKIP
+    ...     q = quantized_allgather(shard)
+    >>> sum(r.received for r in log if r.op == "all_gather")  # doctest: +SKIP
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    global _LOG
+    prev, _LOG = _LOG, []
+    try:
+        yield _LOG
+    finally:
+        _LOG = prev
+
+
+def _note(op, t, group):
+    import torch.distributed as dist
+
+    if _LOG is not None:
+        dtype = str(t.dtype).removeprefix("torch.")
+        _LOG.append(WireRecord(op, dtype, t.numel(), t.element_size(), dist.get_world_size(group)))
+
+
+def _all_gather(out, inp, group=None):
+    """``out`` (``world·rows × …``) ← every rank's ``inp``, counted in the wire log."""
+    import torch.distributed as dist
+
+    _note("all_gather", inp, group)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    gather(out, inp, group=group)
+    return out
+
+
+def _all_reduce(t, op=None, group=None):
+    import torch.distributed as dist
+
+    _note("all_reduce", t, group)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM if op is None else op, group=group)
+    return t
 
 
 def quantized_allgather(shard, group=None, fmt: str = "int8", rotate: bool = True):
@@ -57,7 +148,7 @@ def quantized_allgather(shard, group=None, fmt: str = "int8", rotate: bool = Tru
         Codes of the full ``(world·rows_local, m)`` weight in rank order, with the shared
         scale: ``.dequantize()`` approximates ``W H`` (or ``W``).
 
-    See: book/halo/03-quantized-finetune.ipynb
+    See: book/halo/02-fwht-kernel.ipynb
     """
     import torch
     import torch.distributed as dist
@@ -73,15 +164,14 @@ def quantized_allgather(shard, group=None, fmt: str = "int8", rotate: bool = Tru
         raise RuntimeError("torch.distributed is not initialized (call init_process_group)")
     v = fwht(shard.detach().float(), dim=-1) if rotate else shard.detach().float()  # W_r H
     amax = v.abs().amax().reshape(1)
-    dist.all_reduce(amax, op=dist.ReduceOp.MAX, group=group)  # one shared scale
+    _all_reduce(amax, dist.ReduceOp.MAX, group)  # one shared scale (4 bytes)
     top = 127.0 if fmt == "int8" else 448.0
     scale = (amax[0] / top).clamp(min=1e-5 / 127.0)  # s = max over ranks of |W H| / fmax
     codes = _codes_with_scale(v, scale, fmt)
     wire = codes.view(torch.uint8) if codes.dtype != torch.int8 else codes
     world = dist.get_world_size(group)
-    out = [torch.empty_like(wire) for _ in range(world)]
-    dist.all_gather(out, wire.contiguous(), group=group)  # 1 byte per element on the wire
-    full = torch.cat(out, 0)
+    full = wire.new_empty((world * wire.shape[0], wire.shape[1]))
+    _all_gather(full, wire.contiguous(), group)  # 1 byte per element on the wire
     if codes.dtype != torch.int8:
         full = full.view(codes.dtype)
     return QTensor(full, scale, fmt, "tensor", tuple(full.shape), shard.dtype)
@@ -99,12 +189,13 @@ def _codes_with_scale(v, scale, fmt):
 
 
 def allgather_bytes(numel: int, world_size: int, fmt: str) -> int:
-    """Bytes one rank receives in an all-gather of a ``numel``-element weight.
+    """Bytes one rank should receive in an all-gather of a ``numel``-element weight (the
+    size formula; the measured counterpart is :func:`wire_log`).
 
     ``(world_size − 1)/world_size · numel`` elements at 1 byte (int8, fp8), 2 (bf16) or 4
     (fp32), plus one 4-byte scale per peer for the 8-bit formats.
 
-    See: book/halo/03-quantized-finetune.ipynb
+    See: book/halo/02-fwht-kernel.ipynb
     """
     numel = check_int("numel", numel, 0)
     world_size = check_int("world_size", world_size, 1)
@@ -117,7 +208,7 @@ def allgather_bytes(numel: int, world_size: int, fmt: str) -> int:
 def free_port() -> int:
     """A free TCP port on the loopback interface.
 
-    See: book/halo/03-quantized-finetune.ipynb
+    See: book/halo/02-fwht-kernel.ipynb
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -141,15 +232,21 @@ def _worker(rank, world, port, fmt, steps, width, lr, seed, queue):
             dist.destroy_process_group()
 
 
+#: HALO level fed by each 8-bit wire format (INT8 needs HALO-2, FP8 HALO-1)
+WIRE_LEVEL = {"int8": 2, "fp8_e4m3": 1}
+
+
 def _train(rank, world, fmt, steps, width, lr, seed):
     """Sharded data-parallel regression with a 2-layer MLP: each rank owns ``1/world`` of the
-    rows of every weight, all-gathers the full weights in ``fmt`` before the forward, and
-    averages the FP32 gradients (all-reduce, then keeps its own rows)."""
-    import torch
-    import torch.distributed as dist
+    rows of every weight and all-gathers the full weights in ``fmt`` before the forward.
 
-    from .formats import fake_quant
-    from .hadamard import fwht
+    8-bit formats: the gathered ``Q(WH)`` feeds HALO-2 (INT8) or HALO-1 (FP8) products
+    directly (forward, ``E_X`` and ``G`` all in ``fmt``). ``bf16``/``fp32``: the gathered
+    weight (cast to FP32) runs a plain FP32 forward. Gradients: FP32 all-reduce, each rank
+    keeps its rows. The collectives are counted by :func:`wire_log`."""
+    import torch
+
+    from .layer import halo_linear
 
     g = torch.Generator().manual_seed(seed)  # same teacher and init on every rank
     d_in, d_out = width, 16
@@ -160,36 +257,52 @@ def _train(rank, world, fmt, steps, width, lr, seed):
     shards = [w.chunk(world, 0)[rank].clone().requires_grad_(True) for w in full]
     opt = torch.optim.Adam(shards, lr=lr)
     data_g = torch.Generator().manual_seed(seed + 1 + rank)  # each rank its own batches
-    losses, wire = [], 0
+    losses, gather, reduce_ = [], [], []
+    lowp = fmt in WIRE_LEVEL
     for _ in range(steps):
-        gathered = []
-        for s in shards:
-            if fmt in ("int8", "fp8_e4m3"):
-                q = quantized_allgather(s, fmt=fmt, rotate=True)  # Q(WH), 8 bits on the wire
-                gathered.append(fwht(q.dequantize().float(), dim=-1, inverse=True))
-            else:
-                dt = torch.bfloat16 if fmt == "bf16" else torch.float32
-                parts = [torch.empty_like(s, dtype=dt) for _ in range(world)]
-                dist.all_gather(parts, s.detach().to(dt).contiguous())
-                gathered.append(torch.cat(parts, 0).float())
-            wire += allgather_bytes(gathered[-1].numel(), world, fmt)
-        Wf = [w.requires_grad_(True) for w in gathered]
         x = torch.randn(64, d_in, generator=data_g)
         y = x @ teacher.T
-        h = torch.relu(fake_quant(x, None) @ Wf[0].T)
-        pred = h @ Wf[1].T
+        with wire_log() as log:
+            if lowp:  # HQ-FSDP: Q(WH) on the wire and into the HALO products
+                qs = [quantized_allgather(s, fmt=fmt, rotate=True) for s in shards]
+                sinks = [torch.zeros(q.shape, requires_grad=True) for q in qs]  # receive G
+
+                def layer(inp, i, qs=qs, sinks=sinks):
+                    return halo_linear(inp, sinks[i], level=WIRE_LEVEL[fmt], fmt=fmt, qweight=qs[i])
+            else:
+                dt = torch.bfloat16 if fmt == "bf16" else torch.float32
+                sinks = []
+                for s in shards:
+                    wire = s.detach().to(dt).contiguous()
+                    out = wire.new_empty((world * wire.shape[0], wire.shape[1]))
+                    sinks.append(_all_gather(out, wire).float().requires_grad_(True))
+
+                def layer(inp, i, sinks=sinks):
+                    return inp @ sinks[i].T  # FP32 forward
+
+        gather.append(sum(r.received for r in log if r.op == "all_gather"))
+        reduce_.append(sum(r.received for r in log if r.op == "all_reduce"))
+        wire_dtypes = sorted({r.dtype for r in log if r.op == "all_gather"})
+        pred = layer(torch.relu(layer(x, 0)), 1)
         loss = ((pred - y) ** 2).mean()
-        grads = torch.autograd.grad(loss, Wf)
+        grads = torch.autograd.grad(loss, sinks)
         for s, gr in zip(shards, grads, strict=True):
             gr = gr.contiguous()
-            dist.all_reduce(gr)  # FP32 gradient average (a reduce-scatter in FSDP)
+            _all_reduce(gr)  # FP32 gradient average (a reduce-scatter in FSDP)
             s.grad = (gr / world).chunk(world, 0)[rank].clone()
         opt.step()
         opt.zero_grad()
         lt = loss.detach().reshape(1)
-        dist.all_reduce(lt)
+        _all_reduce(lt)
         losses.append(float(lt) / world)
-    return {"loss": losses, "wire_bytes": wire}
+    return {
+        "loss": losses,
+        "wire_bytes": int(sum(gather)),
+        "scale_bytes": int(sum(reduce_)),
+        "wire_dtypes": wire_dtypes,
+        "weight_numel": int(sum(w.numel() for w in full)),
+        "level": WIRE_LEVEL.get(fmt),
+    }
 
 
 def run_sharded_training(
@@ -209,7 +322,8 @@ def run_sharded_training(
     world_size : int
     fmt : str or tuple of str
         Wire format of the weight all-gather: ``"int8"``, ``"fp8_e4m3"`` (HQ-FSDP: rotated,
-        one shared scale), ``"bf16"`` or ``"fp32"``. A tuple runs each format in turn in the
+        one shared scale, fed to HALO-2 resp. HALO-1 products), ``"bf16"`` or ``"fp32"``
+        (FP32 forward). A tuple runs each format in turn in the
         same processes (one start-up).
     steps, width, lr, seed
         The regression problem (teacher ``16 × width``, MLP ``width → width → 16``).
@@ -219,10 +333,14 @@ def run_sharded_training(
     Returns
     -------
     dict
-        ``loss`` (mean over ranks, per step) and ``wire_bytes`` (bytes received by one rank in
-        all-gathers); for a tuple ``fmt``, a dict of those per format.
+        ``loss`` (mean over ranks, per step); ``wire_bytes``: bytes of the weight all-gathers
+        that rank 0 received, *counted* from the tensors handed to the collective
+        (:func:`wire_log`); ``scale_bytes``: the same for the scale all-reduce (8-bit formats);
+        ``wire_dtypes``: the dtypes that were all-gathered; ``weight_numel``; ``level``: the
+        HALO level the gathered ``Q(WH)`` fed (``None`` for the FP32 forward of ``bf16`` and
+        ``fp32``). For a tuple ``fmt``, a dict of those per format.
 
-    See: book/halo/03-quantized-finetune.ipynb
+    See: book/halo/02-fwht-kernel.ipynb
     """
     import torch.multiprocessing as mp
 

@@ -1,4 +1,4 @@
-"""HALO's linear layer: Hadamard rotations placed in the forward and backward matmuls.
+"""HALO's reference kernels: rotation placements and the three products of each level.
 
 One linear layer ``Y = X Wᵀ`` (``X``: ``b×m`` tokens × in-features, ``W``: ``n×m``) has three
 products, each run in low precision with a quantize-dequantize ``Q``:
@@ -17,13 +17,12 @@ NeurIPS 2025; reconstructed from the official code ``IST-DASLab/HALO``, see the 
   which is the only placement that spreads token-wise outliers of ``E_Y``).
 
 Rotations are ``fwht`` applications (``XH`` is computed as ``fwht(X)``, i.e. ``R = H_mᵀ`` on
-the right, which is the same orthogonal trick for any Hadamard matrix). With
-``save_quantized=True`` and per-tensor scales the backward pass reuses the forward's
-``Q(XH)`` and ``Q(WH)`` (one byte per element of ``X`` is stored: HALO's
-``...WithQFSDPBackwardXH`` variant).
+the right, which is the same orthogonal trick for any Hadamard matrix). The equation labels
+below (``# (Y)``, ``# (E_X)``, ``# (G)``) are the level table of the chapter page: the paper's
+main-text equations were not read verbatim (reconstructed from the official code).
 
-The layer itself, :class:`lab.halo.layer.HaloLinear`, lives in :mod:`lab.halo.layer` (it
-imports torch at import time); this module holds the placement algebra and the helpers.
+The autograd layer that runs these products inside training is
+:class:`lab.halo.layer.HaloLinear` (tested against :func:`halo_products`).
 
 See: book/halo/01-outliers-and-rotations.ipynb and book/halo/03-quantized-finetune.ipynb
 """
@@ -37,15 +36,7 @@ from lab.core.checks import check_choice, check_int, check_range
 from .formats import FORMATS, qmatmul, quantize
 from .hadamard import _check_size, fwht
 
-__all__ = [
-    "PLACEMENTS",
-    "halo_wrap",
-    "rotated_matmul",
-    "row_relative_error",
-    "matmul_error_report",
-    "outlier_tensors",
-    "inject_massive_activations",
-]
+__all__ = ["PLACEMENTS", "LEVELS", "rotated_matmul", "row_relative_error", "halo_products"]
 
 PLACEMENTS = ("none", "middle", "left", "right")
 LEVELS = (0, 1, 2)
@@ -148,74 +139,55 @@ def row_relative_error(approx: Any, exact: Any):
     exact = _as_tensor(exact, "exact").detach().double()
     if approx.shape != exact.shape:
         raise ValueError(f"shapes differ: {tuple(approx.shape)} vs {tuple(exact.shape)}")
+    if exact.ndim == 0 or exact.numel() == 0:
+        raise ValueError(
+            f"approx and exact must have at least one row (got shape {tuple(exact.shape)})"
+        )
     num = (approx - exact).reshape(exact.shape[0], -1).norm(dim=1)
     den = exact.reshape(exact.shape[0], -1).norm(dim=1).clamp(min=1e-300)
     return float((num / den).mean())
 
 
-def outlier_tensors(
-    b: int = 512,
-    m: int = 1024,
-    n: int = 1024,
-    channel_outliers: int = 8,
-    token_outliers: int = 4,
-    magnitude: float = 100.0,
-    seed: int = 0,
-):
-    """Synthetic ``X`` (``b×m``, channel outliers), ``W`` (``n×m``), ``E_Y`` (``b×n``, token
-    outliers), float64, LLM-like: ``channel_outliers`` whole columns of ``X`` and
-    ``token_outliers`` whole rows of ``E_Y`` are multiplied by ``magnitude``.
-
-    See: book/halo/01-outliers-and-rotations.ipynb
-    """
-    import torch
-
-    b, m, n = check_int("b", b, 1), check_int("m", m, 1), check_int("n", n, 1)
-    kc = check_int("channel_outliers", channel_outliers, 0, m)
-    kt = check_int("token_outliers", token_outliers, 0, b)
-    mag = check_range("magnitude", magnitude, 1.0, 1e6)
-    g = torch.Generator().manual_seed(check_int("seed", seed, 0))
-    X = torch.randn(b, m, generator=g, dtype=torch.float64)
-    W = torch.randn(n, m, generator=g, dtype=torch.float64) / m**0.5
-    E = torch.randn(b, n, generator=g, dtype=torch.float64)
-    X[:, torch.randperm(m, generator=g)[:kc]] *= mag
-    E[torch.randperm(b, generator=g)[:kt]] *= mag
-    return X, W, E
-
-
-def matmul_error_report(
+def halo_products(
     X: Any,
     W: Any,
     E_Y: Any,
-    fmt: str = "int8",
-    placements=PLACEMENTS,
-    granularity: str = "tensor",
+    level: int = 2,
+    fmt: str | None = "int8",
     clip_ratio: float = 1.0,
 ):
-    """Per-row relative error of the three products of a linear layer, per placement.
+    """The three products of one HALO linear layer, straight from the level table.
+
+    Per-tensor scales; the backward products reuse the forward's ``Q(XH)`` and ``Q(WH)``
+    (HALO's ``...WithQFSDPBackwardXH`` variant), as :class:`lab.halo.layer.HaloLinear` does.
 
     Parameters
     ----------
     X, W, E_Y : torch.Tensor
-        ``b×m``, ``n×m``, ``b×n``.
-    fmt, granularity, clip_ratio
-        As in :func:`rotated_matmul`.
-    placements : sequence of str
+        ``b×m`` inputs, ``n×m`` weight, ``b×n`` error ``∂ℓ/∂Y``; ``m`` must be a Hadamard size
+        for levels 1, 2 (the tokens are zero-padded to one for level 2).
+    level : int
+        0, 1 or 2.
+    fmt : str or None
+        A format of :func:`lab.halo.quantize`; ``None``: no quantization.
+    clip_ratio : float
 
     Returns
     -------
-    pandas.DataFrame
-        Index: placements; columns ``Y`` (``X Wᵀ``), ``E_X`` (``E_Y W``), ``G``
-        (``E_Yᵀ X``). Rotated dimensions: middle = inner (``m``, ``n``, ``b``), left = rows
-        (``b``, ``b``, ``n``), right = columns (``n``, ``m``, ``m``).
+    dict
+        ``{"Y": X Wᵀ, "E_X": E_Y W, "G": E_Yᵀ X}`` as computed by HALO-``level``.
 
-    See: book/halo/01-outliers-and-rotations.ipynb
+    See: book/halo/03-quantized-finetune.ipynb
     """
-    import pandas as pd
+    import torch
 
     from .formats import _as_tensor
+    from .hadamard import next_hadamard_size
 
-    X, W, E = (_as_tensor(t, nm).double() for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
+    X, W, E = (_as_tensor(t, nm) for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
+    level = check_int("level", level, 0, 2)
+    _check_fmt(fmt)
+    clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
     if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
         raise ValueError("X, W and E_Y must be 2-D")
     if X.shape[1] != W.shape[1] or E.shape != (X.shape[0], W.shape[0]):
@@ -223,90 +195,30 @@ def matmul_error_report(
             f"shapes must be X b×m, W n×m, E_Y b×n (got {tuple(X.shape)}, {tuple(W.shape)}, "
             f"{tuple(E.shape)})"
         )
-    placements = [check_choice("placements", p, PLACEMENTS) for p in placements]
-    products = {"Y": (X, W.T), "E_X": (E, W), "G": (E.T, X)}
-    rows = {}
-    for p in placements:
-        rows[p] = {
-            name: row_relative_error(rotated_matmul(A, B, p, fmt, granularity, clip_ratio), A @ B)
-            for name, (A, B) in products.items()
-        }
-    return pd.DataFrame.from_dict(rows, orient="index")[["Y", "E_X", "G"]]
+    if level >= 1:
+        _check_size("m (in-features)", X.shape[1])
 
+    def Q(A):  # quantize-dequantize, one scale per tensor
+        return A if fmt is None else quantize(A, fmt, "tensor", clip_ratio).dequantize()
 
-def halo_wrap(model, cfg: dict | None = None, include=None, **kwargs):
-    """Replace the ``nn.Linear`` modules of ``model`` in place by :class:`HaloLinear`.
+    def H(A, dim=-1, inverse=False):  # A H over dim (inverse: A Hᵀ)
+        return fwht(A, dim=dim, inverse=inverse)
 
-    Parameters
-    ----------
-    model : torch.nn.Module
-    cfg : dict, optional
-        Keyword arguments of ``HaloLinear`` (``level``, ``fmt``, ...); ``kwargs`` are merged in.
-    include : sequence of str, optional
-        Only linears whose qualified name ends with one of these (e.g. ``("q_proj", "fc1")``);
-        default: every ``nn.Linear`` (``HaloLinear`` modules are left alone).
-
-    Returns
-    -------
-    torch.nn.Module
-        ``model`` itself (parameters are shared, so optimizers keep working).
-
-    See: book/halo/03-quantized-finetune.ipynb
-    """
-    from torch import nn
-
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module (got {type(model).__name__})")
-    cfg = {**(cfg or {}), **kwargs}
-    from .layer import HaloLinear as cls
-
-    if include is not None:
-        include = tuple(include)
-    for name, mod in list(model.named_modules()):
-        for child_name, child in list(mod.named_children()):
-            full = f"{name}.{child_name}" if name else child_name
-            if type(child) is nn.Linear and (include is None or full.endswith(include)):
-                setattr(mod, child_name, cls.from_linear(child, **cfg))
-    return model
-
-
-def inject_massive_activations(model, layer: int, channels, scale: float):
-    """Function-preserving rescale that creates "massive activation" channels.
-
-    Multiplies rows ``channels`` of the ``layer``-th ``nn.Linear`` (weight and bias) by
-    ``scale`` and divides the matching input columns of the next ``nn.Linear`` by ``scale``.
-    The network's function is unchanged when the activation in between is positively
-    homogeneous (ReLU, identity); the hidden channels become ``scale`` times larger.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-    layer : int
-        Index among the model's linear layers (in ``modules()`` order); a next one must exist.
-    channels : sequence of int
-    scale : float
-        ``> 0``.
-
-    Returns
-    -------
-    torch.nn.Module
-        ``model``, modified in place.
-
-    See: book/halo/03-quantized-finetune.ipynb
-    """
-    import torch
-    from torch import nn
-
-    lins = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    layer = check_int("layer", layer, 0, len(lins) - 2)
-    scale = check_range("scale", scale, 0.0, None, low_inclusive=False)
-    a, b = lins[layer], lins[layer + 1]
-    ch = torch.as_tensor(list(channels), dtype=torch.long)
-    if ch.numel() == 0 or int(ch.min()) < 0 or int(ch.max()) >= a.out_features:
-        raise ValueError(f"channels must be indices in [0, {a.out_features - 1}] (got {channels})")
-    with torch.no_grad():
-        a.weight[ch] *= scale
-        if a.bias is not None:
-            a.bias[ch] *= scale
-        b.weight[:, ch] /= scale
-    return model
+    if level == 0:
+        qX, qW = Q(X), Q(W)
+        Y = qX @ qW.T  # (Y) HALO-0: Q(X) Q(W)ᵀ
+        E_X = Q(E) @ qW  # (E_X) Q(E_Y) Q(W)
+        G = Q(E).T @ qX  # (G) Q(E_Y)ᵀ Q(X)
+        return {"Y": Y, "E_X": E_X, "G": G}
+    qXH, qWH = Q(H(X)), Q(H(W))
+    Y = qXH @ qWH.T  # (Y) HALO-1/2: Q(XH) Q(WH)ᵀ, H Hᵀ = I cancels inside
+    if level == 1:
+        E_X = H(Q(E) @ qWH, inverse=True)  # (E_X) HALO-1: [Q(E_Y) Q(WH)] Hᵀ
+    else:
+        b = E.shape[0]
+        bp = next_hadamard_size(b)  # deviation: tokens zero-padded to a Hadamard size
+        Ep = torch.nn.functional.pad(E, (0, 0, 0, bp - b))
+        inner = Q(H(Ep, dim=0)) @ qWH  # Q(H_b E_Y) Q(WH)
+        E_X = H(H(inner, dim=0, inverse=True)[:b], inverse=True)  # (E_X) H_bᵀ [...] Hᵀ
+    G = H(Q(E).T @ qXH, inverse=True)  # (G) [Q(E_Y)ᵀ Q(XH)] Hᵀ
+    return {"Y": Y, "E_X": E_X, "G": G}

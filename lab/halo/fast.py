@@ -1,5 +1,7 @@
-"""Triton kernels: the FWHT and the fused rotate-and-quantize (HALO's
-``fast_hadamard_quant_transform``), the fast path on CUDA.
+"""HALO's fast path on CUDA: triton kernels for the FWHT and the fused rotate-and-quantize
+(HALO's ``fast_hadamard_quant_transform``), tested against :func:`lab.halo.fwht` and
+:func:`lab.halo.quantize` (the CPU fast path of ``fwht`` itself, batched torch and the
+compiled C kernel of :mod:`lab.halo.fwht_cpu`, lives in :mod:`lab.halo.hadamard`).
 
 One program per row keeps the whole row in registers: it is read once, the ``log2 n``
 butterfly stages run on registers (each stage views the row as ``(n/2h, 2, h)`` and maps the
