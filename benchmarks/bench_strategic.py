@@ -1,20 +1,21 @@
-"""Strategic Massart: the 0-1 ERM halfspace scan, batched torch vs the numpy reference.
+"""Strategic Massart: Algorithm 1 batched over seeds (torch) vs the numpy reference loop.
 
-The inner loop of the explore-fit-shift learner is an exact 0-1 threshold scan over K = 720
-directions on n clean samples, one case per n:
+The paper's algorithm is sequential in the cycles, so the fast path batches the independent
+runs (seeds): one case per (T, S), the default instance (d = 2, gamma = 0.2, eta = 0.2).
 
-* reference: ``lab.strategic.erm01_halfspace`` numpy (one [n, K] sort + cumulative sums);
-* fast: ``lab.strategic.erm01_halfspace(backend="torch")`` on CPU (and CUDA with ``--gpu``);
-* peer (n <= 2000): the per-direction loop a user would write, ``lab.strategic.erm01_1d``
-  called once per direction.
+* reference: ``lab.strategic.strategic_massart_learner``, numpy, one run cycle by cycle, run for
+  every seed in a Python loop (at most three seeds timed; the time scales with S and is
+  extrapolated, recorded as ``seeds_timed``);
+* fast: ``lab.strategic.strategic_massart_batch`` (torch, CPU; CUDA with ``--gpu``), all seeds
+  at once;
+* no peer: no library implements strategic classification with this feedback model.
 
-Checks: the torch path returns the reference's direction and offset (to 1e-12); the loop
-peer reaches the same number of errors. Last case: ``explore_fit_shift`` end to end
-(T = 2^15, default instance), timed once.
+Check: the fast path's per-cycle regret equals the reference's on the same draws (max abs
+difference over the timed seeds).
 
-    python benchmarks/bench_strategic.py            # n up to 2e4
-    python benchmarks/bench_strategic.py --quick    # < 20 s
-    python benchmarks/bench_strategic.py --gpu      # adds CUDA and n = 2e5
+    python benchmarks/bench_strategic.py            # T = 5,000, S = 30
+    python benchmarks/bench_strategic.py --quick    # < 20 s: T = 2,000, S = 8
+    python benchmarks/bench_strategic.py --gpu      # adds CUDA and the paper's T = 50,000 x 30
 """
 
 from __future__ import annotations
@@ -27,91 +28,60 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import strategic as st  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
-
-
-def errors(X, y, w, b) -> int:
-    return int(np.sum(np.where(X @ w >= b, 1, -1) != y))
-
-
-def loop_peer(X, y, n_dirs):
-    phi = 2 * np.pi * np.arange(n_dirs) / n_dirs
-    best = (np.inf, None, None)
-    for p in phi:
-        w = np.array([np.cos(p), np.sin(p)])
-        theta, err = st.erm01_1d(X @ w, y)
-        if err < best[0]:
-            best = (err, w, theta)
-    return best[1], best[2]
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def main() -> None:
     bench = Benchmark("strategic", __doc__)
-    K = 720
-    sizes = [500, 2000] if bench.quick else [500, 2000, 20_000]
+    env = st.StrategicMassart(d=2, gamma=0.2, eta=0.2)
+    sizes = [(2_000, 8)] if bench.quick else [(2_000, 8), (5_000, 30)]
     if bench.gpu:
-        sizes.append(200_000)
-    env = st.StrategicEnv(n_mc=1000)
-    if bench.gpu:
-        Xw, yw = env.sample(100, np.random.default_rng(0))
-        st.erm01_halfspace(Xw, yw, n_dirs=8, backend="torch", device="cuda")  # warm-up
-    for n in sizes:
-        X, y = env.sample(n, np.random.default_rng(n))
-        big = n > 2000
-        kw = {"reps": bench.args.reps or (1 if big else 3), "warmup": 0 if big else 1}
-        with bench.case(f"0-1 ERM scan, n = {n:,}, K = {K}", n=n, K=K) as case:
-            w_ref, b_ref = case.time(
+        sizes.append((50_000, 30))
+    for T, S in sizes:
+        draws = st.draw_batch(T, env.d, range(S))
+        timed = min(S, 3)
+        with bench.case(f"Algorithm 1, T = {T:,}, S = {S} seeds", T=T, S=S) as case:
+            refs = case.time(
                 "reference",
-                "lab erm01_halfspace (numpy)",
-                lambda X=X, y=y: st.erm01_halfspace(X, y, n_dirs=K, refine=False),
-                **kw,
+                f"lab strategic_massart_learner (numpy), {timed} seeds",
+                lambda draws=draws, T=T, timed=timed: [
+                    st.strategic_massart_learner(env, T, draws=tuple(a[i] for a in draws))
+                    for i in range(timed)
+                ],
+                reps=1,
+                warmup=0,
+                seeds_timed=timed,
             )
-            w_c, b_c = case.time(
+            case.rows[-1]["seconds"] *= S / timed  # the loop over all S seeds
+            fast = case.time(
                 "fast",
-                "lab erm01_halfspace (torch)",
-                lambda X=X, y=y: st.erm01_halfspace(
-                    X, y, n_dirs=K, refine=False, backend="torch", device="cpu"
+                "lab strategic_massart_batch (torch)",
+                lambda draws=draws, T=T: st.strategic_massart_batch(
+                    env, T, draws=draws, device="cpu"
                 ),
-                **kw,
+                reps=1,
+                warmup=0,
             )
             case.metric(
-                "torch_cpu_match",
-                bool(np.allclose(w_c, w_ref, atol=1e-12) and abs(b_c - b_ref) < 1e-12),
+                "max_abs_regret_diff",
+                float(max(np.abs(fast.regret[i] - r.regret).max() for i, r in enumerate(refs))),
             )
             if bench.gpu:
-                w_g, b_g = case.time(
+                gpu = case.time(
                     "fast",
-                    "lab erm01_halfspace (torch)",
-                    lambda X=X, y=y: st.erm01_halfspace(
-                        X, y, n_dirs=K, refine=False, backend="torch", device="cuda"
+                    "lab strategic_massart_batch (torch)",
+                    lambda draws=draws, T=T: st.strategic_massart_batch(
+                        env, T, draws=draws, device="cuda"
                     ),
-                    reps=3,
+                    reps=1,
+                    warmup=1,
                     device="cuda",
                 )
                 case.metric(
-                    "torch_cuda_match",
-                    bool(np.allclose(w_g, w_ref, atol=1e-12) and abs(b_g - b_ref) < 1e-12),
-                )
-            if n <= 2000:
-                w_l, b_l = case.time(
-                    "peer",
-                    "per-direction loop of erm01_1d",
-                    lambda X=X, y=y: loop_peer(X, y, K),
-                    **kw,
-                )
-                case.metric(
-                    "loop_same_errors", errors(X, y, w_l, b_l) == errors(X, y, w_ref, b_ref)
+                    "cuda_max_abs_regret_diff", float(np.abs(gpu.regret - fast.regret).max())
                 )
             for r in case.rows:
-                r["agent_directions_per_s"] = n * K / r["seconds"]
-    with bench.case("explore_fit_shift end to end, T = 2^15, default instance", T=2**15) as case:
-        case.time(
-            "fast",
-            "lab explore_fit_shift",
-            lambda: st.explore_fit_shift(st.StrategicEnv(), 2**15, seed=0),
-            reps=1,
-            warmup=0,
-        )
+                r["cycles_per_s"] = T * S / r["seconds"]
     bench.finish()
 
 

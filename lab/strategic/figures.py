@@ -5,21 +5,12 @@ See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..core.checks import check_choice, check_int, check_positive, check_range
-from . import (
-    NOISE_PROFILES,
-    StrategicEnv,
-    accepts,
-    best_response,
-    explore_fit_shift,
-    naive_unshifted,
-)
+from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.strategic.legacy import NOISE_PROFILES, StrategicEnv, accepts, best_response
 
-__all__ = ["best_response_figure", "cumulative_regret_runs", "regret_figure"]
+__all__ = ["best_response_figure", "regret_curves_figure"]
 
 BLUE, ORANGE, GREY, GREEN, PURPLE = "#0072B2", "#E69F00", "#999999", "#009E73", "#CC79A7"
 
@@ -36,7 +27,8 @@ def _line(w, tau, lim=3.2):
 def best_response_figure(
     shift: float = 0.5, r: float = 0.5, noise: str = "asymmetric", n: int = 300, seed: int = 0
 ):
-    """Agents' true and reported features under the rule ``<w*, x> >= b* + shift``.
+    """Agents' true and reported features under the rule ``<w*, x> >= shift`` (the paper's
+    model: ``b* = 0``, radius ``r = gamma``).
 
     Accepted agents show their (noisy) label; rejected agents are grey crosses (label never
     revealed). ``shift = r`` is the clairvoyant rule. Seven traces for every argument.
@@ -49,7 +41,7 @@ def best_response_figure(
     r = check_positive("r", r, allow_zero=True)
     noise = check_choice("noise", noise, NOISE_PROFILES)
     n = check_int("n", n, 1, 300)
-    env = StrategicEnv(r=r, noise=noise, n_mc=20_000)
+    env = StrategicEnv(b_star=0.0, r=r, noise=noise, n_mc=20_000)
     rng = np.random.default_rng(seed)
     X, y = env.sample(n, rng)
     w, tau = env.w_star, env.b_star + shift
@@ -103,63 +95,40 @@ def best_response_figure(
     return fig
 
 
-@functools.lru_cache(maxsize=64)
-def cumulative_regret_runs(
-    T: int, noise: str = "asymmetric", r: float = 0.5, seeds: int = 1, n_dirs: int = 180
-) -> dict:
-    """Cumulative expected regret of explore-fit-shift (0-1 ERM), the same learner with a
-    logistic fitter, and the unshifted true boundary, averaged over ``seeds`` runs.
-
-    See: book/strategic/02-regret.ipynb
-    """
-    T = check_int("T", T, 64)
-    seeds = check_int("seeds", seeds, 1)
-    env = StrategicEnv(r=r, noise=noise, n_mc=50_000)
-    out = {}
-    for name, kw in (
-        ("explore-fit-shift", {"fitter": "erm01"}),
-        ("logistic fitter", {"fitter": "logistic"}),
-    ):
-        out[name] = np.mean(
-            [
-                np.cumsum(explore_fit_shift(env, T, seed=s, n_dirs=n_dirs, **kw)["regret"])
-                for s in range(seeds)
-            ],
-            axis=0,
-        )
-    out["unshifted true boundary"] = np.cumsum(naive_unshifted(env, T)["regret"])
-    return out
+NAMES = {
+    "ours": ("Algorithm 1 (the paper)", BLUE),
+    "zhang-partial": ("Zhang et al. 2020, partial", ORANGE),
+    "zhang-full": ("Zhang et al. 2020, full", GREY),
+    "perceptron-partial": ("Strategic Perceptron, partial", GREEN),
+    "perceptron-full": ("Strategic Perceptron, full", PURPLE),
+    "explore-fit-shift": ("explore-fit-shift (extra, ours)", "#56B4E9"),
+}
 
 
-def regret_figure(log2T: int = 13, noise: str = "asymmetric", r: float = 0.5):
-    """Cumulative regret against rounds (log-log) with a √t guide: four traces always.
+def regret_curves_figure(comparison, upto: int | None = None):
+    """Mean cumulative expected regret of each learner up to cycle ``upto`` (one trace per
+    learner of the comparison, at most 300 points each).
 
     See: book/strategic/02-regret.ipynb
     """
     import plotly.graph_objects as go
 
-    log2T = check_int("log2T", log2T, 8, 20)
-    T = 2**log2T
-    runs = cumulative_regret_runs(T, noise, float(r))
-    idx = np.unique(np.geomspace(1, T, 250).astype(int)) - 1
-    t = idx + 1.0
+    from lab.strategic.experiments import Comparison
+
+    if not isinstance(comparison, Comparison):
+        raise TypeError(f"comparison must be a Comparison (got {type(comparison).__name__})")
+    T = comparison.T
+    upto = T if upto is None else check_int("upto", upto, 2, T)
+    idx = np.unique(np.linspace(0, upto - 1, 300).astype(int))
     fig = go.Figure()
-    for (name, c), colour in zip(runs.items(), (BLUE, PURPLE, ORANGE), strict=True):
-        fig.add_scatter(
-            x=t, y=np.maximum(c[idx], 1e-3), mode="lines", line=dict(color=colour), name=name
-        )
-    ratio = runs["explore-fit-shift"][-1] / np.sqrt(T)
-    fig.add_scatter(
-        x=t,
-        y=ratio * np.sqrt(t),
-        mode="lines",
-        line=dict(color="black", dash="dot"),
-        name=f"{ratio:.2f}·√t",
-    )
+    for key, curve in comparison.mean.items():
+        name, colour = NAMES[key]
+        fig.add_scatter(x=idx + 1, y=curve[idx], mode="lines", name=name, line=dict(color=colour))
+    top = max(float(c[upto - 1]) for c in comparison.mean.values())
     fig.update_layout(
-        title=f"T = {T}, noise = {noise}, r = {r:.2f}: regret(T)/√T = {ratio:.2f}",
-        xaxis=dict(type="log", title="round t"),
-        yaxis=dict(type="log", title="cumulative expected regret", range=[-1, np.log10(T)]),
-        height=480,
+        title=f"cumulative regret after {upto} cycles",
+        xaxis=dict(title="cycle t", range=[0, upto]),
+        yaxis=dict(title="cumulative expected regret", range=[0, 1.05 * top]),
+        height=460,
     )
     return fig

@@ -1,0 +1,271 @@
+"""Fast path: Algorithm 1 and the paper's baselines batched over seeds (torch, CPU or CUDA).
+
+Every operation of :func:`lab.strategic.reference.strategic_massart_learner` acts on a batch of
+``S`` independent runs at once (tensors ``[S, d]``); the loop over cycles stays (the algorithm is
+sequential). With the same draws it reproduces the reference run (tested). The same engine runs
+the non-strategic Massart learner of Zhang et al. (2020) (``variant="zhang-partial"`` /
+``"zhang-full"``: thresholds at 0, bands around the posted boundary). The Strategic Perceptron
+(Ahmadi et al. 2021) is :func:`strategic_perceptron_batch`.
+
+See: book/strategic/02-regret.ipynb
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from lab.core.checks import check_choice, check_int
+from lab.core.runtime import resolve_device
+from lab.strategic.model import TIE, StrategicMassart, rule_regret
+from lab.strategic.reference import ON_BAR, Constants, draw_agents, pnorm_exponent, schedule
+
+__all__ = ["BatchRun", "draw_batch", "strategic_massart_batch", "strategic_perceptron_batch"]
+
+VARIANTS = ("ours", "zhang-partial", "zhang-full")
+
+
+@dataclass
+class BatchRun:
+    """``S`` runs: per-cycle ``cos`` and ``threshold`` ``[S, T]``, exact ``regret`` ``[S, T]``,
+    batch-output ``angles`` ``[S, n_outputs]`` (``w~0`` first), the ``phases``."""
+
+    cos: np.ndarray
+    threshold: np.ndarray
+    regret: np.ndarray
+    angles: np.ndarray
+    phases: list
+
+
+def draw_batch(T: int, d: int, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`lab.strategic.reference.draw_agents` for each seed, stacked: ``[S, T, d]``, ``[S, T]``,
+    ``[S, T, d]``."""
+    seeds = [check_int("seed", s, 0) for s in np.atleast_1d(np.asarray(seeds)).tolist()]
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    out = [draw_agents(T, d, s) for s in seeds]
+    return tuple(np.stack([o[i] for o in out]) for i in range(3))
+
+
+def _check(env, T, seeds, draws):
+    if not isinstance(env, StrategicMassart):
+        raise TypeError(f"env must be a StrategicMassart (got {type(env).__name__})")
+    T = check_int("T", T, 4)
+    if draws is None:
+        draws = draw_batch(T, env.d, seeds)
+    X, U, G = draws
+    if X.ndim != 3 or X.shape[1] < T or X.shape[2] != env.d:
+        raise ValueError(f"draws must have X of shape (S, >= {T}, {env.d}) (got {X.shape})")
+    return T, X, U, G
+
+
+def _ghalf(v, r):
+    """Gradient of ``||v||_r^2 / 2`` along the last axis (zero at ``v = 0``)."""
+    import torch
+
+    nrm = (v.abs() ** r).sum(-1, keepdim=True) ** (1.0 / r)
+    safe = torch.where(nrm > 0, nrm, torch.ones_like(nrm))
+    return torch.where(
+        nrm > 0, v.sign() * v.abs() ** (r - 1) * safe ** (2 - r), torch.zeros_like(v)
+    )
+
+
+def _project(w, center, c):
+    """Batched :func:`lab.strategic.reference.project_cone_ball` (``c`` of shape ``[S, 1]``)."""
+    import torch
+
+    a = (w * center).sum(-1, keepdim=True)
+    v = w - a * center
+    n = v.norm(dim=-1, keepdim=True)
+    rad = torch.sqrt(a * a + n * n)
+    corner = c * center + torch.sqrt(torch.clamp(1 - c * c, min=0)) * v / torch.where(
+        n > 0, n, torch.ones_like(n)
+    )
+    half = c * center + v
+    out = torch.where((c * c + n * n <= 1.0) & (a < c), half, corner)
+    out = torch.where((rad > 1.0) & (a / rad >= c), w / rad, out)
+    return torch.where((a >= c) & (rad <= 1.0), w, out)
+
+
+def _mirror(w, g, alpha, center, c, p):
+    q = p / (p - 1.0)
+    theta = _ghalf(w - center, p) / (p - 1.0) - alpha * g
+    w_hat = _project(center + (p - 1.0) * _ghalf(theta, q), center, c)
+    return w_hat / w_hat.norm(dim=-1, keepdim=True)
+
+
+def strategic_massart_batch(
+    env: StrategicMassart,
+    T: int,
+    seeds=(0,),
+    constants: Constants | None = None,
+    variant: str = "ours",
+    draws=None,
+    device=None,
+) -> BatchRun:
+    """Algorithm 1 for ``S`` seeds at once (or the Zhang et al. 2020 baseline).
+
+    Parameters
+    ----------
+    env : StrategicMassart
+    T : int
+        Horizon (cycles), ``>= 4``.
+    seeds : sequence of int
+        One run per seed (:func:`draw_batch`); ignored when ``draws`` is given.
+    constants : Constants, optional
+    variant : {"ours", "zhang-partial", "zhang-full"}
+        The paper's algorithm, or the non-strategic learner of Zhang et al. (2020) (thresholds at
+        0; partial feedback and band ``0 < <w, r> <= b``, or full feedback and band
+        ``|<w, r>| <= b``).
+    draws : tuple, optional
+        Pre-drawn ``(X, U, G)`` of shapes ``[S, T, d]``, ``[S, T]``, ``[S, T, d]``.
+    device : str or torch.device, optional
+        Default: :func:`lab.device`.
+
+    Returns
+    -------
+    BatchRun
+
+    See: book/strategic/02-regret.ipynb
+    """
+    import torch
+
+    variant = check_choice("variant", variant, VARIANTS)
+    T, X, U, G = _check(env, T, seeds, draws)
+    dev = resolve_device(device)
+    f64 = dict(dtype=torch.float64, device=dev)
+    Xt, Ut, Gt = (torch.as_tensor(np.ascontiguousarray(a), **f64) for a in (X, U, G))
+    S, d = Xt.shape[0], env.d
+    eta, gamma = env.eta, env.gamma
+    ws = torch.as_tensor(env.w_star, **f64)
+    c = constants if constants is not None else Constants()
+    phases = schedule(T, d, gamma, eta, c)
+    strategic, full = variant == "ours", variant == "zhang-full"
+    if not strategic:  # one cycle per iteration after initialisation, as many cycles
+        phases = [
+            replace(ph, iterations=ph.iterations * 2, cycles=1) if ph.kind == "enhance" else ph
+            for ph in phases
+        ]
+    p = pnorm_exponent(d)
+    cos_t = torch.zeros(S, T, **f64)
+    thr_t = torch.zeros(S, T, **f64)
+    outs, t = [], 0
+
+    def cycle(w, thr):
+        nonlocal t
+        x, u = Xt[:, t], Ut[:, t]
+        clean = torch.where(x @ ws >= 0, 1.0, -1.0).to(x)
+        y = torch.where(u < eta, -clean, clean)  # uniform Massart flips
+        s = (x * w).sum(-1) - thr
+        move = (s >= -gamma) & (s < 0)  # Lemma 1
+        r = torch.where(move[:, None], x - (s - TIE)[:, None] * w, x)
+        admitted = (r * w).sum(-1) - thr >= 0
+        cos_t[:, t], thr_t[:, t] = w @ ws, thr
+        t += 1
+        seen = y if full else torch.where(admitted, y, torch.zeros_like(y))
+        return r, seen
+
+    for ph in phases:
+        if ph.kind == "init":
+            acc = torch.zeros(S, d, **f64)
+            for i in range(ph.iterations):
+                w = Gt[:, i] / Gt[:, i].norm(dim=-1, keepdim=True)
+                for sgn in (1.0, -1.0):
+                    if t >= T:
+                        break
+                    r, y = cycle(sgn * w, 0.0)
+                    above = sgn * (r * w).sum(-1) > ON_BAR
+                    keep = torch.ones_like(above) if full else above
+                    acc = acc + torch.where(keep[:, None], y[:, None] * r, torch.zeros_like(r))
+            w0 = acc / ph.iterations
+            outs.append(w0)
+            nrm0 = w0.norm(dim=-1, keepdim=True)
+            e1 = torch.zeros_like(w0)
+            e1[:, 0] = 1.0
+            u0 = torch.where(nrm0 > 0, w0 / torch.where(nrm0 > 0, nrm0, 1.0), e1)
+            cmin = torch.clamp(c.c1 * (1 - 2 * eta) / torch.clamp(nrm0, min=1e-12), max=0.99)
+            w_k, center = u0, u0
+        else:
+            if ph.kind == "enhance":
+                center, cmin = w_k, torch.full((S, 1), math.cos(ph.theta), **f64)
+            w, total = w_k.clone(), torch.zeros(S, d, **f64)
+            for _ in range(ph.iterations):
+                if t >= T:
+                    break
+                total = total + w
+                if ph.kind == "refine" or not strategic:
+                    r, y = cycle(w, 0.0)
+                    s = (r * w).sum(-1)
+                    band = (s.abs() <= ph.b) if full else (s > ON_BAR) & (s <= ph.b)
+                    coef = (-eta * (y == 1) + (1 - eta) * (y == -1)) * band
+                    g = coef[:, None] * r
+                else:
+                    g = torch.zeros(S, d, **f64)
+                    for j, thr in ((1, gamma), (2, gamma + ph.b)):
+                        if t >= T:
+                            break
+                        r, y = cycle(w, thr)
+                        s = (r * w).sum(-1)
+                        if j == 1:
+                            inside = (s >= gamma - ON_BAR) & (s <= gamma + ph.b + ON_BAR)
+                        else:
+                            inside = (s - gamma - ph.b).abs() <= ON_BAR
+                        inside = inside & (y != 0)
+                        plus = r + (ph.b - s)[:, None] * w
+                        minus = r - s[:, None] * w
+                        sign = 1.0 if j == 1 else -1.0
+                        cp = (-eta * (y == 1) * inside)[:, None]
+                        cm = ((1 - eta) * (y == -1) * inside)[:, None]
+                        g = g + sign * (cp * plus + cm * minus)
+                w = _mirror(w, g, ph.alpha, center, cmin, p)
+            w_k = total / total.norm(dim=-1, keepdim=True)
+            outs.append(w_k)
+    cos_np, thr_np = cos_t.cpu().numpy(), thr_t.cpu().numpy()
+    ang = np.stack(
+        [np.arccos(np.clip((o @ ws / o.norm(dim=-1)).cpu().numpy(), -1, 1)) for o in outs], 1
+    )
+    regret = rule_regret(cos_np.ravel(), thr_np.ravel(), gamma, eta).reshape(cos_np.shape)
+    return BatchRun(cos_np, thr_np, regret, ang, phases)
+
+
+def strategic_perceptron_batch(
+    env: StrategicMassart, T: int, seeds=(0,), feedback: str = "full", draws=None
+) -> BatchRun:
+    """The Strategic Perceptron (Ahmadi et al. 2021; the paper's Alg. 5 and 6), batched (numpy).
+
+    The first agent is admitted without a rule (``w_2 = y_1 r_1 / ||r_1||``); then the rule
+    ``sgn(<w_t, r> - gamma)`` is posted and a mistake updates ``w <- w + y x~`` (normalised),
+    with the proxy ``x~ = r - gamma w`` for an agent on the boundary with ``y = -1`` (eq. 2).
+    ``feedback="partial"`` updates only on admitted agents with ``y = -1`` (Alg. 6).
+
+    See: book/strategic/02-regret.ipynb
+    """
+    feedback = check_choice("feedback", feedback, ("full", "partial"))
+    T, X, U, _ = _check(env, T, seeds, draws)
+    eta, gamma, ws = env.eta, env.gamma, env.w_star
+    clean = np.where(X[:, :T] @ ws >= 0, 1.0, -1.0)
+    Y = np.where(U[:, :T] < eta, -clean, clean)
+    S = X.shape[0]
+    cos_t, thr_t = np.zeros((S, T)), np.zeros((S, T))
+    thr_t[:, 0] = -np.inf  # the first agent is admitted without a rule
+    cos_t[:, 0] = 1.0
+    w = Y[:, 0, None] * X[:, 0]
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    for t in range(1, T):
+        x, y = X[:, t], Y[:, t]
+        cos_t[:, t], thr_t[:, t] = w @ ws, gamma
+        s = np.sum(x * w, 1) - gamma
+        move = (s >= -gamma) & (s < 0)
+        r = np.where(move[:, None], x - (s - TIE)[:, None] * w, x)
+        yhat = np.where(np.sum(r * w, 1) - gamma >= 0, 1.0, -1.0)
+        on_bar = np.abs(np.sum(r * w, 1) - gamma) <= ON_BAR
+        proxy = np.where((on_bar & (y < 0))[:, None], r - gamma * w, r)  # eq. (2)
+        upd = yhat != y if feedback == "full" else (yhat > 0) & (y < 0)
+        w_new = w + y[:, None] * proxy
+        w_new /= np.linalg.norm(w_new, axis=1, keepdims=True)
+        w = np.where(upd[:, None], w_new, w)
+    regret = rule_regret(cos_t.ravel(), thr_t.ravel(), gamma, eta).reshape(S, T)
+    ang = np.arccos(np.clip(w @ ws, -1, 1))[:, None]
+    return BatchRun(cos_t, thr_t, regret, ang, [])
