@@ -253,9 +253,113 @@ def test_type_errors():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_cuda_matches_cpu():
     kw = dict(n=30, d=300, sigmas=[0.0, 1.0], reps=2, seed=0, n_ref=400, n_fresh=300)
     a = tr.tradeoff_curve(device="cpu", **kw)
     b = tr.tradeoff_curve(device="cuda", **kw)
     assert np.abs(a["traced_all"] - b["traced_all"]).max() <= 2 / 30
+
+
+# ----------------------------------------------------------------------------------------
+# The paper's hard problem P_{k,p} (problems.py, experiments.py)
+# ----------------------------------------------------------------------------------------
+def test_sparse_instance_public_shape():
+    inst = tr.sparse_instance(40, 30, 7, 0.1, 3.0, seed=2)
+    assert inst.Z.shape == (40, 30) and inst.mu.shape == (30,)
+    assert set(np.unique(inst.Z)) <= {-1.0, 0.0, 1.0}
+    assert np.all((inst.Z != 0).sum(axis=1) == 7)  # exactly k non-zeros per row
+    assert np.all(np.abs(inst.mu) <= 7 / 30 + 1e-12)
+    assert inst.beta == tr.prior_scale(30, 7, 0.1, 3.0) >= 1.0
+    again = tr.sparse_instance(40, 30, 7, 0.1, 3.0, seed=2)
+    assert np.array_equal(inst.Z, again.Z) and np.array_equal(inst.mu, again.mu)
+
+
+def test_sparse_data_mean_is_mu():
+    inst = tr.sparse_instance(2, 12, 4, 0.2, 4.0, seed=0)
+    Z = inst.fresh(200_000, seed=3)
+    se = Z.std(axis=0) / np.sqrt(Z.shape[0])
+    assert np.all(np.abs(Z.mean(axis=0) - inst.mu) <= 4.5 * se)  # E z = µ (Def. 4.1)
+
+
+def test_fingerprint_scores_formula():
+    inst = tr.sparse_instance(5, 9, 3, 0.15, 2.5, seed=1)
+    theta = np.random.default_rng(0).uniform(-1, 1, 9) * 9 ** (-1 / 2.5)
+    got = tr.fingerprint_scores(theta, inst.Z, inst.mu, 3, 2.5)
+    for i, z in enumerate(inst.Z):
+        centred = z - np.where(z != 0, (9 / 3) * inst.mu, 0.0)
+        assert np.isclose(got[i], 9 ** (1 / 2.5) / np.sqrt(3) * centred @ theta)
+
+
+def test_box_learners_and_excess():
+    inst = tr.sparse_instance(50, 40, 10, 0.12, 4.0, seed=0)
+    r = tr.box_radius(40, 4.0)
+    for theta in (tr.erm_box(inst.Z, 4.0), tr.noisy_erm_box(inst.Z, 1.0, 4.0, 1)):
+        assert np.all(np.abs(theta) <= r + 1e-15)
+        assert tr.excess_risk_box(theta, inst.mu, 10, 4.0) >= -1e-15
+    best = r * np.sign(inst.mu)
+    assert abs(tr.excess_risk_box(best, inst.mu, 10, 4.0)) < 1e-15
+    # the loss is 1-Lipschitz in ℓ4: ‖∇f‖_q = k^(−1/q) ‖z‖_q = 1
+    q = 4 / 3
+    assert np.allclose(10 ** (-1 / q) * np.linalg.norm(inst.Z, ord=q, axis=1), 1.0)
+
+
+def test_sparse_fingerprinting_identity_every_learner():
+    for n, d, k, alpha, p in [(10, 60, 60, 0.2, 2.0), (10, 60, 12, 0.15, 4.0)]:
+        chk = tr.identity_check(n, d, k, alpha, p, reps=1500, seed=1)
+        assert np.all(np.abs(chk.z) <= 4.0), chk
+        assert chk.lhs[chk.learners.index("constant")] == 0.0
+
+
+def test_identity_check_can_fail_with_the_dense_centre():
+    chk = tr.identity_check(10, 60, 12, 0.15, 4.0, learners=("erm",), reps=1500, centre="dense")
+    assert abs(chk.z[0]) > 4.0  # centring at µ on every coordinate breaks the lemma for k < d
+
+
+def test_paper_sparsity_and_ranges():
+    assert tr.paper_sparsity(1000, 0.1, 2.0) == 1000
+    assert tr.paper_sparsity(1000, 0.1, 4.0) == round(0.6**4 * 1000)
+    lo, hi = tr.alpha_range(50, 2000, 2.0, 0.05)
+    assert np.isclose(lo, 1 / np.sqrt(50)) and hi == 1 / 6
+    lo4, _ = tr.alpha_range(50, 2000, 4.0, 0.05)
+    assert np.isclose(lo4, min(50**-0.25, 2000**0.25 / np.sqrt(50)) / 6)
+    # Thm 2.8: the first branch is the smaller one exactly when d ≥ εn
+    n, eps, p = 100, 0.5, 4.0
+    for d in (10, 49, 50, 51, 10_000):
+        a = (d / (eps * n) ** 2) ** (1 / p)
+        b = d ** (1 - 1 / p) / (eps * n)
+        assert (a <= b) == (d >= eps * n)
+        assert np.isclose(tr.dp_lower_bound(n, d, p, eps), min(a, b, 1.0))
+
+
+def test_recall_curve_sound_and_dp_below_ceiling():
+    r = tr.recall_curve(50, 400, 0.15, 2.0, sigmas=(0.0, 3.0), eps=(1.0,), reps=6, n_ref=400)
+    assert np.all(np.abs(r.fpr - 0.05) <= 4 * np.sqrt(0.05 * 0.95 * 3 / (400 * 6)))
+    assert r.traced[0] > 3 * 0.05  # ERM is traced on a constant fraction
+    assert r.traced[2] <= tr.dp_trace_bound(1.0, 1 / 50**2, 0.05) + 3 * r.traced_se[2] + 1e-12
+    assert r.excess[0] < r.excess[1]
+
+
+def test_l2_counterexample_rate():
+    rate = tr.l2_erm_rate([25, 100, 400], d=200, reps=10)
+    assert np.all(np.diff(rate.excess) < 0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: tr.sparse_instance(0, 10, 2, 0.1, 2.0, 0),
+        lambda: tr.sparse_instance(5, 10, 11, 0.1, 2.0, 0),
+        lambda: tr.sparse_instance(5, 10, 2, 0.0, 2.0, 0),
+        lambda: tr.sparse_instance(5, 10, 2, 0.1, 1.0, 0),
+        lambda: tr.fingerprint_scores(np.zeros(3), np.zeros((2, 4)), np.zeros(4), 2, 2.0),
+        lambda: tr.fingerprint_scores(np.zeros(4), np.zeros((2, 4)), np.zeros(4), 5, 2.0),
+        lambda: tr.dp_lower_bound(10, 10, 1.5, 0.5),
+        lambda: tr.dp_lower_bound(10, 10, 3.0, 2.0),
+        lambda: tr.alpha_range(10, 10, 2.0, 0.5),
+        lambda: tr.identity_check(5, 10, 2, 0.1, 2.0, learners=("oracle",)),
+        lambda: tr.recall_curve(5, 10, 0.1, 2.0, sigmas=()),
+    ],
+)
+def test_sparse_bad_input_raises(call):
+    with pytest.raises(ValueError):
+        call()

@@ -5,21 +5,22 @@ See: book/traceability/01-tracing-attack.ipynb, book/traceability/02-dp-and-trad
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from . import (
+from lab.traceability.fast import tradeoff_curve
+from lab.traceability.reference import (
     dp_trace_bound,
     excess_risk_linear,
     l2_hard_instance,
     noisy_erm_l2,
     trace,
     tracer_scores,
-    tradeoff_curve,
 )
 
-__all__ = ["scores_figure", "tradeoff_figure"]
+__all__ = ["recall_figure", "scores_figure", "tradeoff_figure"]
 
 
 def _hist(x, edges):
@@ -137,6 +138,78 @@ def tradeoff_figure(
         xaxis_title="excess risk",
         yaxis_title="fraction of training samples traced",
         yaxis_range=[0, 1],
+        height=440,
+    )
+    return fig
+
+
+@functools.lru_cache(maxsize=64)
+def _recall(alpha: float, p: float, xi: float, n: int, d: int, reps: int, seed: int):
+    from lab.traceability.experiments import recall_curve
+
+    return recall_curve(
+        n, d, alpha, p, sigmas=RECALL_SIGMAS, eps=(1.0,), xi=xi, reps=reps, n_ref=500, seed=seed
+    )
+
+
+#: noise levels of the noisy-ERM family in :func:`recall_figure`
+RECALL_SIGMAS = (0.0, 0.1, 0.3, 1.0, 3.0)
+
+
+def recall_figure(
+    alpha: float = 0.15,
+    p: float = 2.0,
+    xi: float = 0.05,
+    n: int = 50,
+    d: int = 1000,
+    reps: int = 4,
+    seed: int = 0,
+):
+    """Recall (traced fraction) against excess risk on ``P_{k,p}`` for noisy ERM and the
+    (1, 1/n²)-DP learner, with the target accuracy α, the level ξ and the DP ceiling.
+
+    Five traces for every input. See: book/traceability/02-dp-and-tradeoff.ipynb
+    """
+    import plotly.graph_objects as go
+
+    r = _recall(float(alpha), float(p), float(xi), int(n), int(d), int(reps), int(seed))
+    m = len(RECALL_SIGMAS)
+    ceiling = dp_trace_bound(1.0, 1 / n**2, xi)
+    xmax = max(1.3 * alpha, float(np.max(r.excess)) * 1.05)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=r.excess[:m],
+            y=r.traced[:m],
+            mode="lines+markers",
+            error_y={"type": "data", "array": r.traced_se[:m]},
+            text=[f"σ = {s:g}" for s in RECALL_SIGMAS],
+            name="noisy ERM (σ = 0: ERM)",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=r.excess[m:],
+            y=r.traced[m:],
+            mode="markers",
+            marker_size=12,
+            marker_symbol="star",
+            error_y={"type": "data", "array": r.traced_se[m:]},
+            name="DP learner, ε = 1",
+        )
+    )
+    fig.add_trace(go.Scatter(x=[alpha, alpha], y=[0, 1], mode="lines", name="target α"))
+    fig.add_trace(go.Scatter(x=[0, xmax], y=[xi, xi], mode="lines", line_dash="dot", name="ξ"))
+    fig.add_trace(
+        go.Scatter(
+            x=[0, xmax], y=[ceiling, ceiling], mode="lines", line_dash="dash", name="e^ε ξ + δ"
+        )
+    )
+    fig.update_layout(
+        title=f"P_k,p with p = {p:g}, k = {r.k}, n = {n}, d = {d}, α = {alpha:g}",
+        xaxis_title="excess risk",
+        yaxis_title="fraction of training samples traced",
+        yaxis_range=[0, 1.05],
         height=440,
     )
     return fig
