@@ -8,8 +8,8 @@ For m environments (m = 2, 4, 8) with one batch each, two cases per m:
   environment, a loop over heads), peer = ``naive pairs``, the code a user writes first (one
   featurizer pass per (head, environment) pair, m² passes). Every path is checked against
   the reference;
-* one training step: fast = ``medro_step`` (m heads), peer = a single-head ``groupdro_step``
-  at equal batch (the spec's anchor: < 10% extra for m <= 8).
+* one training step: fast = Algorithm 1 (``eg_update`` on the m x m weights, Eq. 6 with
+  m heads), peer = a single-head GroupDRO step at equal batch (the spec's anchor: < 10% extra for m <= 8).
 
     python benchmarks/bench_medro.py            # CPU: featurizer 8→256→64, 256 per env
     python benchmarks/bench_medro.py --quick    # CPU, < 20 s: 8→64→16, 128 per env
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import medro  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def naive_pairs(model, batches):
@@ -51,14 +51,27 @@ def fwd_bwd(fn, model, batches):
 
 
 def stepper(m, heads, hidden, feat, envs, device):
+    """One step of Algorithm 1 (heads = m: eg_update + Eq. 6) or of GroupDRO (heads = 1)."""
     torch.manual_seed(0)
     net = medro.MultiHeadNet(medro.make_featurizer(8, hidden, feat), feat, 2, heads).to(device)
     opt = torch.optim.Adam(net.parameters(), 1e-3)
-    state = {"q": torch.full((m,) if heads == 1 else (m, m), 1.0 / (m * heads), device=device)}
-    fn = medro.groupdro_step if heads == 1 else medro.medro_step
+    x = torch.cat([e[0] for e in envs])
+    y = torch.cat([e[1] for e in envs])
+    g = torch.cat([torch.full_like(e[1], j) for j, e in enumerate(envs)])
+    shape = (m,) if heads == 1 else (m, m)
+    state = {"w": torch.full(shape, 1.0 / (m * heads), dtype=torch.float64, device=device)}
 
     def run():
-        state["q"], _ = fn(net, envs, state["q"], opt, 0.01)
+        R = medro.group_risks(net(x), y, g, m)[0]
+        if heads == 1:
+            state["w"] = medro.update_pair_weights(state["w"], R[0], 0.01)
+            loss = (state["w"].to(R.dtype) * R[0]).sum()
+        else:
+            state["w"] = medro.eg_update(state["w"], R, 0.01)
+            loss = medro.medro_objective(R, state["w"], gamma=0.5)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
 
     return run
 
@@ -89,12 +102,12 @@ def run(bench, device, ms, hidden, feat, batch, reps):
         envs = [(x.to(device), y.to(device)) for x, y in envs]
         with bench.case(
             f"training step, m = {m} ({device.type})",
-            target="medro_step < 1.1x groupdro_step for m <= 8",
+            target="MEDRO step < 1.1x GroupDRO step for m <= 8",
             **size,
         ) as case:
             case.time(
                 "fast",
-                "lab medro_step (m heads)",
+                "MEDRO step (m heads, eg_update)",
                 stepper(m, m, hidden, feat, envs, device),
                 reps=reps,
                 warmup=2,
@@ -102,7 +115,7 @@ def run(bench, device, ms, hidden, feat, batch, reps):
             )
             case.time(
                 "peer",
-                "lab groupdro_step (one head)",
+                "GroupDRO step (one head)",
                 stepper(m, 1, hidden, feat, envs, device),
                 reps=reps,
                 warmup=2,

@@ -1,13 +1,13 @@
-"""Tests of lab.medro: risk matrix (fast vs reference), the adversary, steps, inference, convex case."""
+"""Tests of lab.medro: eg_update, the risk matrix (fast vs loop), Eq. 6 / code loss, the data,
+MEDRO ⊇ GroupDRO, inference (ensemble, gate, choice on validation), the convex case vs cvxpy."""
+
+import math
 
 import numpy as np
 import pytest
 import torch
 
-import lab
 from lab import medro
-
-torch.set_num_threads(1)  # tiny models: per-op overhead dominates, threads only contend
 
 
 def _model(m=3, seed=0, dtype=torch.float32, in_dim=8):
@@ -20,210 +20,180 @@ def _envs(m=3, n=40, seed=0, dtype=torch.float32):
     return medro.make_rotated_spurious_envs(n, [0.8] * m, th, seed=seed, dtype=dtype)
 
 
-def test_data_shapes_and_determinism():
-    a, b = _envs(seed=3), _envs(seed=3)
-    assert len(a) == 3 and a[0][0].shape == (40, 8) and a[0][1].dtype == torch.long
-    for (x1, y1), (x2, y2) in zip(a, b, strict=True):
-        assert torch.equal(x1, x2) and torch.equal(y1, y2)
+@pytest.fixture(scope="module")
+def data():
+    return medro.water_digits(seed=0)
 
 
-def test_risk_matrix_fast_matches_reference_values_and_grads():
-    model = _model(dtype=torch.float64)
-    envs = [(x, y) for x, y in _envs(n=[30, 50, 20][0], dtype=torch.float64)]
-    envs[1] = (envs[1][0][:17], envs[1][1][:17])  # unequal sizes
-    fast = medro.risk_matrix(model, envs)
-    ref = medro.risk_matrix_reference(model, envs)
-    assert torch.allclose(fast, ref, atol=1e-12)
-    g1 = torch.autograd.grad(fast.sum() + fast[0, 2], list(model.parameters()))
-    g2 = torch.autograd.grad(ref.sum() + ref[0, 2], list(model.parameters()))
-    for a, b in zip(g1, g2, strict=True):
-        assert torch.allclose(a, b, atol=1e-10)
+# ------------------------------------------------------------------ eg_update (public name)
+def test_eg_update_closed_form_2x2():
+    W = torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.float64)
+    R = torch.tensor([[1.0, 0.0], [-0.5, 2.0]], dtype=torch.float64)
+    out = medro.eg_update(W, R, 0.7)
+    raw = W.numpy() * np.exp(0.7 * R.numpy())
+    assert out.shape == (2, 2)
+    assert np.allclose(out.numpy(), raw / raw.sum(), atol=1e-15)  # normalised over all m² cells
+    assert abs(float(out.sum()) - 1.0) < 1e-15 and bool((out > 0).all())
+    assert np.allclose(medro.eg_update(W, R, 0.0).numpy(), W.numpy(), atol=1e-15)  # W sums to 1
+    big = medro.eg_update(W, 1e6 * R, 10.0)  # log space: no overflow, concentrates on argmax
+    assert torch.isfinite(big).all() and float(big[1, 1]) > 1 - 1e-12
 
 
-def test_heads_einsum_matches_loop():
-    model = _model(m=4)
-    z = torch.randn(9, 6)
-    assert torch.allclose(model.head_logits(z), model.head_logits_reference(z), atol=1e-6)
-    assert model(torch.randn(9, 8)).shape == (4, 9, 2)
-
-
-def test_update_pair_weights_properties():
-    torch.manual_seed(0)
-    q = torch.softmax(torch.randn(9, dtype=torch.float64), 0).reshape(3, 3)
-    R = torch.rand(3, 3, dtype=torch.float64)
-    new = medro.update_pair_weights(q, R, 0.3)
-    assert abs(float(new.sum()) - 1) < 1e-12 and torch.all(new > 0)
-    ref = q * torch.exp(0.3 * R)
-    assert torch.allclose(new, ref / ref.sum(), atol=1e-14)
-    assert torch.allclose(medro.update_pair_weights(q, R, 0.0), q, atol=1e-15)
-    assert torch.allclose(medro.update_pair_weights(q, torch.full_like(R, 2.0), 5.0), q, atol=1e-14)
-    assert torch.allclose(medro.update_pair_weights(q, R + 7.0, 0.3), new, atol=1e-14)
-    big = medro.update_pair_weights(q, R, 1e3)  # no overflow: log domain
-    assert torch.isfinite(big).all() and big.reshape(-1)[R.argmax()] > 0.99
-
-
-def test_permuting_environments_permutes_columns():
-    model = _model(dtype=torch.float64)
-    envs = _envs(dtype=torch.float64)
-    perm = [2, 0, 1]
-    R = medro.risk_matrix(model, envs)
-    Rp = medro.risk_matrix(model, [envs[i] for i in perm])
-    assert torch.allclose(Rp, R[:, perm], atol=1e-12)
-    q = torch.full((3, 3), 1 / 9, dtype=torch.float64)
-    assert torch.allclose(
-        medro.update_pair_weights(q, Rp, 0.5), medro.update_pair_weights(q, R, 0.5)[:, perm]
-    )
-
-
-def test_one_head_medro_equals_groupdro():
-    envs = [_envs(m=1, seed=s)[0] for s in range(1)]
-    m1, m2 = _model(m=1, seed=5), _model(m=1, seed=5)
-    o1 = torch.optim.SGD(m1.parameters(), lr=0.1)
-    o2 = torch.optim.SGD(m2.parameters(), lr=0.1)
-    q1, q2 = torch.ones(1, 1), torch.ones(1)
-    for _ in range(10):
-        q1, _ = medro.medro_step(m1, envs, q1, o1, 0.5)
-        q2, _ = medro.groupdro_step(m2, envs, q2, o2, 0.5)
-    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
-        assert torch.allclose(a, b, atol=1e-6)
-
-
-def test_identical_heads_worst_pair_equals_groupdro_worst_env():
-    model = _model(m=3)
-    with torch.no_grad():
-        model.weight[1:] = model.weight[0]
-        model.bias[1:] = model.bias[0]
-    single = medro.MultiHeadNet(model.featurizer, 6, 2, 1)
-    with torch.no_grad():
-        single.weight[:] = model.weight[:1]
-        single.bias[:] = model.bias[:1]
-    envs = _envs()
-    R = medro.risk_matrix(model, envs)
-    worst = float(medro.risk_matrix(single, envs).detach().max())
-    assert abs(float(R.detach().max()) - worst) < 1e-6
-
-
-def test_medro_step_keeps_simplex_and_detaches_q():
-    model = _model()
-    opt = torch.optim.Adam(model.parameters(), 1e-2)
-    q = torch.full((3, 3), 1 / 9)
-    for _ in range(5):
-        q, info = medro.medro_step(model, _envs(), q, opt, 0.1, alpha=0.5)
-        assert not q.requires_grad and abs(float(q.sum()) - 1) < 1e-6
-    assert info["R"].shape == (3, 3)
-
-
-def test_groupdro_ensemble_rows_on_simplex():
-    model = _model()
-    opt = torch.optim.Adam(model.parameters(), 1e-2)
-    q = torch.full((3, 3), 1 / 3)
-    q, _ = medro.groupdro_step(model, _envs(), q, opt, 0.5)
-    assert torch.allclose(q.sum(1), torch.ones(3), atol=1e-6)
-
-
-def test_predict_modes_and_gate():
-    model = _model()
-    x = _envs()[0][0]
-    ens = medro.predict(model, x, "ensemble")
-    assert torch.allclose(ens.sum(1), torch.ones(len(x)), atol=1e-6)
-    logits = model(x).detach()
-    uniform = torch.full((len(x), 3), 1 / 3)
-    assert torch.allclose(medro.gated_predict(logits, uniform), ens, atol=1e-6)
-    one_hot = torch.zeros(len(x), 3)
-    one_hot[:, 2] = 1
-    assert torch.allclose(
-        medro.gated_predict(logits, one_hot), medro.predict(model, x, "oracle", env=2), atol=1e-6
-    )
-    gate = medro.train_gate(model, _envs(n=100), steps=100)
-    g = gate(x)
-    assert g.shape == (len(x), 3) and torch.allclose(g.sum(1), torch.ones(len(x)), atol=1e-6)
-
-
-def test_gate_identifies_environments_on_toy():
-    lab.seed(0)
-    envs = medro.make_rotated_spurious_envs(300, [0.9, 0.8, 0.7], [-0.6, 0.0, 0.6], seed=1)
-    res = medro.fit(envs, "medro", steps=60, batch=64)
-    gate = medro.train_gate(res.model, envs, steps=300)
-    x = torch.cat([e[0] for e in envs])
-    lab_e = torch.repeat_interleave(torch.arange(3), 300)
-    assert float((gate(x).argmax(1) == lab_e).float().mean()) > 0.9
-
-
-def test_fit_deterministic_and_records():
-    envs = _envs(n=100)
-    a = medro.fit(envs, "medro", steps=20, record_every=5, seed=1)
-    b = medro.fit(envs, "medro", steps=20, record_every=5, seed=1)
-    assert np.array_equal(a.R, b.R) and a.R.shape == (5, 3, 3) and a.q.shape == (5, 3, 3)
-    for meth, heads in [("erm", 1), ("groupdro", 1), ("groupdro_ensemble", 3)]:
-        assert medro.fit(envs, meth, steps=3).model.n_heads == heads
-
-
-def _convex_case(n=120):
+def test_eg_update_arrays_and_invariance():
     rng = np.random.default_rng(0)
-    envs = medro.make_rotated_spurious_envs(
-        n, [0.9, 0.8, 0.7], [-0.6, 0, 0.6], seed=0, dtype=torch.float64
-    )
-    proj = rng.standard_normal((8, 10))
-    feats = [np.maximum(x.numpy() @ proj, 0) for x, _ in envs]
-    labs = [2.0 * y.numpy() - 1 for _, y in envs]
-    return feats, labs
-
-
-def test_convex_minmax_matches_cvxpy():
-    pytest.importorskip("cvxpy")
-    feats, labs = _convex_case()
-    value, w = medro.solve_convex_minmax(feats, labs, 3, 1e-2)
-    prob, *_ = medro.convex_minmax_problem(feats, labs, 3, 1e-2)
-    prob.solve(solver="CLARABEL")
-    assert abs(value - prob.value) < 1e-5
-    assert abs(medro.convex_risks(w, feats, labs, 1e-2).max() - value) < 1e-12
-    # frozen features: the m-head value equals the one-head (GroupDRO) value
-    assert abs(medro.solve_convex_minmax(feats, labs, 1, 1e-2)[0] - value) < 1e-9
+    W = rng.random((4, 4))
+    W /= W.sum()
+    R = rng.random((4, 4))
+    a = medro.eg_update(W, R, 0.3)
+    b = medro.eg_update(W, R + 5.0, 0.3)  # a constant shift of the risks changes nothing
+    assert a.dtype == torch.float64 and torch.allclose(a, b, atol=1e-14)
+    assert (a.numpy() / W).argmax() == R.argmax()  # largest growth where the risk is largest
 
 
 @pytest.mark.parametrize(
-    "call",
+    "args",
     [
-        lambda: medro.medro_step(_model(), _envs()[:2], torch.ones(3, 3) / 9, None),
-        lambda: medro.risk_matrix(
-            _model(), [(torch.zeros(0, 8), torch.zeros(0, dtype=torch.long))]
-        ),
-        lambda: medro.update_pair_weights(torch.ones(3) / 3, torch.ones(3), -0.1),
-        lambda: medro.medro_step(
-            _model(),
-            _envs(),
-            torch.ones(3, 3) / 9,
-            torch.optim.SGD(_model().parameters(), 0.1),
-            0.1,
-            -1.0,
-        ),
-        lambda: medro.predict(_model(), torch.zeros(2, 8), "gate"),
-        lambda: medro.predict(_model(), torch.zeros(2, 8), "oracle"),
-        lambda: medro.predict(_model(), torch.zeros(2, 8), "vote"),
-        lambda: medro.risk_matrix(_model(), [(torch.zeros(2, 8), torch.tensor([0, 2]))]),
-        lambda: medro.make_rotated_spurious_envs(10, [0.5, 1.2], [0.0, 0.1]),
-        lambda: medro.make_rotated_spurious_envs(10, [0.5], [0.0, 0.1]),
-        lambda: medro.fit(_envs(), "irm"),
-        lambda: medro.solve_convex_minmax(*_convex_case(10), 3, 0.0),
+        (np.ones(3), np.ones(3), 0.1),  # not square
+        (np.ones((2, 3)), np.ones((2, 3)), 0.1),
+        (np.full((2, 2), 0.25), np.ones((3, 3)), 0.1),  # shapes differ
+        (np.full((2, 2), -0.25), np.ones((2, 2)), 0.1),  # negative weights
+        (np.zeros((2, 2)), np.ones((2, 2)), 0.1),  # all zero
+        (np.full((2, 2), 0.25), np.full((2, 2), np.nan), 0.1),
+        (np.full((2, 2), 0.25), np.ones((2, 2)), -1.0),  # negative step
+        (np.full((2, 2), 0.25), np.ones((2, 2)), float("nan")),
     ],
 )
-def test_bad_inputs_raise_value_error(call):
+def test_eg_update_rejects_bad_input(args):
     with pytest.raises(ValueError):
-        call()
+        medro.eg_update(*args)
 
 
-def test_type_errors():
+def test_eg_update_rejects_wrong_types():
     with pytest.raises(TypeError):
-        medro.MultiHeadNet("not a module", 4, 2, 2)
+        medro.eg_update("abc", np.ones((2, 2)), 0.1)
     with pytest.raises(TypeError):
-        medro.risk_matrix(object(), _envs())
+        medro.eg_update(np.full((2, 2), 0.25), None, 0.1)
+    with pytest.raises(TypeError):
+        medro.eg_update(np.full((2, 2), 0.25), np.ones((2, 2)), "big")
+
+
+# ------------------------------------------------------------------ risks and objective
+def test_group_risks_fast_matches_loop_values_and_grads():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 50, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 3, (50,))
+    g = torch.randint(0, 3, (50,))  # group 3 absent
+    fast, p1 = medro.group_risks(logits, y, g, 4)
+    ref, p2 = medro.group_risks_reference(logits, y, g, 4)
+    assert torch.allclose(fast, ref, atol=1e-13) and torch.equal(p1, p2)
+    assert not bool(p1[3]) and float(fast[:, 3].detach().abs().max()) == 0.0
+    g1 = torch.autograd.grad((fast * torch.arange(16.0).reshape(4, 4)).sum(), logits)[0]
+    g2 = torch.autograd.grad((ref * torch.arange(16.0).reshape(4, 4)).sum(), logits)[0]
+    assert torch.allclose(g1, g2, atol=1e-13)
+
+
+def test_risk_matrix_fast_matches_reference():
+    model = _model(dtype=torch.float64)
+    envs = list(_envs(dtype=torch.float64))
+    envs[1] = (envs[1][0][:17], envs[1][1][:17])  # unequal sizes
+    assert torch.allclose(
+        medro.risk_matrix(model, envs), medro.risk_matrix_reference(model, envs), atol=1e-12
+    )
+
+
+def test_medro_objective_paper_and_code():
+    R = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+    W = torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.float64)
+    robust = 0.1 + 0.4 + 0.9 + 1.6
+    assert math.isclose(float(medro.medro_objective(R, W, gamma=0.5)), 5.0 + 0.5 * robust)
+    code = medro.medro_objective(R, W, variant="code", present=torch.tensor([True, True]))
+    assert math.isclose(float(code), 5.0 / 2 + robust)  # γ = 1, averaged diagonal
+    with pytest.raises(ValueError):
+        medro.medro_objective(R, W, variant="other")
+    with pytest.raises(ValueError):
+        medro.medro_objective(R, W, gamma=-1.0)
+
+
+# ------------------------------------------------------------------ data
+def test_water_digits_groups(data):
+    sizes = data.train.group_sizes()
+    assert tuple(sizes) == tuple(round(0.15 * s) for s in medro.WATERBIRDS_TRAIN)
+    for split in (data.val, data.test):  # attribute independent of the label
+        s = split.group_sizes()
+        assert s[0] == s[1] and s[2] == s[3]
+    assert np.array_equal(data.train.g, 2 * data.train.y + data.train.a)
+    assert data.train.x.shape[1] == 72 and abs(float(data.train.x.mean())) < 1e-4
+    again = medro.water_digits(seed=0)
+    assert np.array_equal(again.test.x, data.test.x)
+    with pytest.raises(ValueError):
+        medro.water_digits(scale=0.5)
+
+
+# ------------------------------------------------------------------ MEDRO contains GroupDRO
+def test_contains_groupdro_exactly(data):
+    gaps = medro.contains_groupdro(data, steps=5)
+    assert all(v <= 1e-12 for v in gaps.values()), gaps
+
+
+def test_train_and_inference(data):
+    res = medro.train(data, "medro", steps=20, seed=1)
+    W = res.weights[-1]
+    assert W.shape == (4, 4) and abs(W.sum() - 1) < 1e-12 and (W > 0).all()
+    x = data.test.tensors()[0]
+    ens = medro.predict(res, x)
+    heads = res.model(x).detach()
+    assert torch.allclose(ens, heads.mean(0), atol=1e-6)  # the mean of the heads' logits
+    gate = medro.fit_gate(res, data.val, steps=1, lr=1e-12)  # zero-initialised: ~uniform
+    assert torch.allclose(medro.predict(res, x, "gate", gate=gate), ens, atol=1e-5)
+    choice = medro.choose_inference(res, data.val)
+    assert choice["mode"] in ("gate", "ensemble") and set(choice["val_worst"]) == {
+        "gate",
+        "ensemble",
+    }
+    acc = medro.group_accuracy(res, data.test)
+    assert acc["worst"] == acc["groups"].min() and 0 <= acc["worst"] <= acc["average"] <= 1
+    code = medro.train(data, "medro", variant="code", steps=5, seed=1)
+    assert code.variant == "code"
+    with pytest.raises(ValueError):
+        medro.predict(res, x, "gate")  # gate mode without a gate
+    with pytest.raises(ValueError):
+        medro.train(data, "bogus")
+    with pytest.raises(TypeError):
+        medro.train("data")
+
+
+def test_paired_ci():
+    m, lo, hi = medro.paired_ci([0.8, 0.9, 0.85], [0.7, 0.8, 0.8])
+    assert math.isclose(m, 0.25 / 3) and lo < m < hi
+    with pytest.raises(ValueError):
+        medro.paired_ci([1.0], [0.0])
+
+
+# ------------------------------------------------------------------ convex case vs cvxpy
+def test_convex_online_reaches_cvxpy(data):
+    frozen = medro.frozen_features(data.train, 8, seed=0)
+    opt = medro.solve_cvxpy(frozen, gamma=0.5)
+    online = medro.online_convex(frozen, gamma=0.5, steps=600)
+    assert online["value_avg"] >= opt["value"] - 1e-6
+    assert (online["value_avg"] - opt["value"]) / opt["value"] < 0.02
+    R = medro.convex_risks(opt["V"], opt["b"], frozen)
+    assert math.isclose(medro.convex_value(R, 0.5), opt["value"], rel_tol=1e-5)
+
+
+def test_gated_predict():
+    torch.manual_seed(3)
+    hl = torch.randn(3, 10, 4, dtype=torch.float64)
+    uniform = torch.full((10, 3), 1 / 3, dtype=torch.float64)
+    assert torch.allclose(
+        medro.gated_predict(hl, uniform), torch.softmax(hl, -1).mean(0), atol=1e-12
+    )
+    with pytest.raises(ValueError):
+        medro.gated_predict(hl, uniform[:, :2])
+    with pytest.raises(TypeError):
+        medro.gated_predict(hl, None)
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_matches_cpu():
-    model = _model(dtype=torch.float64)
-    envs = _envs(dtype=torch.float64)
-    cpu = medro.risk_matrix(model, envs)
-    gpu = medro.risk_matrix(model.cuda(), [(x.cuda(), y.cuda()) for x, y in envs])
-    assert torch.allclose(cpu, gpu.cpu(), atol=1e-10)
+def test_cuda_train_matches_shapes(data):
+    res = medro.train(data, "medro", steps=5, device="cuda")
+    assert res.weights.shape[1:] == (4, 4)
