@@ -309,7 +309,6 @@ def test_bad_input(mu):
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_fast_paths_match(mu):  # pragma: no cover - GPU only
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4, 256, 16))
@@ -318,3 +317,120 @@ def test_cuda_fast_paths_match(mu):  # pragma: no cover - GPU only
     np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-4)
     heads = ga.train_heads_batched(mu, 1.0, 300, 0.1, 1024, seeds=8, device="cuda")
     assert min(ga.alignment(h.cpu().numpy(), mu) for h in heads) > 0.999
+
+
+# ---------------------------------------------------------------------------------------------
+# the house layout and the layer sweep driver
+# ---------------------------------------------------------------------------------------------
+
+
+def test_package_is_lazy_and_files_stay_short():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, lab.gmm_attention as ga; "
+        "assert 'lab.gmm_attention.fast' not in sys.modules; "
+        "ga.train_heads_batched; assert 'lab.gmm_attention.fast' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    folder = Path(ga.__file__).parent
+    for name in ("reference.py", "fast.py", "mixture.py", "experiments.py", "figures.py"):
+        assert (folder / name).exists(), name
+    for f in folder.glob("*.py"):
+        assert len(f.read_text().splitlines()) <= 600, f"{f.name} is over 600 lines"
+
+
+def test_equation_labels_are_the_package_own():
+    """The paper's text was not read: no docstring may cite a bare paper equation number."""
+    import importlib
+    import re
+
+    for name in ("reference", "fast", "mixture", "experiments"):
+        mod = importlib.import_module(f"lab.gmm_attention.{name}")
+        src = open(mod.__file__).read()
+        assert not re.search(r"eq\. \(?\d", src), f"{mod.__name__} cites a bare equation number"
+    assert "(M7, ours" in ga.__doc__ and "ours" in ga.in_context_error.__doc__
+
+
+def test_layer_sweep_matches_in_context_error():
+    X, z = ga.sample_in_context(6, 16, 3, 3.0, seed=1)
+    betas = np.array([0.0, 0.1, 1.0])
+    sweep = ga.layer_sweep(X, z, betas, layers=(1, 3))
+    for n in (1, 3):
+        for i, b in enumerate(betas):
+            assert sweep.errors[n][i] == ga.in_context_error(X, z, b, n)
+    assert sweep.raw_error == ga.in_context_error(X, z, 0.0, 0)
+    b, e = sweep.best(1)
+    assert e == sweep.errors[1].min() and b in betas
+    with pytest.raises(ValueError):
+        sweep.best(2)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"betas": [-0.1]}, {"betas": []}, {"layers": (0,)}, {"layers": ()}, {"layers": "12"}],
+)
+def test_layer_sweep_bad_input(kwargs):
+    X, z = ga.sample_in_context(2, 8, 2, seed=0)
+    args = {"betas": [0.1], "layers": (1,)} | kwargs
+    with pytest.raises((ValueError, TypeError)):
+        ga.layer_sweep(X, z, **args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the nn.Module faces of the layers
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("score", ["dot", "distance"])
+def test_head_attention_module_matches_reference(score):
+    rng = np.random.default_rng(3)
+    Theta, X = rng.normal(size=(3, 4)), rng.normal(size=(20, 4))
+    m = ga.HeadAttention(lam=0.7, score=score, Theta=Theta, dtype=torch.float64)
+    x = torch.as_tensor(X)
+    A, W = ga.head_attention(X, Theta, 0.7, score)
+    np.testing.assert_allclose(m(x).detach().numpy(), A, atol=1e-12)
+    np.testing.assert_allclose(m.weights(x).detach().numpy(), W, atol=1e-12)
+    loss = m.risk(x)
+    assert abs(loss.item() - ga.risk(Theta, X, 0.7, score)) < 1e-12
+    loss.backward()
+    np.testing.assert_allclose(m.theta.grad.numpy(), ga.risk_grad(Theta, X, 0.7, score), atol=1e-10)
+
+
+def test_head_attention_module_trains_with_torch_optim():
+    mu = ga.symmetric_means(4, 3.0, seed=0)
+    m = ga.HeadAttention(2, 4, seed=0, dtype=torch.float64)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    for k in range(150):
+        X, _ = ga.sample_gmm(256, mu, 1.0, k)
+        opt.zero_grad()
+        m.risk(torch.as_tensor(X)).backward()
+        opt.step()
+    assert ga.alignment(m.theta.detach().numpy(), mu) > 0.99
+
+
+def test_identity_attention_module_matches_reference():
+    X, _ = ga.sample_in_context(3, 12, 4, seed=2)
+    out = ga.IdentityAttention(0.3, 2)(torch.as_tensor(X)).numpy()
+    np.testing.assert_allclose(out, ga.identity_attention(X, 0.3, 2), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ga.HeadAttention(heads=1),
+        lambda: ga.HeadAttention(lam=0.0),
+        lambda: ga.HeadAttention(score="cosine"),
+        lambda: ga.HeadAttention(Theta=np.ones((1, 3))),
+        lambda: ga.HeadAttention(dtype=torch.int64),
+        lambda: ga.HeadAttention(2, 3)(torch.ones(5, 4)),
+        lambda: ga.HeadAttention(2, 3)(np.ones((5, 3))),
+        lambda: ga.IdentityAttention(-1.0),
+        lambda: ga.IdentityAttention(0.1)(torch.ones(4)),
+    ],
+)
+def test_attention_modules_bad_input(make):
+    with pytest.raises((ValueError, TypeError)):
+        make()

@@ -14,15 +14,13 @@ import functools
 import numpy as np
 
 from ..core.checks import check_bool, check_choice, check_int, check_positive
-from . import (
+from .mixture import sample_gmm, sample_in_context, symmetric_means
+from .reference import (
     SCORES,
     TrainHistory,
     identity_attention,
     in_context_error,
     population_risk_symmetric,
-    sample_gmm,
-    sample_in_context,
-    symmetric_means,
     train_heads,
 )
 
@@ -248,7 +246,7 @@ def symmetric_coordinates(path: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray,
 
 
 def landscape_axes(ax, mu_norm=3.0, d=10, lam=1.0, t_max=5.0, n_t=200, n_phi=100):
-    """Draw the exact risk ``R(t, phi)`` (eq. 5) as a heatmap on a matplotlib axis.
+    """Draw the exact risk ``R(t, phi)`` (eq. M5) as a heatmap on a matplotlib axis.
 
     Returns ``(t_grid, phi_grid, R)``.
 
@@ -273,7 +271,7 @@ def _context_data(n_seq: int, L: int, K: int, separation: float, seed: int):
 def temperature_curve(
     betas, L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1, n_seq: int = 200
 ):
-    """In-context error (eq. 7) over a grid of ``beta`` on fixed sequences, plus the raw-token
+    """In-context error ((M7), ours) over a grid of ``beta`` on fixed sequences, plus the raw-token
     error.
 
     Returns ``(errors, raw_error)``.
