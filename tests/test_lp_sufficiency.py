@@ -94,9 +94,47 @@ def test_decode_is_optimal():
     lo, hi = random_topk(rng, 8)
     X, C = L.topk_problem(lo, hi, 3)
     D = L.topk_sdd(lo, hi, 3, queries="interviews")
-    for c in C.sample(40, rng=1):
+    cs = C.sample(40, rng=1)
+    for c in cs:  # the reference (cvxpy projection + HiGHS LP) on 40 draws
         x = L.decode(D, D @ c, X, C)
         assert c @ x - X.value(c) <= 1e-8
+    xb, _ = L.decode_batched(D, cs @ D.T, X, C, device="cpu")
+    assert np.array_equal(xb, np.array([L.decode(D, D @ c, X, C) for c in cs]))
+
+
+@pytest.mark.parametrize("queries", ["interviews", "comparisons"])
+def test_decoder_on_the_specs_1000_draws(queries):
+    """The spec's check: 1,000 random true costs, objective gap <= 1e-8 (batched decoder)."""
+    rng = np.random.default_rng(5)
+    lo, hi = random_topk(rng, 8)
+    X, C = L.topk_problem(lo, hi, 3)
+    D = L.topk_sdd(lo, hi, 3, queries=queries)
+    res = L.decoder_check(D, X, C, draws=1000, seed=2, device="cpu")
+    assert res.draws == 1000 and res.worst_gap <= 1e-8 and res.wrong == 0
+    if D.shape[0]:  # a missing direction is caught on some draw
+        res = L.decoder_check(D[:-1], X, C, draws=1000, seed=2, device="cpu")
+        assert res.wrong > 0
+
+
+def test_transportation_scaling_reaches_dim_X():
+    supply, demand = np.array([3.0, 5.0, 4.0]), np.array([2.0, 4.0, 3.0, 3.0])
+    sweep = L.transportation_sweep(supply, demand, [0.01, 100.0], seed=0)
+    assert sweep.dim_X == 6 and sweep.d_star == [0, 6]
+    assert sweep.n_milp == [1, 7]  # d* + 1: the ambient space (12) is larger than dim X
+    assert max(sweep.last_value) <= 1e-6
+    X, _ = L.transportation_problem(supply, demand, np.zeros(12), 1.0)
+    assert np.linalg.matrix_rank(X.A) == 3 + 4 - 1  # one redundant balance row
+    with pytest.raises(ValueError, match="same total"):
+        L.transportation_problem(supply, demand + 1, np.zeros(12), 1.0)
+
+
+def test_brute_force_interviews_match_the_support_of_the_construction():
+    lo, hi = L.random_hiring_instance(5, 0, width=(2.0, 5.0))
+    X, C = L.topk_problem(lo, hi, 1)
+    best = L.smallest_interview_set(X, C)
+    D, _ = L.minimal_sdd(X, C, rng=0)
+    support = np.flatnonzero(np.any(np.abs(D) > 1e-6, axis=0))
+    assert best.size == support.size and set(best.subset) == set(support.tolist())
 
 
 def test_find_direction_certificate():
@@ -172,6 +210,8 @@ def test_bad_input():
         L.is_sufficient(np.eye(2), "X", L.BoxSet([0.0, 0], [1.0, 1]))
     with pytest.raises(ValueError, match="backend"):
         L.violation_rate_mc(np.eye(2), X, L.BoxSet([0.0, 0], [1.0, 1]), backend="jax")
+    with pytest.raises(TypeError, match="BoxSet"):
+        L.sample_equivalent_pairs(np.eye(2)[:1], None, 10)
 
 
 @pytest.mark.slow
@@ -185,7 +225,6 @@ def test_construction_larger_instances():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no GPU")
 def test_violation_rate_cuda():
     rng = np.random.default_rng(4)
     lo, hi = random_topk(rng, 10, width=(2.0, 4.0))
@@ -194,3 +233,15 @@ def test_violation_rate_cuda():
     a = L.violation_rate_mc(D, X, C, trials=5000, rng=5, backend="torch", device="cpu")
     b = L.violation_rate_mc(D, X, C, trials=5000, rng=5, backend="torch", device="cuda")
     assert a == b
+
+
+@pytest.mark.cuda
+def test_decode_batched_cuda():
+    rng = np.random.default_rng(6)
+    lo, hi = random_topk(rng, 9, width=(2.0, 4.0))
+    X, C = L.topk_problem(lo, hi, 3)
+    D = L.topk_sdd(lo, hi, 3)
+    S = C.sample(500, rng=1) @ D.T
+    a, _ = L.decode_batched(D, S, X, C, device="cpu")
+    b, _ = L.decode_batched(D, S, X, C, device="cuda")
+    assert np.array_equal(a, b)

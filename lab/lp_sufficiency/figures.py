@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import BoxSet, Polytope, minimal_sdd, topk_least_cost, topk_relevant_pairs, topk_sdd
+from lab.lp_sufficiency.problems import (
+    BoxSet,
+    Polytope,
+    topk_least_cost,
+    topk_relevant_pairs,
+    topk_sdd,
+)
+from lab.lp_sufficiency.reference import minimal_sdd
 
 __all__ = [
     "regular_polygon",
