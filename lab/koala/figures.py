@@ -9,18 +9,22 @@ import functools
 
 import numpy as np
 
-from ..core.checks import check_positive, check_range
-from . import NoisyQuadratic, TrainRun, run_quadratic
+from lab.core.checks import check_int, check_positive, check_range
+from lab.core.style import PALETTE
+from lab.koala.experiments import run_quadratic
+from lab.koala.problems import NoisyQuadratic
+from lab.koala.training import TrainRun
 
 __all__ = ["COLOURS", "LABELS", "quadratic_figure", "training_figure"]
 
+BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, YELLOW, BLACK = PALETTE
 COLOURS = {
-    "ekf": "#000000",
-    "koalapp": "#D55E00",
-    "koalapp_vanilla": "#E69F00",
-    "koalav": "#0072B2",
-    "adam": "#009E73",
-    "sgd": "#CC79A7",
+    "ekf": BLACK,
+    "koalapp": VERMILLION,
+    "koalapp_vanilla": ORANGE,
+    "koalav": BLUE,
+    "adam": GREEN,
+    "sgd": PURPLE,
 }
 LABELS = {
     "ekf": "full EKF",
@@ -65,6 +69,7 @@ def quadratic_figure(
 
     kappa = check_range("kappa", kappa, 1.0, 1e6)
     noise = check_positive("noise", noise, allow_zero=True)
+    steps = check_int("steps", steps, 1, 2000)
     prob, runs = _quadratic_runs(
         float(kappa), float(noise), float(q), float(r), float(sigma0), int(steps)
     )

@@ -1,4 +1,5 @@
-r"""KOALA++ and KOALA-V as ``torch.optim.Optimizer`` classes, and the multi-tensor fast path.
+r"""KOALA++ and KOALA-V as ``torch.optim.Optimizer`` classes (the kernels of KOALA++'s step, the
+multi-tensor path and the per-tensor loop, are in ``lab.koala.fast``).
 
 How the loss reaches the optimizer
 ----------------------------------
@@ -21,14 +22,15 @@ See: book/koala/02-training-digits.ipynb
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..core.checks import check_bool, check_choice, check_positive, check_range
+from lab.core.checks import check_bool, check_choice, check_positive, check_range
+from lab.koala.fast import _as_scalar, _compute_dtype, _koalapp_loop_, init_state, koalapp_foreach_
 
-__all__ = ["KoalaPP", "KoalaV", "koalapp_foreach_", "loss_statistics"]
+__all__ = ["KoalaPP", "KoalaV", "loss_statistics"]
 
 _NO_LOSS = (
     "{name}.step() needs the loss: call step_with_loss(loss, loss_sq_mean) after "
@@ -50,20 +52,6 @@ def loss_statistics(per_sample_losses: torch.Tensor) -> tuple[torch.Tensor, torc
         )
     x = per_sample_losses.detach()
     return x.mean(), (x * x).mean()
-
-
-def _as_scalar(name: str, value: Any, like: torch.Tensor) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"{name} must be a scalar (got shape {tuple(value.shape)})")
-        return value.detach().reshape(()).to(device=like.device, dtype=like.dtype)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number or a 0-d tensor (got {type(value).__name__})")
-    return torch.tensor(float(value), device=like.device, dtype=like.dtype)
-
-
-def _compute_dtype(p: torch.Tensor) -> torch.dtype:
-    return torch.float64 if p.dtype == torch.float64 else torch.float32
 
 
 class _KalmanBase(torch.optim.Optimizer):
@@ -157,7 +145,7 @@ class KoalaPP(_KalmanBase):
     r"""KOALA++: a Kalman-filter optimizer that propagates ``v_k = H_k P_{k-1}`` per tensor.
 
     Each parameter tensor is filtered on its own (block-diagonal covariance across tensors).
-    Per step and tensor: the recursion (3)-(5) of :mod:`lab.koala` for ``v_k``, then
+    Per step and tensor: the recursion and closure of :mod:`lab.koala` for ``v_k``, then
     ``theta -= lr * L~ * (v_k + Q H_k) / S_k``. State per tensor: ``v``, ``h_prev`` (flat),
     ``S`` and an ``initialized`` flag, all device tensors (no ``.item()`` in the update).
 
@@ -187,16 +175,19 @@ class KoalaPP(_KalmanBase):
     eps : float
         Tensors with ``||grad|| < eps`` are skipped and keep their state.
     foreach : bool, optional
-        Use the flat multi-tensor path `koalapp_foreach_` or the per-tensor loop. Default:
-        the flat path on CUDA (few kernel launches, no syncs) and the loop on CPU, where it
-        was measured faster on large layers (cache-sized per-tensor work, fewer temporaries).
+        Use the multi-tensor path `koalapp_foreach_` (``lab.koala.fast``) or the per-tensor
+        loop. Default: the multi-tensor path on CUDA (one flat buffer, about 30 kernels per
+        step, no host syncs) and the loop on CPU. On CPU the multi-tensor path reads its
+        per-tensor flags on the host and runs ``torch._foreach_*`` ops; it was measured about
+        as fast as the loop on large layers and faster on small models, where per-call
+        overhead dominates (``benchmarks/bench_koala.py``); both give the same numbers.
     skip_nonfinite : bool
         Skip the step on a non-finite loss instead of raising ``FloatingPointError``.
 
     Notes
     -----
     The loss must be supplied: ``step_with_loss(loss, loss_sq_mean)`` or ``step(closure)``;
-    see the module docstring of :mod:`lab.koala.optim`. ``S_k <= 0`` (the closure is not
+    see the module docstring of ``lab.koala.optim``. ``S_k <= 0`` (the closure is not
     guaranteed positive semidefinite) raises ``FloatingPointError`` on CPU; on CUDA the count
     of such events is kept in ``optimizer.state["nonpositive_S"]`` without a host sync.
 
@@ -232,15 +223,7 @@ class KoalaPP(_KalmanBase):
         super().__init__(params, defaults)
 
     def _state(self, p: torch.Tensor) -> dict:
-        st = self.state[p]
-        if "v" not in st:
-            cd = _compute_dtype(p)
-            st["v"] = torch.zeros(p.numel(), device=p.device, dtype=cd)
-            st["h_prev"] = torch.zeros(p.numel(), device=p.device, dtype=cd)
-            st["S"] = torch.ones((), device=p.device, dtype=cd)
-            # a float flag (load_state_dict casts floating state to the parameter dtype)
-            st["initialized"] = torch.zeros((), device=p.device, dtype=cd)
-        return st
+        return init_state(p, self.state[p])
 
     @torch.no_grad()
     def step_with_loss(self, loss: Any, loss_sq_mean: Any = None) -> None:
@@ -284,173 +267,6 @@ class KoalaPP(_KalmanBase):
                 else:
                     cnt = self.state.get("nonpositive_S")
                     self.state["nonpositive_S"] = bad.sum() if cnt is None else cnt + bad.sum()
-
-
-_LEN_CACHE: dict = {}
-
-
-def koalapp_foreach_(
-    params: Sequence[torch.Tensor],
-    grads: Sequence[torch.Tensor],
-    states: Sequence[dict],
-    *,
-    loss: torch.Tensor,
-    R: torch.Tensor,
-    lr: float,
-    sigma0: float,
-    q: float,
-    weight_decay: float = 0.0,
-    symmetric: bool = True,
-    init: str = "phantom",
-    eps: float = 1e-9,
-    host_checks: bool | None = None,
-) -> torch.Tensor:
-    """KOALA++ for a list of tensors at once: flat buffers and segment reductions, no syncs.
-
-    All tensors are concatenated into one flat buffer; the six per-tensor dot products
-    (``x, y, a, c``, ``||g||^2``, ``||p||^2``) are segmented sums (one ``segment_reduce``
-    kernel each on CUDA; a sum per tensor on CPU, where that is faster),
-    the per-tensor scalars of eqs. (3)-(6) are vectors of length ``m`` (number of tensors),
-    and the update is written back with ``torch._foreach_add_``. About 30 kernels per step
-    whatever ``m`` is; runs on CPU or CUDA (inputs' device). The skip rule and the first-step
-    initialisation are ``torch.where`` masks, so nothing reads a value on the host.
-
-    Parameters
-    ----------
-    params, grads : sequence of tensors
-        Same device; updated in place (``params`` only).
-    states : sequence of dict
-        Per tensor ``v``, ``h_prev`` (flat, float32/64), ``S`` (0-d), ``initialized`` (0-d
-        bool), as made by `KoalaPP`; updated in place.
-    loss, R : 0-d tensors
-        Batch loss ``L_k`` and measurement noise ``R_k``.
-    lr, sigma0, q, weight_decay, symmetric, init, eps
-        As in `KoalaPP`.
-    host_checks : bool, optional
-        Read the "any tensor new / all tensors active" flags on the host to skip masked copies
-        and use per-tensor CPU reductions (default: on CPU only). ``False`` runs the sync-free
-        CUDA code path on any device (the tests use it to check that path on CPU).
-
-    Returns
-    -------
-    tensor (m,) bool
-        Tensors whose ``S_k <= 0`` this step (a health flag, not read here).
-
-    See: book/koala/02-training-digits.ipynb
-    """
-    m = len(params)
-    if m == 0 or len(grads) != m or len(states) != m:
-        raise ValueError(f"params, grads and states must be equal-length non-empty lists ({m})")
-    dev = params[0].device
-    cd = _compute_dtype(params[0])
-    sizes = [p.numel() for p in params]
-    key = (tuple(sizes), str(dev))
-
-    lengths = _LEN_CACHE.get(key)
-    if lengths is None:
-        lengths = _LEN_CACHE.setdefault(key, torch.tensor(sizes, device=dev))
-    N = sum(sizes)
-    on_cpu = (dev.type == "cpu") if host_checks is None else bool(host_checks)
-
-    def dot(u: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # per-tensor <u, w>, shape (m,)
-        prod = u * w
-        if on_cpu:  # a plain sum per segment is the fastest CPU reduction
-            return torch.stack([t.sum() for t in prod.split(sizes)])
-        return torch.segment_reduce(prod, "sum", lengths=lengths)  # one kernel on CUDA
-
-    def expand(s: torch.Tensor) -> torch.Tensor:  # per-tensor scalars -> flat (N,)
-        return torch.repeat_interleave(s, lengths, output_size=N)
-
-    def segmul_(s: torch.Tensor, X: torch.Tensor) -> torch.Tensor:  # X *= expand(s), in place
-        if on_cpu:  # a multi-tensor multiply by 0-d scalars beats a gather on CPU
-            torch._foreach_mul_(list(X.split(sizes)), list(s.unbind()))
-            return X
-        return X.mul_(expand(s))
-
-    G = torch.cat([g.reshape(-1) for g in grads]).to(cd)
-    Pf = torch.cat([p.reshape(-1) for p in params]).to(cd)
-    H = torch.add(G, Pf, alpha=weight_decay) if weight_decay else G  # H_k incl. wd * theta
-    Vp_old = torch.cat([s["v"] for s in states]).to(cd)
-    Hp_old = torch.cat([s["h_prev"] for s in states]).to(cd)
-    Sp_old = torch.stack([s["S"] for s in states]).to(cd)
-    new = torch.stack([s["initialized"] for s in states]) < 0.5  # (m,) not yet initialised
-    any_new = bool(new.any()) if on_cpu else True
-    if any_new:  # phantom start: v_0 = sigma0 H_1, H_0 = H_1 (and S_0 below)
-        new_e = expand(new)
-        Vp = torch.where(new_e, sigma0 * H, Vp_old)
-        Hp = torch.where(new_e, H, Hp_old)
-    else:
-        Vp, Hp = Vp_old, Hp_old
-    x, y = dot(Hp, Hp), dot(Hp, Vp)  # x = ||H_{k-1}||^2, y = H_{k-1} v_{k-1}^T
-    a, c = dot(H, Hp), dot(H, Vp)  # a = H_k H_{k-1}^T, c = H_k v_{k-1}^T
-    gg, pp = dot(G, G), dot(Pf, Pf)  # ||grad||^2 (skip rule), ||theta||^2 (weight decay)
-    Sp = torch.where(new, y + q * x + R, Sp_old) if any_new else Sp_old  # S_0 (phantom)
-    lam = (c + q * a) / Sp  # eq. (3)
-    alpha = a / x  # eq. (4)
-    w = (c / x - a * y / (x * x)) if symmetric else torch.zeros_like(x)  # eq. (4)
-    v = segmul_(alpha - lam, Vp.clone())  # eq. (5): (alpha - lam) v_{k-1}
-    v.add_(segmul_(w - q * lam, Hp.clone())).add_(H, alpha=q)  # + (w - Q lam) H_{k-1} + Q H_k
-    if init == "prior" and any_new:
-        v = torch.where(new_e, sigma0 * H, v)  # v_1 = sigma0 H_1
-    g = torch.add(v, H, alpha=q)  # eq. (5): g_k = H_k P_hat_k
-    S = dot(H, g) + R  # eq. (5): S_k
-    active = gg >= eps * eps  # skip rule ||grad|| < eps
-    all_active = bool(active.all()) if on_cpu else False
-    L_t = loss + 0.5 * weight_decay * pp  # eq. (6): per-tensor loss with weight decay
-    scale = -lr * L_t / S
-    if all_active:
-        v_new, h_new, S_new = v, H, S
-    else:
-        scale = torch.where(active, scale, torch.zeros_like(S))
-        act_e = expand(active)
-        v_new = torch.where(act_e, v, Vp_old)
-        h_new = torch.where(act_e, H, Hp_old)
-        S_new = torch.where(active, S, Sp_old)
-    delta = segmul_(scale, g)  # eq. (6): -lr L~ g / S (g is not needed afterwards)
-    deltas = [d.view_as(p).to(p.dtype) for d, p in zip(delta.split(sizes), params, strict=True)]
-    torch._foreach_add_(list(params), deltas)
-    torch._foreach_copy_([s["v"] for s in states], list(v_new.split(sizes)))
-    torch._foreach_copy_([s["h_prev"] for s in states], list(h_new.split(sizes)))
-    init_new = (~new | active).to(cd)
-    for i, s in enumerate(states):
-        s["S"] = S_new[i]
-        s["initialized"] = init_new[i]
-    return active & (S <= 0)
-
-
-def _koalapp_loop_(
-    params, grads, states, *, loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps
-):
-    """Per-tensor loop: the readable twin of `koalapp_foreach_` (same state, same equations)."""
-    bad = []
-    for p, grad, st in zip(params, grads, states, strict=True):
-        if float(grad.norm()) < eps:  # skip rule: keep the old state
-            continue
-        cd = _compute_dtype(p)
-        H = grad.reshape(-1).to(cd) + weight_decay * p.reshape(-1).to(cd)
-        first = float(st["initialized"]) < 0.5
-        if first:  # phantom: v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
-            v_prev, h_prev = sigma0 * H, H
-            S_prev = torch.dot(h_prev, v_prev + q * h_prev) + R
-        else:
-            v_prev, h_prev, S_prev = st["v"], st["h_prev"], st["S"]
-        if first and init == "prior":
-            v = sigma0 * H
-        else:
-            x, y = torch.dot(h_prev, h_prev), torch.dot(h_prev, v_prev)
-            a, c = torch.dot(H, h_prev), torch.dot(H, v_prev)
-            lam = (c + q * a) / S_prev  # eq. (3)
-            alpha = a / x  # eq. (4)
-            w = c / x - a * y / (x * x) if symmetric else 0.0  # eq. (4)
-            v = (alpha - lam) * v_prev + q * (H - lam * h_prev) + w * h_prev  # eq. (5)
-        g = v + q * H
-        S = torch.dot(H, g) + R  # eq. (5)
-        L_t = loss + 0.5 * weight_decay * torch.dot(p.reshape(-1).to(cd), p.reshape(-1).to(cd))
-        p.add_((-lr * L_t / S * g).view_as(p).to(p.dtype))  # eq. (6)
-        st["v"], st["h_prev"], st["S"] = v.clone(), H.clone(), S
-        st["initialized"] = torch.ones((), device=p.device, dtype=cd)
-        bad.append(S <= 0)
-    return torch.stack(bad) if bad else None
 
 
 class KoalaV(_KalmanBase):

@@ -1,0 +1,350 @@
+"""The drivers of the notebooks: filters on the noisy quadratic (notebook 1); accuracies over
+seeds and optimizer step times on digits-sized and larger models (notebook 2). They return
+plain dicts and small result dataclasses.
+
+See: book/koala/01-kalman-view.ipynb, book/koala/02-training-digits.ipynb
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import check_array, check_choice, check_int
+from lab.koala.problems import NoisyQuadratic
+from lab.koala.reference import adam_reference, ekf_full, koalapp_reference, koalav_reference
+from lab.koala.training import OPTIMIZERS, TrainRun, train_digits
+
+__all__ = [
+    "METHODS",
+    "run_quadratic",
+    "tracking_error",
+    "covariance_replay",
+    "final_accuracies",
+    "MLP_1M9",
+    "StepTimes",
+    "step_times",
+    "state_floats",
+]
+
+# ---------------------------------------------------------------------------------------------
+# The noisy quadratic (notebook 1)
+# ---------------------------------------------------------------------------------------------
+
+METHODS = ("ekf", "koalapp", "koalapp_vanilla", "koalav", "adam")
+
+
+def run_quadratic(
+    problem: NoisyQuadratic,
+    method: str,
+    *,
+    steps: int = 60,
+    lr: float = 1.0,
+    sigma0: float = 0.1,
+    q: float = 0.1,
+    r: float = 0.5,
+    adam_lr: float = 0.3,
+    theta0: Any = None,
+) -> dict[str, np.ndarray]:
+    """Run one method on a `NoisyQuadratic` and return its trajectory.
+
+    ``method`` is one of ``"ekf"`` (full covariance, phantom start), ``"koalapp"``,
+    ``"koalapp_vanilla"``, ``"koalav"`` or ``"adam"`` (learning rate ``adam_lr``). The dict has
+    ``theta`` (steps+1, n) and ``loss`` (steps+1,) the noise-free loss along the path.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    if not isinstance(problem, NoisyQuadratic):
+        raise TypeError(f"problem must be a NoisyQuadratic (got {type(problem).__name__})")
+    method = check_choice("method", method, METHODS)
+    steps = check_int("steps", steps, 1, problem.max_steps)
+    theta0 = (
+        problem.start() if theta0 is None else check_array("theta0", theta0, shape=(problem.n,))
+    )
+    f, g = problem.loss, problem.grad
+    if method == "ekf":
+        out = ekf_full(theta0, f, g, sigma0, q, r, steps, lr=lr, phantom=True)
+    elif method in ("koalapp", "koalapp_vanilla"):
+        out = koalapp_reference(
+            theta0,
+            f,
+            g,
+            steps=steps,
+            lr=lr,
+            sigma0=sigma0,
+            q=q,
+            r=r,
+            symmetric=method == "koalapp",
+        )
+    elif method == "koalav":
+        out = koalav_reference(theta0, f, g, steps=steps, lr=lr, sigma0=sigma0, q=q, r=r)
+    else:
+        out = adam_reference(theta0, g, steps=steps, lr=adam_lr)
+    out = dict(out)
+    out["mean_loss"] = problem.mean_loss(out["theta"])
+    return out
+
+
+def _trajectory(name: str, run: Any) -> np.ndarray:
+    if not isinstance(run, Mapping):
+        raise TypeError(
+            f"{name} must be a run dict with a 'theta' array, as run_quadratic returns "
+            f"(got {type(run).__name__})"
+        )
+    if "theta" not in run:
+        raise ValueError(f"{name} has no 'theta' entry (keys: {sorted(run)})")
+    return check_array(f"{name}['theta']", run["theta"], ndim=2, min_size=1)
+
+
+def tracking_error(run: dict, reference: dict) -> np.ndarray:
+    """``||theta_k - theta_k^ref|| / ||theta_0||`` along two trajectories of equal length.
+
+    Parameters
+    ----------
+    run, reference : dict
+        Runs as `run_quadratic` returns them (their ``theta`` arrays, (steps+1, n), are used).
+
+    Returns
+    -------
+    array (steps+1,)
+        The distance at each step, relative to the norm of the reference's start.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    a = _trajectory("run", run)
+    b = _trajectory("reference", reference)
+    if b.shape != a.shape:
+        raise ValueError(
+            f"run and reference must have trajectories of one shape (got {a.shape}, {b.shape})"
+        )
+    return np.linalg.norm(a - b, axis=1) / max(np.linalg.norm(b[0]), 1e-300)
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def covariance_replay(
+    problem: NoisyQuadratic,
+    *,
+    steps: int = 60,
+    sigma0: float = 0.1,
+    q: float = 0.1,
+    r: float = 0.5,
+) -> dict[str, np.ndarray]:
+    """How well KOALA++ and KOALA-V reproduce the EKF's ``H_k P_hat_k`` on the same gradients.
+
+    The full EKF runs on ``problem``; its gradients ``H_k`` are then *replayed* to KOALA++
+    (symmetric and vanilla) and KOALA-V, so all filters see identical measurements and only
+    the covariance model differs. Returned, per step: ``rel_*`` the relative error
+    ``||g_k - g_k^EKF|| / ||g_k^EKF||`` of ``g_k = H_k P_hat_k`` (KOALA-V: ``(sigma + Q) H_k``),
+    and ``angle_*`` the angle in degrees between the step directions.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    if not isinstance(problem, NoisyQuadratic):
+        raise TypeError(f"problem must be a NoisyQuadratic (got {type(problem).__name__})")
+    steps = check_int("steps", steps, 1, problem.max_steps)
+    th0 = problem.start()
+    ekf = ekf_full(th0, problem.loss, problem.grad, sigma0, q, r, steps)
+    Hs = np.array([problem.grad(ekf["theta"][k - 1], k) for k in range(1, steps + 1)])
+    g_true = ekf["v_true"] + q * Hs  # H_k P_hat_k of the full filter
+
+    def replay_h(theta, k):
+        return Hs[k - 1]
+
+    def no_loss(theta, k):  # L = 0: the filters do not move, only their covariance evolves
+        return 0.0
+
+    out: dict[str, np.ndarray] = {}
+    for name, sym in (("koalapp", True), ("koalapp_vanilla", False)):
+        kp = koalapp_reference(
+            th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r, symmetric=sym
+        )
+        out[f"rel_{name}"] = np.linalg.norm(kp["g"] - g_true, axis=1) / np.linalg.norm(
+            g_true, axis=1
+        )
+        out[f"angle_{name}"] = _angle_deg(kp["g"], g_true)
+    kv = koalav_reference(th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r)
+    g_v = (kv["sigma"][:-1] + q)[:, None] * Hs
+    out["rel_koalav"] = np.linalg.norm(g_v - g_true, axis=1) / np.linalg.norm(g_true, axis=1)
+    out["angle_koalav"] = _angle_deg(g_v, g_true)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Digits MLP (notebook 2): seeds and step times (the training loop is in training.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def final_accuracies(
+    optimizers: Any = ("sgd", "adam", "koalav", "koalapp"),
+    seeds: Any = (0, 1, 2),
+    *,
+    epochs: int = 10,
+    device=None,
+    known: Mapping[tuple[str, int], TrainRun] | None = None,
+) -> dict[str, np.ndarray]:
+    """Final test accuracy of `train_digits` per optimizer and seed (defaults otherwise).
+
+    Parameters
+    ----------
+    optimizers : sequence of str
+        Names from ``OPTIMIZERS``.
+    seeds : sequence of int
+        Seeds (split, initialisation and batch order all change with the seed).
+    epochs : int
+        Epochs per run.
+    device : str or torch.device, optional
+        As in `train_digits`.
+    known : dict, optional
+        ``{(optimizer, seed): TrainRun}`` already trained with these settings (not re-run).
+
+    Returns
+    -------
+    dict
+        ``optimizer -> array (len(seeds),)`` of final test accuracies.
+
+    See: book/koala/02-training-digits.ipynb
+    """
+    if isinstance(optimizers, str) or not hasattr(optimizers, "__iter__"):
+        raise TypeError(f"optimizers must be a sequence of names (got {optimizers!r})")
+    optimizers = [check_choice("optimizers[i]", o, OPTIMIZERS) for o in optimizers]
+    if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers (got {seeds!r})")
+    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
+    if not optimizers or not seeds:
+        raise ValueError("optimizers and seeds must not be empty")
+    epochs = check_int("epochs", epochs, 1, 10_000)
+    known = {} if known is None else dict(known)
+    out = {}
+    for name in optimizers:
+        accs = []
+        for seed in seeds:
+            run = known.get((name, seed))
+            if run is None:
+                run = train_digits(name, epochs=epochs, seed=seed, device=device)
+            accs.append(float(run.test_acc[-1]))
+        out[name] = np.array(accs)
+    return out
+
+
+#: the benchmark's 1.9M-weight MLP 784-1024-1024-10 (large layers: the step is memory-bound)
+MLP_1M9 = ((1024, 784), (1024,), (1024, 1024), (1024,), (10, 1024), (10,))
+
+
+@dataclass
+class StepTimes:
+    """Seconds per ``optimizer.step`` (median over blocks) for one list of tensor shapes.
+
+    See: book/koala/02-training-digits.ipynb
+    """
+
+    shapes: tuple
+    parameters: int
+    seconds: dict[str, float]
+
+    def ratio(self, name: str, to: str = "adam") -> float:
+        """``seconds[name] / seconds[to]``."""
+        return self.seconds[name] / self.seconds[to]
+
+
+def step_times(
+    shapes: Any = MLP_1M9,
+    *,
+    optimizers: Any = ("adam", "koalapp"),
+    blocks: int = 5,
+    steps: int = 5,
+    seed: int = 0,
+    device=None,
+) -> StepTimes:
+    """Time the optimizer step alone on fixed random gradients (as ``benchmarks/bench_koala.py``).
+
+    Each optimizer gets parameters of the given shapes (float32) with fixed gradients; after one
+    warm-up block, ``blocks`` blocks of ``steps`` steps are timed and the median per step is kept.
+    ``"adam"`` is ``torch.optim.Adam`` with its defaults (on CPU its single-tensor loop),
+    ``"adam_foreach"`` the same with ``foreach=True``, ``"sgd"`` SGD with momentum 0.9,
+    ``"koalapp"`` / ``"koalav"`` the lab optimizers (loss 0.5, fixed ``r = 1``). On CPU one
+    torch thread is used.
+
+    Returns
+    -------
+    StepTimes
+
+    See: book/koala/02-training-digits.ipynb
+    """
+    import torch
+
+    from lab.core.runtime import resolve_device, small_problem_threads
+    from lab.koala.optim import KoalaPP, KoalaV
+
+    if isinstance(shapes, str) or not hasattr(shapes, "__iter__"):
+        raise TypeError(f"shapes must be a sequence of tensor shapes (got {shapes!r})")
+    shapes = tuple(tuple(check_int("shape entry", d, 1) for d in s) for s in shapes)
+    if not shapes:
+        raise ValueError("shapes must not be empty")
+    if isinstance(optimizers, str) or not hasattr(optimizers, "__iter__"):
+        raise TypeError(f"optimizers must be a sequence of names (got {optimizers!r})")
+    names = ("adam", "adam_foreach", "sgd", "koalav", "koalapp")
+    optimizers = [check_choice("optimizers[i]", o, names) for o in optimizers]
+    blocks = check_int("blocks", blocks, 1, 1000)
+    steps = check_int("steps", steps, 1, 100_000)
+    seed = check_int("seed", seed, 0)
+    dev = resolve_device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def run(name: str) -> float:
+        g = torch.Generator().manual_seed(seed)
+        params = []
+        for s in shapes:
+            p = torch.nn.Parameter(0.05 * torch.randn(s, generator=g).to(dev))
+            p.grad = 0.01 * torch.randn(s, generator=g).to(dev)
+            params.append(p)
+        loss = torch.tensor(0.5, device=dev)
+        if name in ("adam", "adam_foreach"):
+            step = torch.optim.Adam(params, lr=1e-6, foreach=name == "adam_foreach" or None).step
+        elif name == "sgd":
+            step = torch.optim.SGD(params, lr=1e-6, momentum=0.9).step
+        else:
+            opt = (KoalaV if name == "koalav" else KoalaPP)(params, lr=1e-6, r=1.0)
+            step = lambda: opt.step_with_loss(loss)  # noqa: E731
+        times = []
+        for b in range(blocks + 1):
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            sync()
+            if b:  # block 0 warms up
+                times.append((time.perf_counter() - t0) / steps)
+        return float(np.median(times))
+
+    threads = small_problem_threads(1) if dev.type == "cpu" else contextlib.nullcontext()
+    with threads:
+        seconds = {name: run(name) for name in optimizers}
+    n = int(sum(np.prod(s) for s in shapes))
+    return StepTimes(shapes=shapes, parameters=n, seconds=seconds)
+
+
+def state_floats(optimizer: Any) -> int:
+    """The number of floats an optimizer keeps as state (every tensor in ``optimizer.state``).
+
+    See: book/koala/02-training-digits.ipynb
+    """
+    import torch
+
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer (got {type(optimizer).__name__})"
+        )
+    total = 0
+    for entry in optimizer.state.values():
+        values = entry.values() if isinstance(entry, Mapping) else [entry]
+        total += sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+    return int(total)
