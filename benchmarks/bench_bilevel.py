@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import bilevel as bl  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def oracle_case(bench, n_train: int, p: int, B: int, dev: str, cvx_points: int) -> None:

@@ -269,8 +269,82 @@ def test_bad_input(toy_p):
         bl.ProjectedAscentOracle(unbounded, n_steps=500, lr=0.5)(np.zeros(1))
 
 
+def test_curved_problem_closed_form_and_theorem_1():
+    p = bl.toy_curved(2.0)
+    t = np.linspace(-np.pi, np.pi, 20001)
+    for x in (-1.7, -0.3, 0.0, 0.8, 1.9):
+        y = np.stack([t, np.full_like(t, np.sin(x))], axis=1)
+        xs = np.array([x])
+        assert np.allclose(p.f(xs, y), 0.0)  # every (t, sin x) solves the lower level
+        assert abs(p(xs) - p.F(xs, y).max()) < 1e-7  # phi_p = max over S(x) of F
+    from lab.bilevel import experiments
+
+    r = experiments.curved_weak_convexity(s=2.0, box=2.0, n=5000, seed=1)
+    assert r.modulus <= r.modulus_exact + 1e-9 <= r.rho_bound
+    assert abs(r.L_g - 2.0) < 1e-6 and abs(r.M_g - np.hypot(2.0, 2.0)) < 1e-12
+    assert r.modulus_affine < 1e-6 < r.modulus
+
+
+def test_error_bound_and_constraint_counterexample():
+    from lab.bilevel import experiments
+
+    ll = bl.rotating_line()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-4, 4, 50)
+    y = ll["select_branch"](x[:, None], rng.uniform(-1, 1, 50))
+    assert np.allclose(ll["f"](x, y), 0.0) and np.allclose(ll["dist"](x, y), 0.0)
+    eb = experiments.error_bound_set_smoothness(n=2000, seed=0)
+    assert abs(eb.tau - 1.0) < 1e-9 and eb.hessian_rank == 1
+    assert 0.9 < eb.L_comb <= 1.0 + 1e-9 and 0.9 < eb.L_branch <= 1.0 + 1e-9
+    cons = experiments.constraint_counterexample(widths=(1e-1, 1e-2), n=500)
+    assert abs(cons.exponent + 1.0) < 1e-6  # exact 1 / width scaling of a concave kink
+    assert cons.modulus_unconstrained < 1e-3
+    assert bl.constrained_counterexample()(np.array([3.0])) == 1.0
+
+
+def test_clarke_distance_at_kink_and_smooth_point(toy_o):
+    from lab.bilevel import experiments
+
+    k = experiments.kink_certificate(delta=0.15, T=300, n_samples=200, seed=0)
+    assert k.exact == 0.0 and k.slopes[0] > 0 > k.slopes[1] and k.sampled > 0.05
+    # away from the kinks and with a tiny ball the distance is the gradient norm at x
+    x = np.array([1.2, -0.9])
+    h = 1e-6
+    g = [(toy_o(x + h * e) - toy_o(x - h * e)) / (2 * h) for e in np.eye(2)]
+    d = experiments.clarke_distance_toy(toy_o, x, 1e-9, n_samples=10)
+    assert abs(d - np.linalg.norm(g)) < 1e-5
+
+
+def test_layout_small_files_and_lazy_import():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for f in Path(bl.__file__).parent.glob("*.py"):
+        assert len(f.read_text().splitlines()) <= 650, f
+    code = "import sys, lab.bilevel; print('torch' in sys.modules, 'scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"], out.stdout
+
+
+def test_bad_input_new_functions():
+    from lab.bilevel import experiments
+
+    with pytest.raises(TypeError, match="rng"):
+        bl.sphere_directions(None, 3, 2)
+    with pytest.raises(ValueError, match="m"):
+        bl.sphere_directions(np.random.default_rng(0), 3, 0)
+    with pytest.raises(ValueError, match="s"):
+        bl.toy_curved(-1.0)
+    with pytest.raises(TypeError, match="constrained"):
+        bl.constrained_counterexample("yes")
+    with pytest.raises(TypeError, match="Toy"):
+        experiments.clarke_distance_toy(bl.toy_curved(), np.zeros(1), 0.1)
+    with pytest.raises(ValueError, match="widths"):
+        experiments.constraint_counterexample(widths=(0.1, -0.1))
+
+
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_izom_batched_cuda(cleaning):
     rng = np.random.default_rng(0)
     U = bl.sphere_directions(rng, 200, cleaning.m)

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.checks import check_positive, check_range
-from . import (
-    hyper_cleaning,
-    izom,
-    psi_star,
-    toy_pessimistic,
-    weak_convexity_modulus,
-)
+from lab.bilevel.cleaning import hyper_cleaning
+from lab.bilevel.problems import toy_pessimistic
+from lab.bilevel.reference import izom, psi_star, weak_convexity_modulus
+from lab.core.checks import check_positive, check_range
 
 __all__ = [
     "branch_values",
