@@ -34,8 +34,8 @@ def main() -> None:
     from sklearn.decomposition import FactorAnalysis
 
     from lab import omiso
-    from lab.core.bench import Benchmark
     from lab.omiso.fast import simulate_batch
+    from lab.tooling.bench import Benchmark
 
     bench = Benchmark("omiso", __doc__)
     S, n_train, n_test = (1, 300, 100) if bench.quick else (4, 1500, 400)

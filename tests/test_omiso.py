@@ -11,20 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from scipy.linalg import subspace_angles
 from sklearn.decomposition import FactorAnalysis
 
 from lab import omiso
 from lab.omiso.fast import simulate_batch
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +264,6 @@ def test_paper_scale_ordering_over_8_seeds():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_batch_equals_cpu_batch():
     kw = dict(n_cal=300, n_train=250, n_test=60, drift=0.01)
     seeds, methods = [0, 0, 1], ["omiso", "miso", "static"]

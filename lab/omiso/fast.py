@@ -18,21 +18,19 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive, check_range
-
-from . import (
+from lab.omiso.array import (
     COUNT_MAX,
-    METHODS,
     POST_NOISE,
     RATE_MAX,
     S_DECAY,
     S_DRIVE,
     Z_FAST,
     UtahArraySim,
-    _check_dims,
-    default_target,
     session_plan,
     trial_noise,
 )
+from lab.omiso.experiments import default_target
+from lab.omiso.models import METHODS, _check_dims
 
 __all__ = ["simulate_batch"]
 
@@ -108,7 +106,7 @@ def simulate_batch(
     """
     import torch
 
-    import lab
+    from lab.core.runtime import resolve_device
 
     seeds = [check_int("seeds[i]", s, 0, 2**32 - 1) for s in np.atleast_1d(seeds).tolist()]
     B = len(seeds)
@@ -143,7 +141,7 @@ def simulate_batch(
         "adapt": _per_session("adapt", adapt, B, 0.0),
         "ramp": _per_session("ramp", ramp, B),
     }
-    dev = lab.device() if device is None else torch.device(device)
+    dev = resolve_device(device)
     f64 = torch.float64
 
     def T(x):

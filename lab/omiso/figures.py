@@ -11,7 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import METHODS, UtahArraySim
+from lab.omiso.array import UtahArraySim
+from lab.omiso.models import METHODS
 
 __all__ = [
     "COLORS",
@@ -138,7 +139,7 @@ def target_sessions(
 
     See: book/omiso/02-inverting-the-model.ipynb
     """
-    from .fast import simulate_batch
+    from lab.omiso.fast import simulate_batch
 
     th = np.radians(np.asarray(angles, dtype=float))
     tg = radius * np.stack([np.cos(th), np.sin(th)], 1)
@@ -227,7 +228,7 @@ def drift_sessions(
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
-    from .fast import simulate_batch
+    from lab.omiso.fast import simulate_batch
 
     rows = [(dr, s, m) for dr in DRIFTS for s in seeds for m in METHODS]
     out = simulate_batch(
