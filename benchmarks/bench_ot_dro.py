@@ -36,7 +36,7 @@ def main() -> None:
     import torch
 
     from lab import ot_dro
-    from lab.core.bench import Benchmark
+    from lab.tooling.bench import Benchmark
 
     bench = Benchmark("ot_dro", __doc__)
     tol, eps = 1e-9, 0.05

@@ -6,14 +6,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import (
-    accuracy,
-    implied_radius,
-    make_spurious,
-    sinkhorn_dro_objective,
-    train_method,
-    worst_case_weights,
-)
+from lab.ot_dro.experiments import accuracy, make_spurious, train_method
+from lab.ot_dro.fast import implied_radius, sinkhorn_dro_objective, worst_case_weights
 
 __all__ = ["toy_2d", "toy_losses", "plan_figure", "lam_curve", "shift_curve", "shift_figure"]
 
