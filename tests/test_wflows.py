@@ -9,7 +9,6 @@ import torch
 from scipy import integrate, stats
 
 from lab import wflows as wf
-from lab.core.runtime import cuda_available
 
 
 @pytest.fixture(scope="module")
@@ -358,7 +357,6 @@ def test_nonfinite_particles_are_reported(pot, far_start):
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not cuda_available(), reason="no CUDA device")
 def test_cuda_matches_reference(pot, far_start):
     dr = wf.draw_noise(50, 200, 2, pot.N, 4, seed=1)
     ref = wf.run_sampler("svrg", pot, far_start[:200], 0.05, 50, 4, 10, draws=dr)
@@ -366,3 +364,63 @@ def test_cuda_matches_reference(pot, far_start):
         "svrg", pot, far_start[:200], 0.05, 50, 4, 10, draws=dr, device="cuda"
     )
     assert np.abs(ref.X - fast.X).max() < 1e-10
+
+
+def test_gaussian_mixture_target_is_a_finite_sum_of_its_components():
+    g = wf.gaussian_mixture_1d(4.0, 0.7, N=40, spread=2.0, seed=1)
+    assert abs(g.z.mean()) < 1e-14 and g.z.std() == pytest.approx(2.0, rel=1e-12)
+    x = np.linspace(-5, 5, 11)
+    # V' = -(log pi)' (central differences) and the density integrates to one
+    e = 1e-6
+    fd = -(np.log(g.density(x + e)) - np.log(g.density(x - e))) / (2 * e)
+    np.testing.assert_allclose(g.grad(x), fd, atol=1e-6)
+    assert integrate.quad(lambda t: float(g.density(np.array(t))), -12, 12)[0] == pytest.approx(1)
+    assert g.noise_var(4) == pytest.approx(1.0)
+    # non-log-concave between the modes: V'' < 0 at the origin
+    assert (g.grad(np.array(e)) - g.grad(np.array(-e))) / (2 * e) < 0
+
+
+def test_fisher_rate_driver_is_consistent():
+    fr = wf.fisher_rate_1d(horizons=(2.0, 4.0), n_grid=321, dt=0.02)
+    np.testing.assert_allclose(fr.eta, 1 / np.sqrt(fr.horizons))
+    assert np.all(fr.min_fisher <= fr.mean_fisher)
+    assert np.all(fr.final_kl > 0)
+    t, info = fr.curves[4.0]
+    assert t[0] == 0 and t[-1] == 4.0 and np.all(info >= 0)
+    x = np.linspace(-8, 8, 321)
+    pi = fr.target.density(x)
+    assert wf.fisher_grid(pi, pi, x[1] - x[0]) == 0.0
+    with pytest.raises(ValueError, match="horizons"):
+        wf.fisher_rate_1d(horizons=(4.0, 2.0))
+    with pytest.raises(TypeError, match="target"):
+        wf.fisher_rate_1d(target="mixture")
+
+
+def test_step_functions_validate_and_match_the_run(pot):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((7, 2))
+    xi = rng.standard_normal((7, 2))
+    idx = rng.integers(0, pot.N, (7, 3))
+    with pytest.raises(TypeError, match="potential"):
+        wf.ula_step(X, "pot", 0.1, xi)
+    with pytest.raises(ValueError, match="h"):
+        wf.sgld_step(X, pot, -0.1, idx, xi)
+    with pytest.raises(ValueError, match="idx"):
+        wf.sgld_step(X, pot, 0.1, idx + pot.N, xi)
+    with pytest.raises(ValueError, match="xi"):
+        wf.svrg_step(X, X, pot.grad(X), pot, 0.1, idx, xi[:3])
+    with pytest.raises(ValueError, match="Gs"):
+        wf.svrg_direction(X, X, pot.grad(X)[:2], pot, idx)
+    # SVRG at its own snapshot is the full gradient: the step is ULA's
+    np.testing.assert_allclose(
+        wf.svrg_step(X, X, pot.grad(X), pot, 0.1, idx, xi), wf.ula_step(X, pot, 0.1, xi)
+    )
+
+
+def test_import_is_lazy():
+    import subprocess
+    import sys
+
+    code = "import sys, lab.wflows; print('torch' in sys.modules, 'lab.wflows.reference' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

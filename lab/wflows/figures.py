@@ -12,8 +12,7 @@ import functools
 
 import numpy as np
 
-from ..core.checks import check_choice, check_int, check_positive
-from . import (
+from lab.wflows import (
     FiniteSumQuadratic,
     SamplerHistory,
     quadratic_finite_sum,
@@ -23,6 +22,8 @@ from . import (
     sgld_stationary_var_1d,
     shifted_quadratic_1d,
 )
+
+from ..core.checks import check_choice, check_int, check_positive
 
 __all__ = [
     "COLOURS",
