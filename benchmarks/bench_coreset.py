@@ -33,7 +33,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import coreset as cs  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 ONCE = {"reps": 1, "warmup": 0}
 # apricot's numba kernels, like torch, get one thread (lab's policy; two spin on a shared machine)

@@ -12,8 +12,8 @@ import functools
 
 import numpy as np
 
-from ..core.checks import check_int, check_positive, check_range
-from . import (
+from lab.core.checks import check_int, check_positive, check_range
+from lab.coreset import (
     METHODS,
     alignment_study,
     corrupt_labels,

@@ -1,0 +1,257 @@
+"""Drivers the notebooks call: the logistic-regression alignment study (notebook 2) and the
+digits training runs under label noise (notebook 3).
+
+See: book/coreset/02-label-noise.ipynb
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.progress import progress
+from lab.coreset.models import CoresetTrainer, History, make_mlp
+from lab.coreset.reference import (
+    METHODS,
+    _balanced_pool,
+    alignment_errors,
+    corrupt_labels,
+    greedy_facility_location,
+    logreg_example_gradients,
+    logreg_posterior_features,
+    noisy_share,
+    pairwise_distances,
+    random_coreset,
+    softmax_regression_fit,
+)
+
+
+def digits_split(test_size: int = 597, seed: int = 0):
+    """sklearn's bundled digits, scaled to [0, 1], split into train and (clean) test.
+
+    Returns ``X_train, y_train, X_test, y_test`` as numpy arrays.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    from lab.core.data import N_DIGITS, digits
+
+    test_size = check_int("test_size", test_size, 1, N_DIGITS - 1)
+    seed = check_int("seed", seed, 0)
+    return tuple(digits(test_size=test_size, seed=seed, standardize=False, dtype="float64"))
+
+
+def _alignment_trial(
+    t, X, y, flipped, W, rng, pool_size, budget, K, sigma, eval_draws, seed, out, pool_noise
+):
+    pool = _balanced_pool(y, pool_size, rng)
+    Xp, yp, fp = X[pool], y[pool], flipped[pool]
+    pool_noise.append(fp.mean())
+    sel = {
+        "random": random_coreset(pool_size, budget, seed + 100 + t),
+        "craig": greedy_facility_location(
+            pairwise_distances(logreg_example_gradients(W, Xp, yp).reshape(pool_size, -1)),
+            budget,
+        ),
+        "posterior": greedy_facility_location(
+            pairwise_distances(logreg_posterior_features(W, Xp, yp, K, sigma, seed + 200 + t)),
+            budget,
+        ),
+    }
+    for m, (idx, w) in sel.items():
+        err = alignment_errors(
+            W, Xp, yp, idx, w, sigma=sigma, draws=eval_draws, seed=seed + 300 + t
+        )
+        for k in ("grad", "hess", "newton"):
+            out[k][m].append(err[k])
+        out["share"][m].append(noisy_share(fp, idx, w))
+
+
+@dataclass
+class AlignmentStudy:
+    """Per-trial alignment errors and noisy shares of each method (``alignment_study``).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+
+    methods: tuple[str, ...]
+    grad: dict[str, np.ndarray]
+    hess: dict[str, np.ndarray]
+    newton: dict[str, np.ndarray]
+    share: dict[str, np.ndarray]
+    pool_noise: np.ndarray
+
+    def mean(self, what: str) -> dict[str, float]:
+        """Mean over trials of ``what`` in {"grad", "hess", "newton", "share"}.
+
+        See: book/coreset/02-label-noise.ipynb
+        """
+        table = getattr(self, check_choice("what", what, ("grad", "hess", "newton", "share")))
+        return {m: float(np.mean(v)) for m, v in table.items()}
+
+
+def alignment_study(
+    X: Any,
+    y_clean: Any,
+    *,
+    noise: float = 0.4,
+    pool_size: int = 300,
+    budget: int = 30,
+    K: int = 8,
+    sigma: float = 0.05,
+    trials: int = 5,
+    fit_steps: int = 30,
+    eval_draws: int = 8,
+    seed: int = 0,
+) -> AlignmentStudy:
+    """Random vs CRAIG vs posterior coresets on logistic regression with exact Hessians.
+
+    Labels are corrupted (symmetric noise), ``w_bar`` is ``fit_steps`` of full-batch GD on the
+    noisy data, and each trial draws a class-balanced pool, selects three coresets of size
+    ``budget`` and scores them with ``alignment_errors`` (fresh posterior draws).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    X = check_array("X", X, ndim=2, min_size=1)
+    y_clean = np.asarray(y_clean, dtype=int)
+    C = int(y_clean.max()) + 1
+    noise = check_range("noise", noise, 0.0, 1.0)
+    pool_size = check_int("pool_size", pool_size, 2, X.shape[0])
+    budget = check_int("budget", budget, 1, pool_size)
+    K = check_int("K", K, 1)
+    sigma = check_positive("sigma", sigma, allow_zero=True)
+    trials = check_int("trials", trials, 1)
+    seed = check_int("seed", seed, 0)
+    y, flipped = corrupt_labels(y_clean, noise, C, seed)
+    W = softmax_regression_fit(X, y, C, steps=check_int("fit_steps", fit_steps, 0))
+    out = {k: {m: [] for m in METHODS} for k in ("grad", "hess", "newton", "share")}
+    pool_noise = []
+    rng = np.random.default_rng(seed + 1)
+    with threadpool_limits(1):  # small dense algebra: one BLAS thread is faster on 2 cores
+        for t in progress(range(trials), desc="trials"):
+            _alignment_trial(
+                t,
+                X,
+                y,
+                flipped,
+                W,
+                rng,
+                pool_size,
+                budget,
+                K,
+                sigma,
+                eval_draws,
+                seed,
+                out,
+                pool_noise,
+            )
+    arr = {k: {m: np.asarray(v) for m, v in d.items()} for k, d in out.items()}
+    return AlignmentStudy(
+        METHODS, arr["grad"], arr["hess"], arr["newton"], arr["share"], np.asarray(pool_noise)
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_run(method, noise, seed, steps, K, sigma, eval_every, budget, select_every):
+    Xtr, ytr, Xte, yte = digits_split(seed=seed)
+    yn, fl = corrupt_labels(ytr, noise, 10, seed)
+    trainer = CoresetTrainer(
+        method, seed=seed, K=K, sigma=sigma, budget=budget, select_every=select_every
+    )
+    return trainer.fit(
+        make_mlp(seed=seed), Xtr, yn, Xte, yte, steps=steps, flipped=fl, eval_every=eval_every
+    )
+
+
+def digits_run(
+    method: str,
+    noise: float,
+    seed: int = 0,
+    *,
+    steps: int = 200,
+    K: int = 4,
+    sigma: float = 0.05,
+    budget: int = 32,
+    select_every: int = 10,
+    eval_every: int = 20,
+) -> History:
+    """One training run on digits with symmetric label noise (memoised: same inputs, same run).
+
+    The digits split and the noise depend on ``seed``; the test labels stay clean.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    method = check_choice("method", method, (*METHODS, "full"))
+    noise = check_range("noise", noise, 0.0, 1.0)
+    return _cached_run(
+        method,
+        round(noise, 6),
+        check_int("seed", seed, 0),
+        check_int("steps", steps, 1),
+        check_int("K", K, 1),
+        round(check_positive("sigma", sigma, allow_zero=True), 9),
+        check_int("eval_every", eval_every, 1),
+        check_int("budget", budget, 1),
+        check_int("select_every", select_every, 1),
+    )
+
+
+def noise_sweep(
+    noises: Any = (0.0, 0.25, 0.5),
+    methods: Any = ("random", "craig", "posterior", "full"),
+    seeds: Any = (0, 1, 2),
+    *,
+    steps: int = 200,
+    K: int = 4,
+    sigma: float = 0.05,
+) -> dict[str, np.ndarray]:
+    """Final clean test accuracy on digits for every (method, noise, seed).
+
+    Returns ``{method: array (len(noises), len(seeds))}`` and ``{"share/" + method: ...}``,
+    the weighted share of mislabeled examples in the coresets over the last evaluation window
+    (NaN for ``"full"``).
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    noises = [check_range("noise", v, 0.0, 1.0) for v in noises]
+    methods = [check_choice("method", m, (*METHODS, "full")) for m in methods]
+    seeds = [check_int("seed", s, 0) for s in seeds]
+    out: dict[str, np.ndarray] = {}
+    for m in methods:
+        out[m] = np.zeros((len(noises), len(seeds)))
+        out[f"share/{m}"] = np.full((len(noises), len(seeds)), np.nan)
+    jobs = [(m, b, c) for m in methods for b in range(len(noises)) for c in range(len(seeds))]
+    for m, b, c in progress(jobs, desc="runs"):
+        h = digits_run(m, noises[b], seeds[c], steps=steps, K=K, sigma=sigma)
+        out[m][b, c] = h.final_acc
+        out[f"share/{m}"][b, c] = np.nanmean(h.noisy_share) if m != "full" else np.nan
+    return out
+
+
+def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, float]:
+    """Mean of ``a - b`` over paired runs (seeds or pools), its standard error and Student-t interval.
+
+    Returns ``{"mean", "se", "lo", "hi", "n"}``; the ``ci_*`` conditions of ``lab.core.claims``
+    read ``lo`` and ``hi``. With one pair the standard error and the interval are infinite.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    from scipy import stats
+
+    a = check_array("a", a, ndim=1, min_size=1)
+    b = check_array("b", b, ndim=1, min_size=1)
+    if a.shape != b.shape:
+        raise ValueError(f"b must have the shape of a {a.shape} (got {b.shape})")
+    level = check_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    d = a - b
+    m = float(d.mean())
+    if d.size < 2:
+        return {"mean": m, "se": math.inf, "lo": -math.inf, "hi": math.inf, "n": 1}
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    half = float(stats.t.ppf(0.5 + level / 2, d.size - 1)) * se
+    return {"mean": m, "se": se, "lo": m - half, "hi": m + half, "n": int(d.size)}

@@ -1,0 +1,453 @@
+"""The paper's objects: CRAIG's gradient proxy, posterior features of a network (noise on
+the normalisation layers), the weighted coreset loss, the chapter's BatchNorm MLP, mini-batch
+coreset selection and the CREST-style trainer.
+
+See: book/coreset/03-training-under-noise.ipynb
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import (
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+)
+from lab.core.progress import progress
+from lab.coreset.fast import facility_location_torch
+from lab.coreset.reference import METHODS, _balanced_pool, noisy_share
+
+WHERE = ("norm", "all", "last", "norm_out")
+
+
+def gradient_proxy(logits: Any, y: Any):
+    """CRAIG's last-layer gradient proxy ``softmax(z_i) - onehot(y_i)``, eq. (4).
+
+    Parameters
+    ----------
+    logits : Tensor, shape (n, C)
+    y : Tensor or array of int, shape (n,)
+
+    Returns
+    -------
+    Tensor, shape (n, C)
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    import torch
+
+    z = logits if isinstance(logits, torch.Tensor) else torch.as_tensor(np.asarray(logits))
+    if z.ndim != 2:
+        raise ValueError(f"logits must have shape (n, C) (got {tuple(z.shape)})")
+    if not torch.isfinite(z).all():
+        raise ValueError("logits must contain only finite values (got NaN or inf)")
+    yy = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y, device=z.device)
+    if yy.shape != (z.shape[0],):
+        raise ValueError(f"y must have shape ({z.shape[0]},) (got {tuple(yy.shape)})")
+    yy = yy.long()
+    if yy.numel() and (yy.min() < 0 or yy.max() >= z.shape[1]):
+        raise ValueError(f"y must lie in [0, {z.shape[1] - 1}]")
+    onehot = torch.nn.functional.one_hot(yy, z.shape[1]).to(z.dtype)
+    return torch.softmax(z, dim=1) - onehot  # eq. (4)
+
+
+def _norm_modules(model):
+    import torch.nn as nn
+
+    kinds = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+    return [m for m in model.modules() if isinstance(m, kinds)]
+
+
+def _perturbed_params(model, where: str) -> list:
+    import torch.nn as nn
+
+    if where == "all":
+        return [p for p in model.parameters()]
+    if where == "last":
+        lin = [m for m in model.modules() if isinstance(m, nn.Linear)]
+        if not lin:
+            raise ValueError('where="last" needs an nn.Linear layer in the model')
+        return [p for p in lin[-1].parameters()]
+    norms = [m for m in _norm_modules(model) if getattr(m, "weight", None) is not None]
+    if not norms:
+        raise ValueError(
+            f'where="{where}" needs normalization layers with affine parameters '
+            '(BatchNorm/LayerNorm/GroupNorm); use where="last" or where="all" for this model'
+        )
+    return [p for m in norms for p in (m.weight, m.bias) if p is not None]
+
+
+def posterior_features(
+    model: Any,
+    X: Any,
+    y: Any,
+    K: int = 4,
+    sigma: float = 0.01,
+    *,
+    where: str = "norm",
+    generator: Any = None,
+):
+    """Concatenated gradient proxies of ``K`` posterior samples of the model, eq. (6).
+
+    Each sample adds ``N(0, sigma^2)`` noise to the chosen parameters, runs the model in eval
+    mode without gradients, and records ``softmax - onehot``. The exact parameters and the
+    train/eval mode are restored afterwards (bit for bit).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps ``X`` to logits of shape (n, C).
+    X : Tensor, shape (n, ...)
+    y : Tensor or array of int, shape (n,)
+    K : int
+        Number of posterior samples (``>= 1``).
+    sigma : float
+        Noise scale (``>= 0``; ``0`` with any ``K`` repeats CRAIG's features).
+    where : {"norm", "all", "last", "norm_out"}
+        ``"norm"`` (the paper's default): the affine parameters of the BatchNorm/LayerNorm/
+        GroupNorm layers; ``"all"``: every parameter; ``"last"``: the last linear layer;
+        ``"norm_out"``: noise added to the outputs of the normalization layers (as the
+        official code does for transformers).
+    generator : torch.Generator, optional
+        Source of the noise (a fixed one gives deterministic features).
+
+    Returns
+    -------
+    Tensor, shape (n, K * C)
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    K = check_int("K", K, 1)
+    sigma = check_positive("sigma", sigma, allow_zero=True)
+    where = check_choice("where", where, WHERE)
+    if where == "norm_out":
+        norms = _norm_modules(model)
+        if not norms:
+            raise ValueError(
+                'where="norm_out" needs normalization layers in the model; use where="last"'
+            )
+        params = []
+    else:
+        params = _perturbed_params(model, where)
+    was_training = model.training
+    saved = [p.detach().clone() for p in params]
+    feats = []
+    hooks = []
+
+    def _noise_like(t):
+        return torch.randn(t.shape, generator=generator, dtype=t.dtype, device="cpu").to(t.device)
+
+    try:
+        model.eval()
+        if where == "norm_out" and sigma > 0:
+            hooks = [
+                m.register_forward_hook(lambda _m, _i, out: out + sigma * _noise_like(out))
+                for m in norms
+            ]
+        with torch.no_grad():
+            for _ in range(K):
+                if sigma > 0:
+                    for p, p0 in zip(params, saved, strict=True):
+                        p.copy_(p0 + sigma * _noise_like(p0))  # w_k ~ N(w_bar, sigma^2 I)
+                feats.append(gradient_proxy(model(X), y))  # g_i(w_k), eq. (4)
+    finally:
+        for h in hooks:
+            h.remove()
+        with torch.no_grad():
+            for p, p0 in zip(params, saved, strict=True):
+                p.copy_(p0)
+        model.train(was_training)
+    return torch.cat(feats, dim=1)  # eq. (6): G_i = [g_i(w_1), ..., g_i(w_K)]
+
+
+def coreset_loss(logits: Any, y: Any, gamma: Any):
+    """Weighted cross-entropy of a mini-batch coreset, weights normalised to mean 1, eq. (7).
+
+    ``coreset_loss(z, y, ones) == F.cross_entropy(z, y)``; duplicating a row and splitting its
+    weight leaves the loss and its gradient unchanged.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    import torch
+    import torch.nn.functional as F
+
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"logits must be a torch.Tensor (got {type(logits).__name__})")
+    g = torch.as_tensor(gamma, dtype=logits.dtype, device=logits.device)
+    if g.shape != (logits.shape[0],):
+        raise ValueError(f"gamma must have shape ({logits.shape[0]},) (got {tuple(g.shape)})")
+    if (g < 0).any() or g.sum() <= 0:
+        raise ValueError("gamma must be non-negative with a positive sum")
+    yy = torch.as_tensor(y, device=logits.device).long()
+    ce = F.cross_entropy(logits, yy, reduction="none")
+    return (g * ce).sum() / g.sum()  # = mean_j (gamma_j / mean gamma) * ce_j
+
+
+# ---------------------------------------------------------------------------------------------
+# Mini-batch coresets for a network (CREST-style) and training
+# ---------------------------------------------------------------------------------------------
+def make_mlp(d_in: int = 64, hidden: int = 128, num_classes: int = 10, seed: int = 0):
+    """The chapter's network: ``Linear - BatchNorm - ReLU - Linear``.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    import torch
+    import torch.nn as nn
+
+    d_in = check_int("d_in", d_in, 1)
+    hidden = check_int("hidden", hidden, 1)
+    num_classes = check_int("num_classes", num_classes, 2)
+    torch.manual_seed(check_int("seed", seed, 0))
+    return nn.Sequential(
+        nn.Linear(d_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, num_classes)
+    )
+
+
+def select_minibatch_coresets(
+    model: Any,
+    X: Any,
+    y: Any,
+    *,
+    pool_size: int = 128,
+    budget: int = 32,
+    steps: int = 4,
+    method: str = "posterior",
+    K: int = 4,
+    sigma: float = 0.05,
+    where: str = "norm",
+    seed: int = 0,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One coreset per upcoming training step, each from its own class-balanced random pool.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The current (unperturbed) network; it is left exactly as it was.
+    X, y : Tensor, array
+        The training set (noisy labels).
+    pool_size, budget, steps : int
+        Pool size, coreset size ``B`` and how many coresets to select.
+    method : {"posterior", "craig", "random"}
+        Features for facility location: ``K`` posterior samples, the plain proxy, or none.
+    K, sigma, where : as in ``posterior_features``.
+    seed : int
+
+    Returns
+    -------
+    list of (idx, weights)
+        Indices into the training set and integer weights (``random``: all ones).
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    import torch
+
+    pool_size = check_int("pool_size", pool_size, 1)
+    budget = check_int("budget", budget, 1)
+    steps = check_int("steps", steps, 1)
+    method = check_choice("method", method, METHODS)
+    seed = check_int("seed", seed, 0)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    y_np = check_array(
+        "y", y.cpu().numpy() if isinstance(y, torch.Tensor) else y, ndim=1, dtype=None, min_size=1
+    )
+    if not np.issubdtype(y_np.dtype, np.integer):
+        if np.issubdtype(y_np.dtype, np.floating) and np.all(y_np == np.round(y_np)):
+            y_np = y_np.astype(int)
+        else:
+            raise TypeError(f"y must hold integer labels (got dtype {y_np.dtype})")
+    if y_np.min() < 0:
+        raise ValueError(f"y must hold non-negative labels (got {y_np.min()})")
+    n_x = X.shape[0] if isinstance(X, torch.Tensor) else check_array("X", X, ndim=2).shape[0]
+    if n_x != y_np.size:
+        raise ValueError(f"X must have one row per label ({y_np.size}) (got {n_x})")
+    rng = np.random.default_rng(seed)
+    pools = np.stack([_balanced_pool(y_np, min(pool_size, y_np.size), rng) for _ in range(steps)])
+    if method == "random":
+        b = min(budget, pools.shape[1])
+        return [(p[rng.choice(p.size, b, replace=False)], np.ones(b, dtype=int)) for p in pools]
+    Xt = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
+    yt = torch.as_tensor(y_np, device=Xt.device)
+    flat = torch.as_tensor(pools.ravel(), device=Xt.device)
+    if method == "craig":
+        F = posterior_features(model, Xt[flat], yt[flat], K=1, sigma=0.0, where="all")
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        F = posterior_features(
+            model, Xt[flat], yt[flat], K=K, sigma=sigma, where=where, generator=gen
+        )
+    F = F.double().reshape(steps, pools.shape[1], -1)
+    idx, w = facility_location_torch(F, budget)
+    return [(pools[s][idx[s]], w[s]) for s in range(steps)]
+
+
+@dataclass
+class History:
+    """What ``CoresetTrainer.fit`` records: clean test accuracy and the coresets' noisy share.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+
+    method: str
+    steps: list[int] = field(default_factory=list)
+    test_acc: list[float] = field(default_factory=list)
+    noisy_share: list[float] = field(default_factory=list)
+    select_seconds: float = 0.0
+
+    @property
+    def final_acc(self) -> float:
+        return self.test_acc[-1] if self.test_acc else float("nan")
+
+
+class CoresetTrainer:
+    """Train a network on mini-batch coresets (CREST-style loop, posterior selection).
+
+    Every ``select_every`` steps the trainer selects the next ``select_every`` mini-batch
+    coresets at once (``select_minibatch_coresets``; pools drawn class-balanced from the
+    training set), then takes one SGD step per coreset with the weighted loss (7). The noise
+    of the posterior samples is used for selection only; training steps see the unperturbed
+    model. ``method="full"`` is full-data training with the same step budget and the same
+    mini-batch size: plain SGD on shuffled passes over the whole training set (like with like:
+    the coreset methods differ from it only in which ``budget`` examples a step sees).
+
+    Parameters
+    ----------
+    method : {"posterior", "craig", "random", "full"}
+    budget : int
+        Mini-batch coreset size ``B``.
+    pool_size : int
+        Candidate pool per step.
+    K, sigma, where : posterior samples (see ``posterior_features``).
+    lr, momentum, weight_decay : SGD (CREST's defaults for momentum and weight decay).
+    select_every : int
+        Steps between selection rounds.
+    seed : int
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+
+    def __init__(
+        self,
+        method: str = "posterior",
+        *,
+        budget: int = 32,
+        pool_size: int = 128,
+        K: int = 4,
+        sigma: float = 0.05,
+        where: str = "norm",
+        lr: float = 0.05,
+        momentum: float = 0.9,
+        weight_decay: float = 5e-4,
+        select_every: int = 10,
+        seed: int = 0,
+    ):
+        self.method = check_choice("method", method, (*METHODS, "full"))
+        self.budget = check_int("budget", budget, 1)
+        self.pool_size = check_int("pool_size", pool_size, self.budget)
+        self.K = check_int("K", K, 1)
+        self.sigma = check_positive("sigma", sigma, allow_zero=True)
+        self.where = check_choice("where", where, WHERE)
+        self.lr = check_positive("lr", lr)
+        self.momentum = check_range("momentum", momentum, 0.0, 1.0, high_inclusive=False)
+        self.weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
+        self.select_every = check_int("select_every", select_every, 1)
+        self.seed = check_int("seed", seed, 0)
+
+    def fit(
+        self,
+        model: Any,
+        X: Any,
+        y: Any,
+        X_test: Any,
+        y_test: Any,
+        *,
+        steps: int = 300,
+        flipped: Any = None,
+        eval_every: int = 50,
+    ) -> History:
+        """Run ``steps`` SGD steps; record clean test accuracy every ``eval_every`` steps.
+
+        ``flipped`` (bool mask over the training set) lets the history record the weighted
+        share of mislabeled examples the coresets picked.
+        """
+        import time
+
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+        steps = check_int("steps", steps, 1)
+        eval_every = check_int("eval_every", eval_every, 1)
+        dev = next(model.parameters()).device
+        Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)
+        yt = torch.as_tensor(np.asarray(y), dtype=torch.long, device=dev)
+        Xv = torch.as_tensor(np.asarray(X_test), dtype=torch.float32, device=dev)
+        yv = torch.as_tensor(np.asarray(y_test), dtype=torch.long, device=dev)
+        fl = None if flipped is None else np.asarray(flipped, dtype=bool)
+        torch.manual_seed(self.seed)
+        opt = torch.optim.SGD(
+            model.parameters(),
+            lr=self.lr,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+        )
+        hist = History(self.method)
+        n_train = Xt.shape[0]
+        shuffle = np.random.default_rng(self.seed)
+        order = np.empty(0, dtype=int)
+        queue: list[tuple[np.ndarray, np.ndarray]] = []
+        shares = []
+        for s in progress(range(1, steps + 1), desc=self.method):
+            model.train()
+            if self.method == "full":
+                # full data, like with like: an SGD step on the next `budget` examples of a
+                # shuffled pass over the whole (noisy) training set, unweighted
+                if order.size < self.budget:
+                    order = np.concatenate([order, shuffle.permutation(n_train)])
+                it = torch.as_tensor(order[: self.budget], device=dev)
+                order = order[self.budget :]
+                loss = torch.nn.functional.cross_entropy(model(Xt[it]), yt[it])
+            else:
+                if not queue:
+                    t0 = time.perf_counter()
+                    queue = select_minibatch_coresets(
+                        model,
+                        Xt,
+                        yt.cpu().numpy(),
+                        pool_size=self.pool_size,
+                        budget=self.budget,
+                        steps=self.select_every,
+                        method=self.method,
+                        K=self.K,
+                        sigma=self.sigma,
+                        where=self.where,
+                        seed=self.seed * 100003 + s,
+                    )
+                    hist.select_seconds += time.perf_counter() - t0
+                idx, w = queue.pop(0)
+                if fl is not None:
+                    shares.append(noisy_share(fl, idx, w))
+                it = torch.as_tensor(idx, device=dev)
+                loss = coreset_loss(model(Xt[it]), yt[it], torch.as_tensor(w, device=dev))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if s % eval_every == 0 or s == steps:
+                model.eval()
+                with torch.no_grad():
+                    acc = (model(Xv).argmax(1) == yv).float().mean().item()
+                hist.steps.append(s)
+                hist.test_acc.append(acc)
+                hist.noisy_share.append(float(np.mean(shares)) if shares else float("nan"))
+                shares = []
+        return hist

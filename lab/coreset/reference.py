@@ -1,0 +1,466 @@
+"""Numpy reference kernels of the coreset chapter: facility location (eqs. 1-3), label noise,
+and multinomial logistic regression with exact per-example gradients and Hessians (eqs. 5, 6, 8).
+
+Each statement sits beside the equation it implements; ``lab.coreset.fast`` runs the same
+greedy in batched torch and is tested against ``greedy_facility_location``.
+
+See: book/coreset/01-facility-location.ipynb
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+)
+
+METHODS = ("random", "craig", "posterior")
+
+
+def pairwise_distances(G: Any) -> np.ndarray:
+    """Euclidean distances ``d_ij = ||G_i - G_j||`` between the rows of ``G`` (float64).
+
+    Parameters
+    ----------
+    G : array-like, shape (n, m)
+        One feature vector (gradient or gradient proxy) per row.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        Symmetric, zero diagonal, non-negative.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    G = check_array("G", G, ndim=2, min_size=1)
+    sq = np.einsum("ij,ij->i", G, G)
+    # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b, clipped at 0 against round-off
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (G @ G.T), 0.0)
+    np.fill_diagonal(d2, 0.0)
+    return np.sqrt(d2)
+
+
+def _check_distances(D: Any) -> np.ndarray:
+    D = check_array("D", D, ndim=2, min_size=1)
+    if D.shape[0] != D.shape[1]:
+        raise ValueError(f"D must be a square (n, n) distance matrix (got shape {D.shape})")
+    if np.any(D < 0):
+        raise ValueError("D must be non-negative (got a negative distance)")
+    return D
+
+
+def facility_location_objective(D: Any, idx: Any) -> float:
+    """The facility-location value ``F(S) = sum_i max_{j in S} (d_max - d_ij)``, eq. (2).
+
+    Parameters
+    ----------
+    D : array-like, shape (n, n)
+        Distances (row ``i`` = the point to cover, column ``j`` = the candidate medoid).
+    idx : array-like of int
+        The selected columns ``S`` (empty gives 0).
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    D = _check_distances(D)
+    idx = np.asarray(idx, dtype=int).ravel()
+    if idx.size == 0:
+        return 0.0
+    if idx.min() < 0 or idx.max() >= D.shape[0]:
+        raise ValueError(f"idx must lie in [0, {D.shape[0] - 1}] (got {idx.min()}..{idx.max()})")
+    S = D.max() - D  # eq. (2): s_ij = d_max - d_ij
+    return float(S[:, idx].max(axis=1).sum())
+
+
+def greedy_facility_location(
+    D: Any, budget: int, *, lazy: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy facility location (CRAIG's coreset), the numpy reference kernel.
+
+    Parameters
+    ----------
+    D : array-like, shape (n, n)
+        Pairwise distances between the pool's feature vectors (``pairwise_distances``).
+    budget : int
+        Coreset size ``B >= 1``. ``B >= n`` returns the whole pool with weights 1.
+    lazy : bool
+        Use the lazy-greedy priority queue (Minoux). It reaches the same objective value on
+        generic inputs but may break exact ties differently; the plain greedy (default)
+        always takes the lowest index among equal gains.
+
+    Returns
+    -------
+    idx : ndarray of int, shape (B,)
+        The medoids in the order greedy picked them.
+    weights : ndarray of int, shape (B,)
+        ``gamma_j``: how many pool points have medoid ``j`` as their nearest selected point
+        (ties go to the earliest pick). Positive, sums to ``n``.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    D = _check_distances(D)
+    budget = check_int("budget", budget, 1)
+    lazy = check_bool("lazy", lazy)
+    n = D.shape[0]
+    if budget >= n:
+        return np.arange(n), np.ones(n, dtype=int)
+    S = D.max() - D  # eq. (2): similarity s_ij = d_max - d_ij >= 0
+    cover = np.zeros(n)  # max_{j in S} s_ij, 0 for the empty set
+    chosen: list[int] = []
+    if not lazy:
+        taken = np.zeros(n, dtype=bool)
+        for _ in range(budget):
+            # eq. (3): marginal gain of every candidate j, sum_i max(s_ij - cover_i, 0)
+            gain = np.maximum(S - cover[:, None], 0.0).sum(axis=0)
+            gain[taken] = -np.inf
+            j = int(np.argmax(gain))  # lowest index among ties
+            chosen.append(j)
+            taken[j] = True
+            cover = np.maximum(cover, S[:, j])
+    else:
+        # lazy greedy: gains only shrink (submodularity), so stale gains are upper bounds
+        gain0 = S.sum(axis=0)
+        heap = [(-gain0[j], j) for j in range(n)]
+        heapq.heapify(heap)
+        while len(chosen) < budget:
+            _, j = heapq.heappop(heap)
+            fresh = float(np.maximum(S[:, j] - cover, 0.0).sum())
+            if not heap or fresh >= -heap[0][0]:
+                chosen.append(j)
+                cover = np.maximum(cover, S[:, j])
+            else:
+                heapq.heappush(heap, (-fresh, j))
+    idx = np.asarray(chosen, dtype=int)
+    # eq. (3): gamma_j = number of points whose most similar medoid is j
+    nearest = np.argmax(S[:, idx], axis=1)
+    weights = np.bincount(nearest, minlength=budget)
+    return idx, weights
+
+
+def brute_force_facility_location(D: Any, budget: int) -> tuple[np.ndarray, float]:
+    """The optimal subset of size ``budget`` by enumeration (for pools of <= 16 points).
+
+    Returns
+    -------
+    idx : ndarray of int
+        An optimal subset (sorted).
+    value : float
+        Its objective ``F(S*)``.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    import itertools
+
+    D = _check_distances(D)
+    n = D.shape[0]
+    if n > 16:
+        raise ValueError(f"D must have at most 16 points for brute force (got {n})")
+    budget = check_int("budget", budget, 1, n)
+    S = D.max() - D
+    best, best_idx = -np.inf, None
+    for comb in itertools.combinations(range(n), budget):
+        v = S[:, comb].max(axis=1).sum()
+        if v > best:
+            best, best_idx = v, comb
+    return np.asarray(best_idx, dtype=int), float(best)
+
+
+def random_coreset(n: int, budget: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform random subset of size ``budget`` with equal weights ``n / budget``.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    n = check_int("n", n, 1)
+    budget = check_int("budget", budget, 1)
+    seed = check_int("seed", seed, 0)
+    b = min(budget, n)
+    idx = np.random.default_rng(seed).choice(n, size=b, replace=False)
+    return idx, np.full(b, n / b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels, proxies and the posterior features
+# ---------------------------------------------------------------------------------------------
+def corrupt_labels(
+    y: Any, ratio: float, num_classes: int, seed: int = 0, *, mode: str = "symmetric"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inject label noise.
+
+    Parameters
+    ----------
+    y : array-like of int, shape (n,)
+        Clean labels in ``0 .. num_classes - 1``.
+    ratio : float in [0, 1]
+        Fraction of examples whose label is redrawn.
+    num_classes : int
+        Number of classes ``C >= 2``.
+    seed : int
+        Seed of the numpy generator (deterministic).
+    mode : {"symmetric", "exclusive"}
+        ``"symmetric"``: each picked example gets a uniform label over all ``C`` classes (it
+        may keep its own, so the flipped fraction is ``ratio (C-1)/C`` on average; the
+        convention of the paper's experiments). ``"exclusive"``: a uniform *other* class.
+
+    Returns
+    -------
+    y_noisy : ndarray of int
+    flipped : ndarray of bool
+        ``y_noisy != y``.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    num_classes = check_int("num_classes", num_classes, 2)
+    y = check_array("y", y, ndim=1, dtype=None)
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y)):
+            y = y.astype(int)
+        else:
+            raise TypeError(f"y must hold integer labels (got dtype {y.dtype})")
+    if y.size and (y.min() < 0 or y.max() >= num_classes):
+        raise ValueError(f"y must lie in [0, {num_classes - 1}] (got {y.min()}..{y.max()})")
+    ratio = check_range("ratio", ratio, 0.0, 1.0)
+    seed = check_int("seed", seed, 0)
+    mode = check_choice("mode", mode, ("symmetric", "exclusive"))
+    rng = np.random.default_rng(seed)
+    pick = rng.random(y.size) < ratio
+    y_noisy = y.astype(int).copy()
+    if mode == "symmetric":
+        y_noisy[pick] = rng.integers(0, num_classes, size=int(pick.sum()))
+    else:
+        shift = rng.integers(1, num_classes, size=int(pick.sum()))
+        y_noisy[pick] = (y_noisy[pick] + shift) % num_classes
+    return y_noisy, y_noisy != y
+
+
+def noisy_share(flipped: Any, idx: Any, weights: Any) -> float:
+    """Weighted share of mislabeled points in a coreset, ``sum_j gamma_j [flipped_j] / sum gamma``.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    flipped = check_array("flipped", flipped, ndim=1, dtype=None, min_size=1).astype(bool)
+    idx = check_array("idx", idx, ndim=1, dtype=None, min_size=1)
+    if not np.issubdtype(idx.dtype, np.integer):
+        if np.issubdtype(idx.dtype, np.floating) and np.all(idx == np.round(idx)):
+            idx = idx.astype(int)
+        else:
+            raise TypeError(f"idx must hold integer indices (got dtype {idx.dtype})")
+    if idx.min() < 0 or idx.max() >= flipped.size:
+        raise ValueError(f"idx must lie in [0, {flipped.size - 1}] (got {idx.min()}..{idx.max()})")
+    w = check_array("weights", weights, ndim=1, min_size=1)
+    if w.shape != idx.shape:
+        raise ValueError(f"weights must have the shape of idx {idx.shape} (got {w.shape})")
+    if np.any(w < 0) or w.sum() <= 0:
+        raise ValueError("weights must be non-negative with a positive sum")
+    return float((w * flipped[idx]).sum() / w.sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# Multinomial logistic regression with exact Hessians (the theorem's playground)
+# ---------------------------------------------------------------------------------------------
+def _augment(X: np.ndarray) -> np.ndarray:
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
+def _softmax(Z: np.ndarray) -> np.ndarray:
+    Z = Z - Z.max(axis=1, keepdims=True)
+    E = np.exp(Z)
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def _check_lr(W, X, y):
+    X = check_array("X", X, ndim=2, min_size=1)
+    W = check_array("W", W, ndim=2)
+    if W.shape[1] != X.shape[1] + 1:
+        raise ValueError(f"W must have shape (C, {X.shape[1] + 1}) (got {W.shape})")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},) (got {y.shape})")
+    if y.min() < 0 or y.max() >= W.shape[0]:
+        raise ValueError(f"y must lie in [0, {W.shape[0] - 1}]")
+    return W, X, y.astype(int)
+
+
+def softmax_regression_fit(
+    X: Any, y: Any, num_classes: int, *, steps: int = 100, lr: float = 0.5, l2: float = 1e-3
+) -> np.ndarray:
+    """Full-batch gradient descent on multinomial logistic regression (with a bias column).
+
+    Returns ``W`` of shape ``(C, d + 1)``: the "current weights" ``w_bar`` around which the
+    coresets are selected.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    X = check_array("X", X, ndim=2, min_size=1)
+    num_classes = check_int("num_classes", num_classes, 2)
+    steps = check_int("steps", steps, 0)
+    lr = check_positive("lr", lr)
+    l2 = check_positive("l2", l2, allow_zero=True)
+    W = np.zeros((num_classes, X.shape[1] + 1))
+    W, X, y = _check_lr(W, X, y)
+    Xa = _augment(X)
+    Y = np.eye(num_classes)[y]
+    for _ in range(steps):
+        P = _softmax(Xa @ W.T)
+        W = W - lr * ((P - Y).T @ Xa / X.shape[0] + l2 * W)
+    return W
+
+
+def logreg_example_gradients(W: Any, X: Any, y: Any) -> np.ndarray:
+    """Per-example cross-entropy gradients ``(p_i - e_{y_i}) x~_i^T``, eq. (8), shape (n, C, d+1).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    W, X, y = _check_lr(W, X, y)
+    Xa = _augment(X)
+    R = _softmax(Xa @ W.T)
+    R[np.arange(len(y)), y] -= 1.0
+    return np.einsum("ic,ia->ica", R, Xa)
+
+
+def logreg_posterior_features(
+    W: Any,
+    X: Any,
+    y: Any,
+    K: int = 8,
+    sigma: float = 0.05,
+    seed: int = 0,
+    *,
+    kind: str = "gradient",
+) -> np.ndarray:
+    """Concatenated per-example features at ``K`` posterior samples of ``W``, eq. (6).
+
+    ``kind="gradient"``: the exact gradients (shape ``(n, K C (d + 1))``);
+    ``kind="proxy"``: CRAIG's proxy ``p_i - e_{y_i}`` (shape ``(n, K C)``). ``sigma = 0``
+    repeats the CRAIG features ``K`` times (distances scale by ``sqrt(K)``, the selection is
+    unchanged).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    W, X, y = _check_lr(W, X, y)
+    K = check_int("K", K, 1)
+    sigma = check_positive("sigma", sigma, allow_zero=True)
+    seed = check_int("seed", seed, 0)
+    kind = check_choice("kind", kind, ("gradient", "proxy"))
+    rng = np.random.default_rng(seed)
+    Xa = _augment(X)
+    blocks = []
+    for _ in range(K):
+        Wk = W + sigma * rng.standard_normal(W.shape)  # w_k ~ N(w_bar, sigma^2 I)
+        if kind == "proxy":
+            R = _softmax(Xa @ Wk.T)
+            R[np.arange(len(y)), y] -= 1.0  # eq. (4)
+            blocks.append(R)
+        else:
+            blocks.append(logreg_example_gradients(Wk, X, y).reshape(len(y), -1))
+    return np.concatenate(blocks, axis=1)
+
+
+def logreg_hessian(W: Any, X: Any, y: Any, weights: Any = None) -> np.ndarray:
+    """Exact Hessian of the weighted mean cross-entropy, eq. (8), shape (C(d+1), C(d+1)).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    W, X, _ = _check_lr(W, X, y)
+    n = X.shape[0]
+    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, float) / np.sum(weights)
+    Xa = _augment(X)
+    P = _softmax(Xa @ W.T)
+    A = np.einsum("ic,cd->icd", P, np.eye(P.shape[1])) - np.einsum("ic,id->icd", P, P)
+    C, d1 = W.shape
+    # H[(c, a), (e, b)] = sum_i w_i A_i[c, e] x_ia x_ib, as one matmul over i
+    M = (w[:, None] * A.reshape(n, C * C))[:, :, None] * Xa[:, None, :]  # (n, C*C, d1)
+    H = (M.reshape(n, -1).T @ Xa).reshape(C, C, d1, d1)
+    return H.transpose(0, 2, 1, 3).reshape(C * d1, C * d1)
+
+
+def alignment_errors(
+    W: Any,
+    X: Any,
+    y: Any,
+    idx: Any,
+    weights: Any,
+    *,
+    sigma: float = 0.05,
+    draws: int = 16,
+    l2: float = 1e-2,
+    seed: int = 0,
+) -> dict[str, float]:
+    """How well the weighted subset ``(idx, weights)`` stands in for the pool ``(X, y)``.
+
+    Parameters
+    ----------
+    W : array, shape (C, d + 1)
+        The current weights ``w_bar``.
+    X, y : the pool (the ground set ``V``).
+    idx, weights : the coreset.
+    sigma, draws, seed : the fresh posterior draws ``w ~ N(w_bar, sigma^2 I)`` on which the
+        gradient error is averaged.
+    l2 : ridge added to both Hessians for the Newton step.
+
+    Returns
+    -------
+    dict with
+        ``grad``: ``E_w ||grad l_S(w) - grad l(w)||^2 / E_w ||grad l(w)||^2``, eq. (5);
+        ``hess``: ``||H_S - H||_F / ||H||_F`` at ``w_bar``;
+        ``newton``: ``||N_S - N|| / ||N||`` with ``N = (H + l2 I)^{-1} grad l`` at ``w_bar``.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    W, X, y = _check_lr(W, X, y)
+    idx = np.asarray(idx, dtype=int)
+    gam = np.asarray(weights, dtype=float)
+    if gam.shape != idx.shape or np.any(gam < 0) or gam.sum() <= 0:
+        raise ValueError("weights must be non-negative, of the shape of idx, with a positive sum")
+    sigma = check_positive("sigma", sigma, allow_zero=True)
+    draws = check_int("draws", draws, 1)
+    l2 = check_positive("l2", l2)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    gam = gam / gam.sum()
+    num = den = 0.0
+    for _ in range(draws):
+        Wk = W + sigma * rng.standard_normal(W.shape)
+        Gk = logreg_example_gradients(Wk, X, y).reshape(len(y), -1)
+        full = Gk.mean(axis=0)
+        sub = gam @ Gk[idx]
+        num += np.sum((sub - full) ** 2)  # eq. (5)
+        den += np.sum(full**2)
+    H = logreg_hessian(W, X, y)
+    HS = logreg_hessian(W, X[idx], y[idx], gam)
+    g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
+    gfull, gsub = g.mean(axis=0), gam @ g[idx]
+    eye = l2 * np.eye(H.shape[0])
+    N = np.linalg.solve(H + eye, gfull)
+    NS = np.linalg.solve(HS + eye, gsub)
+    return {
+        "grad": float(num / den),
+        "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
+        "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
+    }
+
+
+def _balanced_pool(y: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A class-balanced random pool (per-class quota, remainder filled at random)."""
+    classes, counts = np.unique(y, return_counts=True)
+    per = size // len(classes)
+    order = np.argsort(y, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    parts = []
+    for start, count in zip(starts, counts, strict=True):
+        take = min(per, int(count))
+        parts.append(order[start + rng.choice(int(count), size=take, replace=False)])
+    pool = np.concatenate(parts)
+    extra = size - pool.size
+    if extra > 0:
+        free = np.ones(y.size, dtype=bool)
+        free[pool] = False
+        rest = np.flatnonzero(free)
+        pool = np.concatenate([pool, rng.choice(rest, size=min(extra, rest.size), replace=False)])
+    return np.sort(pool)
