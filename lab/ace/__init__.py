@@ -49,56 +49,59 @@ the non-equivariant branches:
 * The resilient cost is $\tfrac\rho2\lVert u\rVert^2$ (the paper's form; the code uses
   $\rho\lVert u\rVert^2$).
 
-Reference kernels: :func:`dual_step` and :func:`scalar_gda` (numpy, float64). The torch
-engine :class:`ACE` runs on CPU or CUDA and follows its model's device; the equivariance
-check sends every sampled group element through one batched forward pass.
+## Files
+
+* `reference.py`: numpy references (float64): :func:`dual_step`, :func:`scalar_gda`, the
+  bounds of Theorems 4.1/4.2 (:func:`truncation_bound`, :func:`violation_bound`);
+* `fast.py`: the batched equivariance check :func:`equivariance_error` (every sampled group
+  element in one forward pass);
+* `layer.py`: :class:`HomotopyLayer` and :func:`homotopy`; `optim.py`: the primal-dual engine
+  :class:`ACE` (CPU or CUDA, follows its model's device);
+* `models.py`: the SO(2) toy (vector-neuron layers, MLP branches, the swirl data);
+* `experiments.py`: training, the gaps behind the theorems, the held-out slope in
+  :math:`\bar\gamma`, robustness to input noise, and the stored sweep
+  (`python -m lab.ace.experiments` rebuilds `lab/ace/data/sweep.json`);
+* `figures.py`: the explorable figures.
 
 See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 """
 
 from __future__ import annotations
 
-import importlib
+import lazy_loader as _lazy
 
-_CONSTRAINED = (
-    "ACE",
-    "HomotopyLayer",
-    "dual_step",
-    "equivariance_error",
-    "homotopy",
-    "scalar_gda",
-    "truncation_bound",
-    "violation_bound",
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "reference": ["dual_step", "scalar_gda", "truncation_bound", "violation_bound"],
+        "fast": ["equivariance_error"],
+        "layer": ["HomotopyLayer", "homotopy"],
+        "optim": ["ACE"],
+        "models": [
+            "METHODS",
+            "NeqBranch",
+            "VNLayer2D",
+            "make_toy_model",
+            "rotation_matrices",
+            "swirl_dataset",
+            "swirl_field",
+        ],
+        "experiments": [
+            "METHOD_SETTINGS",
+            "SWEEP_PATH",
+            "SWEEP_SETTINGS",
+            "GammaSlopes",
+            "Robustness",
+            "gamma_slopes",
+            "input_robustness",
+            "layer_constants",
+            "load_sweep",
+            "run_sweep",
+            "so2_equivariance_error",
+            "sweep_mse",
+            "train_toy",
+            "truncation_gap",
+            "violation_gap",
+        ],
+    },
 )
-_TOY = (
-    "METHODS",
-    "NeqBranch",
-    "VNLayer2D",
-    "layer_constants",
-    "make_toy_model",
-    "rotation_matrices",
-    "so2_equivariance_error",
-    "swirl_dataset",
-    "swirl_field",
-    "train_toy",
-    "truncation_gap",
-    "violation_gap",
-)
-_SWEEP = ("load_sweep", "run_sweep", "sweep_mse", "SWEEP_PATH", "METHOD_SETTINGS", "SWEEP_SETTINGS")
-
-__all__ = list(_CONSTRAINED + _TOY + _SWEEP)
-
-
-def __getattr__(name: str):
-    # torch is imported only when a torch-backed name is first used (cheap ``import lab.ace``)
-    if name in _CONSTRAINED:
-        return getattr(importlib.import_module(".constrained", __name__), name)
-    if name in _TOY:
-        return getattr(importlib.import_module(".so2_toy", __name__), name)
-    if name in _SWEEP:
-        return getattr(importlib.import_module(".sweep", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)

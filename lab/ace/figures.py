@@ -9,8 +9,8 @@ import functools
 
 import numpy as np
 
-from ..core.checks import check_int, check_positive
-from .constrained import scalar_gda
+from lab.ace.reference import scalar_gda
+from lab.core.checks import check_int, check_positive
 
 __all__ = [
     "METHOD_COLOURS",
@@ -111,8 +111,7 @@ def dual_dynamics_figure(eta_d: float = 0.05, aug: float = 0.0, steps: int = 200
 
 @functools.lru_cache(maxsize=64)
 def _live_cell(method: str, eps: float, N: int, steps: int) -> dict:
-    from .so2_toy import train_toy
-    from .sweep import METHOD_SETTINGS, SWEEP_SETTINGS
+    from lab.ace.experiments import METHOD_SETTINGS, SWEEP_SETTINGS, train_toy
 
     settings = {**SWEEP_SETTINGS, "steps": steps}
     out = train_toy(method, N=N, eps=eps, record_every=10**9, **settings, **METHOD_SETTINGS[method])
@@ -137,7 +136,7 @@ def partial_symmetry_figure(
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .sweep import _key
+    from lab.ace.experiments import _key
 
     N = 2 ** check_int("log2N", log2N, 1, 12)
     methods = ("strict", "unconstrained", "equality", "resilient")

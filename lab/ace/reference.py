@@ -1,0 +1,146 @@
+"""Reference kernels (numpy, float64): the dual step, the scalar toy problem, Theorems 4.1/4.2.
+
+See: book/ace/01-homotopy-and-duals.ipynb
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.core.checks import check_choice, check_int, check_positive, check_real
+
+__all__ = ["MODES", "dual_step", "scalar_gda", "truncation_bound", "violation_bound"]
+
+MODES = ("equality", "resilient")
+
+
+# ----------------------------------------------------------------------------------------
+# Reference kernels (numpy, float64): the dual step and the scalar toy problem
+# ----------------------------------------------------------------------------------------
+def dual_step(lam, slack, eta_d: float, kind: str = "equality") -> np.ndarray:
+    """One dual-ascent step on the multipliers (reference kernel, numpy).
+
+    ``equality``: :math:`\\lambda \\leftarrow \\lambda + \\eta_d\\, s` (free sign);
+    ``inequality``: :math:`\\lambda \\leftarrow [\\lambda + \\eta_d\\, s]_+`.
+
+    Parameters
+    ----------
+    lam, slack : array-like
+        Current multipliers and constraint slacks (``gamma`` or ``|gamma| - u``), same shape.
+    eta_d : float
+        Dual step size, ``>= 0``.
+    kind : {"equality", "inequality"}
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    eta_d = check_positive("eta_d", eta_d, allow_zero=True)
+    kind = check_choice("kind", kind, ("equality", "inequality"))
+    lam = np.asarray(lam, dtype=float)
+    slack = np.asarray(slack, dtype=float)
+    if lam.shape != slack.shape:
+        raise ValueError(f"lam and slack must have the same shape (got {lam.shape}, {slack.shape})")
+    new = lam + eta_d * slack  # Alg. 1/2 dual step: lambda + eta_d * slack
+    if kind == "inequality":
+        new = np.maximum(new, 0.0)  # Alg. 2: projection onto lambda >= 0
+    return new
+
+
+def scalar_gda(
+    eta_p: float = 0.05,
+    eta_d: float = 0.05,
+    aug: float = 0.0,
+    steps: int = 2000,
+    mode: str = "equality",
+    rho: float = 1.0,
+    x0: float = 1.0,
+    target: float = 2.0,
+) -> dict[str, np.ndarray]:
+    r"""Simultaneous gradient descent-ascent on the textbook problem (reference, numpy).
+
+    ``equality``: :math:`\min_x (x - a)^2` s.t. :math:`x = 0`, Lagrangian
+    :math:`(x-a)^2 + \lambda x + c x^2` (KKT point :math:`x^* = 0, \lambda^* = 2a`).
+    ``resilient``: :math:`\min_{x,u} (x-a)^2 + \tfrac{\rho}{2}u^2` s.t. :math:`|x| \le u`
+    (optimum :math:`x^* = u^* = \lambda^* = 2a/(2+\rho)`; 4/3 for :math:`a=2,\rho=1`).
+
+    Returns
+    -------
+    dict with arrays ``x``, ``lam``, ``u`` of length ``steps + 1``.
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    eta_p = check_positive("eta_p", eta_p)
+    eta_d = check_positive("eta_d", eta_d, allow_zero=True)
+    aug = check_positive("aug", aug, allow_zero=True)
+    steps = check_int("steps", steps, 1)
+    mode = check_choice("mode", mode, MODES)
+    rho = check_positive("rho", rho)
+    x, lam, u = check_real("x0", x0), 0.0, 0.0
+    a = check_real("target", target)
+    xs, lams, us = [x], [lam], [u]
+    for _ in range(steps):
+        if mode == "equality":
+            gx = 2 * (x - a) + lam + 2 * aug * x  # d/dx [(x-a)^2 + lam x + c x^2]
+            slack = x  # constraint x = 0
+            x = x - eta_p * gx  # primal descent
+            lam = float(dual_step(lam, slack, eta_d, "equality"))  # dual ascent (free sign)
+        else:
+            gx = 2 * (x - a) + lam * np.sign(x)  # d/dx [(x-a)^2 + lam |x|]
+            gu = rho * u - lam  # d/du [rho/2 u^2 - lam u]
+            slack = abs(x) - u  # constraint |x| <= u
+            x, u = x - eta_p * gx, u - eta_p * gu
+            lam = float(dual_step(lam, slack, eta_d, "inequality"))
+        xs.append(x)
+        lams.append(lam)
+        us.append(u)
+    return {"x": np.array(xs), "lam": np.array(lams), "u": np.array(us)}
+
+
+# ----------------------------------------------------------------------------------------
+# The ACE wrapper (torch)
+# ----------------------------------------------------------------------------------------
+
+
+# ----------------------------------------------------------------------------------------
+# Theorems 4.1 and 4.2 (as stated in the summary the spec read)
+# ----------------------------------------------------------------------------------------
+def _gamma_bar(gammas) -> float:
+    g = np.abs(np.asarray([float(v) for v in np.ravel(np.asarray(gammas, dtype=object))]))
+    if g.size == 0:
+        raise ValueError("gammas must be non-empty")
+    if not np.all(np.isfinite(g)):
+        raise ValueError(f"gammas must be finite (got {g})")
+    return float(g.max())
+
+
+def truncation_bound(gammas, B: float, M: float, L: int, x_norm) -> float | np.ndarray:
+    r"""Theorem 4.1: :math:`\lVert f_{\theta,\gamma}(x) - f_{\theta,0}(x)\rVert \le
+    [\sum_{k=0}^{L-1}(1+\bar\gamma)^k]\,\bar\gamma\, B\, M^{L-1} \lVert x\rVert`.
+
+    ``x_norm`` may be an array (one bound per sample).
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    gb = _gamma_bar(gammas)
+    B = check_positive("B", B, allow_zero=True)
+    M = check_positive("M", M, allow_zero=True)
+    L = check_int("L", L, 1)
+    xn = np.asarray(x_norm, dtype=float)
+    geo = sum((1 + gb) ** k for k in range(L))  # sum_{k=0}^{L-1} (1 + gamma_bar)^k
+    out = geo * gb * B * M ** (L - 1) * xn
+    return float(out) if out.ndim == 0 else out
+
+
+def violation_bound(gammas, B: float, M: float, C: float, L: int, x_norm) -> float | np.ndarray:
+    r"""Theorem 4.2: :math:`\lVert\rho_Y(g) f(x) - f(\rho_X(g)x)\rVert \le
+    2\bar\gamma (M + C\bar\gamma)^{L-1} L B^2 \lVert x\rVert`.
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    gb = _gamma_bar(gammas)
+    B = check_positive("B", B, allow_zero=True)
+    M = check_positive("M", M, allow_zero=True)
+    C = check_positive("C", C, allow_zero=True)
+    L = check_int("L", L, 1)
+    xn = np.asarray(x_norm, dtype=float)
+    out = 2 * gb * (M + C * gb) ** (L - 1) * L * B**2 * xn
+    return float(out) if out.ndim == 0 else out
