@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import arecho as ar  # noqa: E402
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def summary(err: dict[str, float], types) -> tuple[float, float]:

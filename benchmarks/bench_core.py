@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def tiny_mlp_steps(steps: int = 300) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lab.core.bench import Benchmark  # noqa: E402
+from lab.tooling.bench import Benchmark  # noqa: E402
 
 
 def main() -> None:

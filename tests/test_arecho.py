@@ -346,7 +346,6 @@ def test_bad_inputs_raise_clear_errors(clean, corpus, chain, tok):
 # CUDA and paper-scale
 # ------------------------------------------------------------------------------------------
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_greedy_decoding_matches_cpu(corpus, chain):
     import copy
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.core import grading
+from lab.tooling import grading
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUGS = sorted(p.parent.name for p in (ROOT / "book").glob("*/assignment.ipynb"))

@@ -19,14 +19,6 @@ from lab.cvrp.store import CHECKPOINT_DIR
 from lab.cvrp.train import build_and_train
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def _model(experts=1, seed=0):
     torch.manual_seed(seed)
     edges = [] if experts == 1 else [73.0, 137.0][: experts - 1]
@@ -303,7 +295,6 @@ def test_bad_inputs_raise():
 # CUDA and slow
 # ------------------------------------------------------------------------------------------
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_rollouts_match_cpu():
     m = _model()
     b = cvrp.generate_cvrp(

@@ -232,7 +232,6 @@ def test_rsbb_torch_backend_matches_numpy():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
 def test_bound_children_cuda():
     rng = np.random.default_rng(6)
     G = rng.normal(size=(256, 5))

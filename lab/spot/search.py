@@ -324,10 +324,10 @@ def rsbb(
     check_choice("backend", backend, ["numpy", "torch"])
     exact_parse = check_bool("exact_parse", exact_parse)
     max_nodes = check_int("max_nodes", max_nodes, 1)
-    if backend == "torch" and device is None:
-        from lab.core.runtime import device as _dev
+    if backend == "torch":
+        from lab.core.runtime import resolve_device
 
-        device = _dev()
+        device = resolve_device(device)
     t0 = time.perf_counter()
     n, m = G.shape
     splits = candidate_splits(X)
