@@ -409,3 +409,37 @@ def test_full_data_baseline_is_minibatch_sgd_over_shuffled_passes():
     # one pass of 5 steps x 8 = 40 examples: every training example exactly once
     match = (np.abs(rows[:, None, :] - X[None, :, :]).max(-1) < 1e-6).sum(0)
     assert np.array_equal(match, np.ones(40, dtype=int))
+
+
+def test_perturbation_ablation_shapes_determinism_and_bad_input():
+    from lab.coreset.experiments import PerturbationAblation, perturbation_ablation
+
+    kw = {"steps": 6, "select_every": 3, "budget": 8}
+    threads = torch.get_num_threads()
+    r = perturbation_ablation(("norm", "all", "last"), (0.1, 0.001), (0, 1), **kw)
+    assert torch.get_num_threads() == threads  # the one-thread limit is undone
+    assert isinstance(r, PerturbationAblation)
+    assert r.wheres == ("norm", "all", "last") and r.sigmas == (0.1, 0.001) and r.seeds == (0, 1)
+    assert r.acc.shape == r.share.shape == (3, 2, 2) and r.mean().shape == (3, 2)
+    assert np.all((r.acc >= 0) & (r.acc <= 1)) and np.all((r.share >= 0) & (r.share <= 1))
+    assert r.at("all", 0.001).shape == (2,)
+    # the runs are deterministic: a fresh trainer (not the memo) gives the same accuracy
+    cs.experiments._cached_run.cache_clear()
+    again = perturbation_ablation(("last",), (0.001,), (1,), **kw)
+    assert again.acc[0, 0, 0] == r.acc[2, 1, 1]
+    # the perturbed block changes the selection: the variants are not all the same run
+    assert r.share.reshape(3, -1).std(axis=0).max() > 0 or r.acc.std() > 0
+    with pytest.raises(ValueError, match="where"):
+        perturbation_ablation(("bn",), (0.01,), (0,), **kw)
+    with pytest.raises(ValueError, match="sigma"):
+        perturbation_ablation(("norm",), (-0.1,), (0,), **kw)
+    with pytest.raises(ValueError, match="distinct"):
+        perturbation_ablation(("norm", "norm"), (0.01,), (0,), **kw)
+    with pytest.raises(ValueError, match="empty"):
+        perturbation_ablation(("norm",), (), (0,), **kw)
+    with pytest.raises(TypeError, match="sequence"):
+        perturbation_ablation("norm", (0.01,), (0,), **kw)
+    with pytest.raises(ValueError, match="noise"):
+        perturbation_ablation(("norm",), (0.01,), (0,), noise=1.5, **kw)
+    with pytest.raises(ValueError, match="sigma"):
+        r.at("norm", 0.5)

@@ -121,6 +121,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "digits_run",
             "noise_sweep",
             "paired_difference_ci",
+            "PerturbationAblation",
+            "perturbation_ablation",
         ],
     },
 )

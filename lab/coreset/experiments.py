@@ -1,5 +1,6 @@
-"""Drivers the notebooks call: the logistic-regression alignment study (notebook 2) and the
-digits training runs under label noise (notebook 3).
+"""Drivers the notebooks call: the logistic-regression alignment study and the perturbation
+ablation on the BatchNorm MLP (notebook 2), and the digits training runs under label noise
+(notebook 3).
 
 See: book/coreset/02-label-noise.ipynb
 """
@@ -16,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
 from lab.core.progress import progress
-from lab.coreset.models import CoresetTrainer, History, make_mlp
+from lab.coreset.models import WHERE, CoresetTrainer, History, make_mlp
 from lab.coreset.reference import (
     METHODS,
     _balanced_pool,
@@ -157,11 +158,19 @@ def alignment_study(
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_run(method, noise, seed, steps, K, sigma, eval_every, budget, select_every):
+def _cached_run(
+    method, noise, seed, steps, K, sigma, eval_every, budget, select_every, where="norm"
+):
     Xtr, ytr, Xte, yte = digits_split(seed=seed)
     yn, fl = corrupt_labels(ytr, noise, 10, seed)
     trainer = CoresetTrainer(
-        method, seed=seed, K=K, sigma=sigma, budget=budget, select_every=select_every
+        method,
+        seed=seed,
+        K=K,
+        sigma=sigma,
+        where=where,
+        budget=budget,
+        select_every=select_every,
     )
     return trainer.fit(
         make_mlp(seed=seed), Xtr, yn, Xte, yte, steps=steps, flipped=fl, eval_every=eval_every
@@ -179,10 +188,12 @@ def digits_run(
     budget: int = 32,
     select_every: int = 10,
     eval_every: int = 20,
+    where: str = "norm",
 ) -> History:
     """One training run on digits with symmetric label noise (memoised: same inputs, same run).
 
-    The digits split and the noise depend on ``seed``; the test labels stay clean.
+    The digits split and the noise depend on ``seed``; the test labels stay clean. ``where``
+    picks the parameters the posterior samples perturb (see ``posterior_features``).
 
     See: book/coreset/03-training-under-noise.ipynb
     """
@@ -198,6 +209,7 @@ def digits_run(
         check_int("eval_every", eval_every, 1),
         check_int("budget", budget, 1),
         check_int("select_every", select_every, 1),
+        check_choice("where", where, WHERE),
     )
 
 
@@ -231,6 +243,127 @@ def noise_sweep(
         out[m][b, c] = h.final_acc
         out[f"share/{m}"][b, c] = np.nanmean(h.noisy_share) if m != "full" else np.nan
     return out
+
+
+ABLATION_WHERE = ("norm", "all", "last")
+
+
+@dataclass
+class PerturbationAblation:
+    """Clean test accuracy of posterior coresets per perturbed block, σ and seed.
+
+    ``acc[i, j, k]`` and ``share[i, j, k]`` belong to ``wheres[i]``, ``sigmas[j]`` and
+    ``seeds[k]`` (``perturbation_ablation``); ``share`` is the weighted share of mislabeled
+    examples in the coresets over the last evaluation window.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+
+    wheres: tuple[str, ...]
+    sigmas: tuple[float, ...]
+    seeds: tuple[int, ...]
+    acc: np.ndarray
+    share: np.ndarray
+
+    def at(self, where: str, sigma: float) -> np.ndarray:
+        """Accuracy per seed of one variant, shape ``(len(seeds),)``.
+
+        See: book/coreset/02-label-noise.ipynb
+        """
+        i = self.wheres.index(check_choice("where", where, self.wheres))
+        matches = [j for j, s in enumerate(self.sigmas) if math.isclose(s, float(sigma))]
+        if not matches:
+            raise ValueError(f"sigma must be one of {self.sigmas} (got {sigma!r})")
+        return self.acc[i, matches[0]]
+
+    def mean(self) -> np.ndarray:
+        """Mean accuracy over seeds, shape ``(len(wheres), len(sigmas))``.
+
+        See: book/coreset/02-label-noise.ipynb
+        """
+        return self.acc.mean(axis=2)
+
+
+def perturbation_ablation(
+    wheres: Any = ABLATION_WHERE,
+    sigmas: Any = (0.1, 0.01, 0.001),
+    seeds: Any = (0, 1, 2),
+    *,
+    noise: float = 0.5,
+    steps: int = 200,
+    K: int = 4,
+    budget: int = 32,
+    select_every: int = 10,
+) -> PerturbationAblation:
+    """The paper's Table 2 ablation at our size: which parameters the posterior samples perturb.
+
+    For every perturbed block in ``wheres`` (``"norm"``: the BatchNorm affine parameters,
+    the paper's default; ``"all"``: every parameter; ``"last"``: the final linear layer),
+    every σ in ``sigmas`` and every seed, trains the chapter's BatchNorm MLP on digits with
+    a share ``noise`` of the training labels redrawn, on posterior mini-batch coresets
+    (``digits_run(method="posterior", where=...)``: the same split, noise, initialisation
+    and pools for every variant of a seed, so variants compare seed by seed). The runs use
+    one CPU thread (tiny matrices: threads only contend) and are memoised.
+
+    Parameters
+    ----------
+    wheres : sequence of {"norm", "all", "last", "norm_out"}
+        Distinct perturbed blocks.
+    sigmas : sequence of float
+        Distinct noise scales (``>= 0``); the paper validates over {0.1, 0.01, 0.001}.
+    seeds : sequence of int
+        Distinct seeds (``>= 0``).
+    noise : float
+        Label-noise ratio in [0, 1] (the paper's Table 2 uses 0.5).
+    steps, K, budget, select_every : int
+        As in ``digits_run``.
+
+    Returns
+    -------
+    PerturbationAblation
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    import torch
+
+    def _distinct(name, values, check):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"{name} must be a sequence (got {type(values).__name__})")
+        out = tuple(check(v) for v in values)
+        if not out:
+            raise ValueError(f"{name} must not be empty")
+        if len(set(out)) != len(out):
+            raise ValueError(f"{name} must hold distinct values (got {out})")
+        return out
+
+    wheres = _distinct("wheres", wheres, lambda w: check_choice("where", w, WHERE))
+    sigmas = _distinct(
+        "sigmas", sigmas, lambda s: float(check_positive("sigma", s, allow_zero=True))
+    )
+    seeds = _distinct("seeds", seeds, lambda s: check_int("seed", s, 0))
+    noise = check_range("noise", noise, 0.0, 1.0)
+    kw = {
+        "steps": check_int("steps", steps, 1),
+        "K": check_int("K", K, 1),
+        "budget": check_int("budget", budget, 1),
+        "select_every": check_int("select_every", select_every, 1),
+    }
+    acc = np.zeros((len(wheres), len(sigmas), len(seeds)))
+    share = np.full_like(acc, np.nan)
+    jobs = [
+        (i, j, k) for i in range(len(wheres)) for j in range(len(sigmas)) for k in range(len(seeds))
+    ]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            for i, j, k in progress(jobs, desc="ablation runs"):
+                h = digits_run("posterior", noise, seeds[k], sigma=sigmas[j], where=wheres[i], **kw)
+                acc[i, j, k] = h.final_acc
+                share[i, j, k] = h.noisy_share[-1]
+    finally:
+        torch.set_num_threads(threads)
+    return PerturbationAblation(wheres, sigmas, seeds, acc, share)
 
 
 def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, float]:
