@@ -34,7 +34,7 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
 * ``eg_update(weights, risks, step)`` → the ``m × m`` weights after one exponentiated-gradient
   step, ``λ ⊙ exp(step · R)`` normalised over all ``m²`` entries (log space; risks detached).
 
-## Our choices at this size
+## Deviations from the paper (our choices at this size)
 
 * Data: *water digits* (`water_digits`), a Waterbirds-like spurious-correlation set from
   the bundled digits: label ``digit >= 5``, a background-patch attribute, training group sizes
@@ -42,6 +42,9 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
 * Full-batch Adam on an MLP featurizer; multi-head GroupDRO (the paper's Table 7 control) is
   every head trained with the GroupDRO loss under one group adversary.
 * The convex case uses fixed random ReLU features and logistic heads; cvxpy is the peer.
+* The official code (``jyjeongku/MEDRO``) could not be fetched here: its details (gamma = 1,
+  the averaged diagonal term) come from the spec's reading of it; how the gate mixes the heads
+  (a gate-weighted sum of logits) is our choice.
 
 ## Files
 

@@ -29,7 +29,7 @@ Theory (structure only): rate $O(\sqrt{d/(\tau T)})$ for one client (Corollary 4
 $O(\sqrt{d/(\tau T M)})$ with $\eta_g = \sqrt{\tau M}$ (Corollary 4.4); with
 $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending on the straggler.
 
-## What is reconstructed, and deviations
+## Deviations from the paper (and what is reconstructed)
 
 * The estimators and the aggregation are restated from the paper's text (the displayed
   formulas and the constants of the bounds are not reproduced). Scoring $h^\pm$ with the
