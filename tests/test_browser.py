@@ -60,19 +60,24 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """``_build/html`` over http on 127.0.0.1 and a free port."""
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
+def _serve(handler_class: type, prefix: str = "") -> Iterator[str]:
+    """``_build/html`` over http on 127.0.0.1 and a free port, with ``handler_class``."""
+    handler = functools.partial(handler_class, directory=str(HTML))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        yield f"http://127.0.0.1:{httpd.server_address[1]}{prefix}"
     finally:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """``_build/html`` over http on 127.0.0.1 and a free port."""
+    yield from _serve(_QuietHandler)
 
 
 @pytest.fixture(scope="module")
@@ -411,16 +416,7 @@ class _PagesHandler(_QuietHandler):
 @pytest.fixture(scope="module")
 def pages_server() -> Iterator[str]:
     """The site's root URL (``http://127.0.0.1:<port>/optlab``, no trailing slash)."""
-    handler = functools.partial(_PagesHandler, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}{SITE_ROOT.rstrip('/')}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    yield from _serve(_PagesHandler, SITE_ROOT.rstrip("/"))
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -160,6 +161,18 @@ def violation_gap(model, x, n: int = 16, seed: int = 0) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 # Training (full batch) for the four methods
 # ----------------------------------------------------------------------------------------
+def _keeps_global_rng(fn):
+    """Run ``fn`` on a fork of torch's global generator: its ``torch.manual_seed`` stays inside."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with torch.random.fork_rng(devices=[]):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_keeps_global_rng
 def train_toy(
     method: str = "equality",
     N: int = 64,

@@ -35,6 +35,7 @@ from lab.bilevel.reference import (
     weak_convexity_modulus,
 )
 from lab.core.checks import check_array, check_int, check_positive
+from lab.core.rates import power_law_fit
 
 __all__ = [
     "ConstraintBreak",
@@ -162,7 +163,7 @@ def constraint_counterexample(
         weak_convexity_modulus(lambda X: free.phi_batch(1.0 + X), 1, box=w, n=n, seed=seed)
         for w in widths
     )
-    slope = float(np.polyfit(np.log(widths), np.log(moduli), 1)[0])
+    slope = power_law_fit(widths, moduli, nonpositive="raise").exponent
     return ConstraintBreak(widths, moduli, slope, float(free_mod))
 
 

@@ -150,36 +150,25 @@ def train_digits(
     dev = resolve_device(device)
     tdtype = getattr(torch, dtype)
 
-    if dev.type == "cpu":  # one thread: per-op overhead dominates at this size
-        from lab.core.runtime import small_problem_threads
+    # one thread on the CPU: per-op overhead dominates at this size
+    from contextlib import nullcontext
 
-        with small_problem_threads(1):
-            return _train_digits(
-                optimizer,
-                epochs,
-                batch_size,
-                lr,
-                hp,
-                lr_drop_epoch,
-                lr_drop_factor,
-                hidden,
-                seed,
-                dev,
-                tdtype,
-            )
-    return _train_digits(
-        optimizer,
-        epochs,
-        batch_size,
-        lr,
-        hp,
-        lr_drop_epoch,
-        lr_drop_factor,
-        hidden,
-        seed,
-        dev,
-        tdtype,
-    )
+    from lab.core.runtime import small_problem_threads
+
+    with small_problem_threads(1) if dev.type == "cpu" else nullcontext():
+        return _train_digits(
+            optimizer,
+            epochs,
+            batch_size,
+            lr,
+            hp,
+            lr_drop_epoch,
+            lr_drop_factor,
+            hidden,
+            seed,
+            dev,
+            tdtype,
+        )
 
 
 def _train_digits(
