@@ -1,17 +1,24 @@
 """The compiled CPU kernel behind :func:`lab.halo.fwht`: in-place iterative butterflies in C.
 
-On CPU the FWHT is memory-bound: a row of ``n = 4096`` float64 values (32 KB) fits in the L1/L2
-cache, so the fastest way is to bring each row in once (copy and scale), run all ``log2 n``
-butterfly stages on it while it is in cache, and write it out once. The C source below does
-exactly the algorithm of the reference kernel, per contiguous row, with two locality tricks:
+On CPU the FWHT is memory-bound: the fastest way is to bring each row in once (copy and
+scale), run all ``log2 n`` butterfly stages on it while it is in cache, and write it out once.
+The C source below does exactly the algorithm of the reference kernel, per contiguous row, with
+three locality tricks:
 
-* the first three stages (strides 1, 2, 4) run in registers on blocks of 8 values;
-* the remaining stages are fused in pairs (radix 4: strides ``h`` and ``2h`` in one sweep over
-  the row), so a row of ``2^p`` values is swept ``ceil((p - 3) / 2)`` times, not ``p``; the
-  inner loops are contiguous and vectorised by the compiler (``-O3 -march=native``).
+* cache blocking: the row is cut into blocks of ``B`` values (32 KB: 4096 float64 or 8192
+  float32, which sit in the L1 data cache); each block is copied and scaled, then goes through
+  every stage of stride ``< B`` while it is in L1; only the stages of stride ``B .. n/2`` sweep
+  the whole row (one sweep at n = 16384 float64, instead of six);
+* the first three stages (strides 1, 2, 4) run in registers on groups of 8 values;
+* the other stages are fused in threes (radix 8: strides ``h``, ``2h``, ``4h`` in one sweep),
+  then in a pair (radix 4) or alone (radix 2) for the leftover; the inner loops take
+  ``restrict`` pointer arguments, so the compiler vectorises them without runtime alias checks
+  (``-O3 -march=native``).
 
-The additions happen in the same order as in the reference (stage by stage), so the result is
-the reference's up to the place of the ``1/sqrt(n)`` scale (applied first here).
+Every value goes through the same additions in the same order as in the reference (stage by
+stage, smallest stride first), so the result is the reference's up to the place of the
+``1/sqrt(n)`` scale (applied first here, in its own loop so that no compiler fuses it into the
+first addition).
 
 The library is built on first use with the system C compiler (``$CC``, else ``cc``/``gcc``)
 and cached under ``$LAB_CACHE_DIR`` (default ``~/.cache/optlab``), keyed on the source, the
@@ -41,54 +48,90 @@ C_SOURCE = r"""
 #include <stdint.h>
 #include <string.h>
 
-#define FWHT_KERNEL(T, NAME)                                                          \
-static void NAME##_row(T *restrict x, int64_t n) {                                   \
-    int64_t h = 1;                                                                    \
-    if (n >= 8) { /* strides 1, 2, 4 in registers, on blocks of 8 */                 \
-        for (int64_t i = 0; i < n; i += 8) {                                          \
-            T *v = x + i;                                                             \
-            T a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];\
-            T a4 = v[4] + v[5], a5 = v[4] - v[5], a6 = v[6] + v[7], a7 = v[6] - v[7];\
-            T b0 = a0 + a2, b1 = a1 + a3, b2 = a0 - a2, b3 = a1 - a3;                 \
-            T b4 = a4 + a6, b5 = a5 + a7, b6 = a4 - a6, b7 = a5 - a7;                 \
-            v[0] = b0 + b4; v[1] = b1 + b5; v[2] = b2 + b6; v[3] = b3 + b7;           \
-            v[4] = b0 - b4; v[5] = b1 - b5; v[6] = b2 - b6; v[7] = b3 - b7;           \
-        }                                                                             \
-        h = 8;                                                                        \
-    }                                                                                 \
-    for (; 4 * h <= n; h *= 4) { /* radix 4: strides h and 2h in one sweep */        \
-        for (int64_t i = 0; i < n; i += 4 * h) {                                      \
-            T *restrict p0 = x + i, *restrict p1 = p0 + h;                           \
-            T *restrict p2 = p1 + h, *restrict p3 = p2 + h;                           \
-            for (int64_t j = 0; j < h; j++) {                                         \
-                T a = p0[j], b = p1[j], c = p2[j], d = p3[j];                         \
-                T s = a + b, t = a - b, u = c + d, w = c - d;                         \
-                p0[j] = s + u; p1[j] = t + w; p2[j] = s - u; p3[j] = t - w;           \
-            }                                                                         \
-        }                                                                             \
-    }                                                                                 \
-    for (; h < n; h *= 2) { /* radix 2: the last stride when log2 n is odd */        \
-        for (int64_t i = 0; i < n; i += 2 * h) {                                      \
-            T *restrict p0 = x + i, *restrict p1 = p0 + h;                           \
-            for (int64_t j = 0; j < h; j++) {                                         \
-                T a = p0[j], b = p1[j];                                               \
-                p0[j] = a + b; p1[j] = a - b;                                         \
-            }                                                                         \
-        }                                                                             \
+/* One butterfly sweep over x[0:len) fusing the stages h, 2h (radix 4) or h, 2h, 4h
+   (radix 8); each value goes through the same additions as in stage-by-stage order. */
+#define FWHT_SWEEPS(T, NAME)                                                          \
+static inline void NAME##_k2(T *restrict p0, T *restrict p1, int64_t h) {            \
+    for (int64_t j = 0; j < h; j++) {                                                 \
+        T a = p0[j], b = p1[j];                                                       \
+        p0[j] = a + b; p1[j] = a - b;                                                 \
     }                                                                                 \
 }                                                                                     \
+static inline void NAME##_k4(T *restrict p0, T *restrict p1, T *restrict p2,         \
+                             T *restrict p3, int64_t h) {                             \
+    for (int64_t j = 0; j < h; j++) {                                                 \
+        T a = p0[j], b = p1[j], c = p2[j], d = p3[j];                                 \
+        T s = a + b, t = a - b, u = c + d, w = c - d;                                 \
+        p0[j] = s + u; p1[j] = t + w; p2[j] = s - u; p3[j] = t - w;                   \
+    }                                                                                 \
+}                                                                                     \
+static inline void NAME##_k8(T *restrict p0, T *restrict p1, T *restrict p2,         \
+                             T *restrict p3, T *restrict p4, T *restrict p5,          \
+                             T *restrict p6, T *restrict p7, int64_t h) {             \
+    for (int64_t j = 0; j < h; j++) {                                                 \
+        T a0 = p0[j] + p1[j], a1 = p0[j] - p1[j], a2 = p2[j] + p3[j];                 \
+        T a3 = p2[j] - p3[j], a4 = p4[j] + p5[j], a5 = p4[j] - p5[j];                 \
+        T a6 = p6[j] + p7[j], a7 = p6[j] - p7[j];                                     \
+        T b0 = a0 + a2, b1 = a1 + a3, b2 = a0 - a2, b3 = a1 - a3;                     \
+        T b4 = a4 + a6, b5 = a5 + a7, b6 = a4 - a6, b7 = a5 - a7;                     \
+        p0[j] = b0 + b4; p1[j] = b1 + b5; p2[j] = b2 + b6; p3[j] = b3 + b7;           \
+        p4[j] = b0 - b4; p5[j] = b1 - b5; p6[j] = b2 - b6; p7[j] = b3 - b7;           \
+    }                                                                                 \
+}                                                                                     \
+static void NAME##_r2(T *x, int64_t len, int64_t h) {                                \
+    for (int64_t i = 0; i < len; i += 2 * h) NAME##_k2(x + i, x + i + h, h);          \
+}                                                                                     \
+static void NAME##_r4(T *x, int64_t len, int64_t h) {                                \
+    for (int64_t i = 0; i < len; i += 4 * h)                                          \
+        NAME##_k4(x + i, x + i + h, x + i + 2 * h, x + i + 3 * h, h);                 \
+}                                                                                     \
+static void NAME##_r8(T *x, int64_t len, int64_t h) {                                \
+    for (int64_t i = 0; i < len; i += 8 * h) {                                        \
+        T *p = x + i;                                                                 \
+        NAME##_k8(p, p + h, p + 2 * h, p + 3 * h, p + 4 * h, p + 5 * h, p + 6 * h,    \
+                  p + 7 * h, h);                                                      \
+    }                                                                                 \
+}                                                                                     \
+/* the stages with strides h, 2h, ... < len: radix 8 while three remain, then 4 or 2 */\
+static void NAME##_stages(T *restrict x, int64_t len, int64_t h) {                   \
+    for (; 8 * h <= len; h *= 8) NAME##_r8(x, len, h);                                \
+    if (4 * h <= len) NAME##_r4(x, len, h);                                           \
+    else if (2 * h <= len) NAME##_r2(x, len, h);                                      \
+}                                                                                     \
+/* copy and scale one block (a separate loop: the scale is never fused into the first  \
+   addition), then the strides 1, 2, 4 in registers on groups of 8, then strides < len */\
+static void NAME##_first(const T *restrict s, T *restrict d, int64_t len, T scale) { \
+    for (int64_t j = 0; j < len; j++) d[j] = s[j] * scale;                            \
+    if (len < 8) { NAME##_stages(d, len, 1); return; }                                \
+    for (int64_t i = 0; i < len; i += 8) {                                            \
+        T *v = d + i;                                                                 \
+        T a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];     \
+        T a4 = v[4] + v[5], a5 = v[4] - v[5], a6 = v[6] + v[7], a7 = v[6] - v[7];     \
+        T b0 = a0 + a2, b1 = a1 + a3, b2 = a0 - a2, b3 = a1 - a3;                     \
+        T b4 = a4 + a6, b5 = a5 + a7, b6 = a4 - a6, b7 = a5 - a7;                     \
+        v[0] = b0 + b4; v[1] = b1 + b5; v[2] = b2 + b6; v[3] = b3 + b7;               \
+        v[4] = b0 - b4; v[5] = b1 - b5; v[6] = b2 - b6; v[7] = b3 - b7;               \
+    }                                                                                 \
+    NAME##_stages(d, len, 8);                                                         \
+}                                                                                     \
 void NAME(const T *src, T *dst, int64_t rows, int64_t n, T scale) {                   \
+    /* cache blocking: all strides < B inside blocks of B values that sit in L1, then \
+       the strides B .. n/2 across the blocks (one radix-8/4/2 sweep per 3 stages) */ \
+    int64_t B = LAB_FWHT_BLOCK_BYTES / (int64_t)sizeof(T);                            \
+    if (B > n) B = n;                                                                 \
     for (int64_t r = 0; r < rows; r++) {                                              \
         const T *s = src + r * n;                                                     \
         T *d = dst + r * n;                                                           \
-        if (scale == (T)1) { if (d != s) memcpy(d, s, (size_t)n * sizeof(T)); }       \
-        else for (int64_t j = 0; j < n; j++) d[j] = s[j] * scale;                     \
-        NAME##_row(d, n);                                                             \
+        for (int64_t b = 0; b < n; b += B) NAME##_first(s + b, d + b, B, scale);      \
+        NAME##_stages(d, n, B);                                                       \
     }                                                                                 \
 }
 
-FWHT_KERNEL(float, lab_fwht_f32)
-FWHT_KERNEL(double, lab_fwht_f64)
+#ifndef LAB_FWHT_BLOCK_BYTES
+#define LAB_FWHT_BLOCK_BYTES 32768
+#endif
+FWHT_SWEEPS(float, lab_fwht_f32)
+FWHT_SWEEPS(double, lab_fwht_f64)
 """
 
 _FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99")
@@ -191,12 +234,15 @@ def build_error() -> str | None:
 
 def fwht_rows_(src, dst, scale: float) -> None:
     """``dst = H^(±1) (scale * src)`` row by row: contiguous 2-D CPU tensors, float32 or
-    float64, same shape and dtype, a power-of-two row length (the caller checks all of this).
+    float64, same shape and dtype, a power-of-two row length (the caller checks all of this);
+    ``dst`` is a separate buffer (the kernel reads ``src`` once and never writes it).
 
     See: book/halo/02-fwht-kernel.ipynb
     """
     import torch
 
+    if dst.data_ptr() == src.data_ptr():
+        raise ValueError("fwht_rows_: dst must be a separate buffer from src (not in place)")
     lib = load()
     fn = lib.lab_fwht_f64 if src.dtype == torch.float64 else lib.lab_fwht_f32
     rows, n = src.shape

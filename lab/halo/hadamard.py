@@ -301,7 +301,12 @@ def _fwht_c(x, normalized: bool, inverse: bool):
     rows, n = x.shape
     K, P = split_size(n)
     src = x.detach().contiguous().reshape(rows * K, P)
-    out = torch.empty_like(src)
+    # The output buffer comes from numpy: for large arrays numpy asks the kernel for
+    # transparent huge pages (madvise), torch's allocator does not, and a fresh 32 MB output
+    # (256 rows of 16384 float64) otherwise costs ~8000 page faults, more than the transform.
+    out = torch.from_numpy(
+        np.empty(tuple(src.shape), dtype=np.float64 if src.dtype == torch.float64 else np.float32)
+    )
     fwht_rows_(src, out, 1.0 / math.sqrt(n) if normalized else 1.0)  # H_P on each block
     if K == 1:
         return out.reshape(rows, n)
