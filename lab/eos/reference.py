@@ -383,35 +383,29 @@ def _project_product_minus(theta: np.ndarray, y: float) -> np.ndarray:
     """
     j = int(np.argmin(theta))
     others = np.arange(theta.size) != j
+    th_o = theta[others]
 
-    def z_of(s):
+    def z_of(s):  # s: (K,) -> the other coordinates, (K, D - 1), on their "+" roots
         alpha = s * (theta[j] - s) / y
-        zo = 0.5 * (theta[others] + np.sqrt(np.maximum(theta[others] ** 2 - 4 * alpha * y, 0)))
-        return zo
+        return 0.5 * (th_o + np.sqrt(np.maximum(th_o**2 - 4 * alpha[:, None] * y, 0)))
 
-    def h(s):
-        return math.log(s) + float(np.sum(np.log(z_of(s)))) - math.log(y)
+    def h(s):  # log ∏ z(s) - log y for a vector of s
+        return np.log(s) + np.sum(np.log(z_of(s)), -1) - math.log(y)
 
     grid = np.geomspace(theta[j] * 1e-12, theta[j] / 2, 4000)
-    vals = np.array([h(s) for s in grid])
-    best, best_d = None, math.inf
-    for k in np.nonzero(np.sign(vals[:-1]) != np.sign(vals[1:]))[0]:
-        lo, hi = grid[k], grid[k + 1]
-        for _ in range(_BISECTIONS):
-            mid = 0.5 * (lo + hi)
-            if (h(mid) > 0) == (vals[k + 1] > 0):
-                hi = mid
-            else:
-                lo = mid
-        s = 0.5 * (lo + hi)
-        z = np.empty_like(theta)
-        z[j], z[others] = s, z_of(s)
-        d = float(np.linalg.norm(z - theta))
-        if d < best_d:
-            best, best_d = z, d
-    if best is None:  # pragma: no cover - h runs from -inf to g(alpha_max) > 0
+    vals = h(grid)
+    ks = np.nonzero(np.sign(vals[:-1]) != np.sign(vals[1:]))[0]
+    if ks.size == 0:  # pragma: no cover - h runs from -inf to g(alpha_max) > 0
         raise ValueError(f"no point of M found for theta = {theta}")
-    return best
+    lo, hi, up = grid[ks], grid[ks + 1], vals[ks + 1] > 0
+    for _ in range(_BISECTIONS):  # every sign change bisected at once
+        mid = 0.5 * (lo + hi)
+        right = (h(mid) > 0) == up
+        lo, hi = np.where(right, lo, mid), np.where(right, mid, hi)
+    s = 0.5 * (lo + hi)
+    z = np.empty((s.size, theta.size))
+    z[:, j], z[:, others] = s, z_of(s)
+    return z[int(np.argmin(np.linalg.norm(z - theta, axis=1)))]
 
 
 def _project_bilinear(theta: np.ndarray, m: int, y: float) -> np.ndarray:

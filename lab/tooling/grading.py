@@ -174,8 +174,12 @@ def roundtrip(slug: str, *, root: Path | None = None, out_dir: str | Path | None
 
     Returns ``{"solution": grade(...), "student": grade(...), "leaked": [lines]}`` where
     ``leaked`` lists solution lines found in the student notebook (must be empty).
+
+    ``otter assign`` is run without its own test run: grading the solution master with the
+    autograder (public and hidden tests) is the same check, and executing the master a third
+    time would only double the cost of the round trip.
     """
-    build = assign(slug, out_dir, root=root)
+    build = assign(slug, out_dir, root=root, run_tests=False)
     sol = grade(build.autograder, build.solution)
     stu = grade(build.autograder, build.student)
     student_text = build.student.read_text()
