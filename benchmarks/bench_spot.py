@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab import spot  # noqa: E402
-from lab.spot import figures  # noqa: E402
+from lab.spot import experiments  # noqa: E402
 from lab.tooling.bench import Benchmark  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def main() -> None:
     if not bench.quick:
         instances += [("lake 8x8", 2), ("lake 8x8", 3), ("sysadmin 6", 2), ("sysadmin 6", 3)]
     for name, depth in instances:
-        mdp = figures.make_mdp(name)
+        mdp = experiments.make_mdp(name)
         with bench.case(
             f"time to equal value, {name}, depth {depth}",
             target=">= 10x vs OMDT MILP at 64 states",
@@ -107,7 +107,7 @@ def main() -> None:
         sub = sub[:2]
     highs_limit = 5.0 if bench.quick else 30.0
     for name, depth in sub:
-        G, X, _, _ = figures.bnb_problem(name, depth)
+        G, X, _, _ = experiments.bnb_problem(name, depth)
         with bench.case(
             f"improvement step, {name}, depth {depth}",
             target="RSBB certifies in ms; HiGHS seconds or capped",

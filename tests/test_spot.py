@@ -300,3 +300,49 @@ def test_sysadmin_depth2_stall_below_exhaustive_optimum():
     J_opt, tree = spot.exhaustive_tree(admin, 2)
     loop = spot.spot(admin, 2, "portfolio")
     assert abs(J_opt - 276.54) < 0.01 and loop.J < J_opt - 10  # the loop stalls (263.1)
+    stored = spot.best_sysadmin_depth2()  # the tree the notebooks evaluate by default
+    assert not stored.enumerated and abs(stored.J - J_opt) < 1e-9
+
+
+def test_stored_sysadmin_tree_is_a_valid_depth2_tree():
+    stored = spot.best_sysadmin_depth2()
+    admin = spot.sysadmin(6)
+    assert stored.tree.depth == 2 and abs(spot.evaluate(admin, stored.tree)[0] - stored.J) < 1e-12
+    assert stored.J > spot.spot(admin, 2).J  # above the loop's stall
+
+
+def test_reference_and_fast_modules_agree():
+    pytest.importorskip("torch")
+    from lab.spot import fast, reference
+
+    rng = np.random.default_rng(3)
+    X = spot.frozen_lake("4x4").X
+    B = spot.split_matrix(X)
+    G = rng.normal(size=(16, 4))
+    masks = rng.random((7, 3, 16)) < 0.5
+    exact = np.array([True, False, True])
+    b1, i1 = reference.bound_children_numpy(G, B, masks, exact)
+    b2, i2 = fast.bound_children_torch(G, B, masks, exact)
+    assert np.allclose(b1, b2, atol=1e-12) and np.allclose(i1, i2, atol=1e-12)
+    assert np.all(b1 >= i1 - 1e-12)  # a bound is never below the incumbent
+
+
+def test_experiment_drivers():
+    from lab.spot import experiments
+
+    step = experiments.compare_improvement_step("lake 4x4", 2, 20.0)
+    assert step.highs_proven and abs(step.rsbb_value - step.highs_value) < 1e-9
+    assert step.speedup_at_least == pytest.approx(step.highs_seconds / step.rsbb_seconds)
+    lake = spot.frozen_lake("4x4")
+    loop = spot.spot(lake, 1)
+    factor = 20.0 / loop.seconds  # 20 s: ample time, the MILP proves the depth-1 optimum
+    ttv = experiments.time_to_value(lake, 1, loop, factor=factor)
+    assert ttv.reached and ttv.milp_proven and ttv.milp_limit == pytest.approx(20.0)
+    runs = experiments.weighting_runs(lake, 1, ("optimal", "uniform"))
+    assert set(runs) == {"optimal", "uniform"}
+    with pytest.raises(TypeError, match="loop"):
+        experiments.time_to_value(lake, 1, 0.5)
+    with pytest.raises(ValueError, match="factor"):
+        experiments.time_to_value(lake, 1, loop, factor=-1)
+    with pytest.raises(TypeError, match="weights"):
+        experiments.weighting_runs(lake, 1, "optimal")

@@ -27,59 +27,62 @@ torch). The state weights ``w_k`` (``"optimal"`` occupancy of the unconstrained 
 default), the warm start from ``Q*`` and the stopping rule are **our reconstruction**, not
 read from the paper. Each improvement step is globally optimal; the loop is a heuristic.
 
+**Deviations from the paper** (only its abstract and secondary summaries could be read; its
+code is not public):
+
+1. The state weights ``w_k`` (occupancy of the unconstrained optimum plus ``eps / n`` by
+   default; ``"occupancy"``, ``"mix"``, ``"uniform"``, ``"portfolio"`` as alternatives), the
+   warm start from the best tree for ``Q*`` and the stopping rule (a repeated policy) are ours.
+2. The branch-and-bound details are ours: branching on the split of the nodes on levels
+   ``0 .. D-2``, the exact depth-1 parse of the last level, the state-wise relaxation above
+   it, best-first search, duplicate partitions dropped.
+3. HiGHS (``scipy.optimize.milp``) stands in for Gurobi in the OMDT MILP, always with a time
+   limit; a capped solve is reported with its status and bound.
+4. The benchmark MDPs are gymnasium's frozen lake and a simplified system administrator (the
+   chapter spec's variant); the paper's PRISM models are not built.
+5. ``exhaustive_tree`` (a certificate for depth <= 2) and ``greedy_tree`` (CART imitation of
+   the optimal policy, VIPER-style) are our baselines, not the paper's.
+
+**Files.** ``reference.py`` (numpy kernels: depth-1 parse, bounds), ``fast.py`` (the batched
+torch bound and ``bound_children``), ``mdp.py`` (tabular MDPs, exact evaluation, occupancy,
+weights), ``tree.py`` (the tree policy and its candidate splits), ``milp.py`` (OMDT and
+improvement MILPs), ``search.py`` (``rsbb`` and the ``spot`` loop), ``baselines.py`` (CART
+tree, exhaustive search), ``experiments.py`` (the notebooks' drivers), ``figures.py``.
+
 See: book/spot/index.md
 """
 
-from .mdp import (
-    LAKE_ACTIONS,
-    LAKE_MAPS,
-    TabularMDP,
-    evaluate,
-    frozen_lake,
-    occupancy,
-    state_weights,
-    sysadmin,
-    value_iteration,
-)
-from .milp import TreeResult, improvement_milp, omdt_milp, quiet_highs
-from .search import (
-    WEIGHTINGS,
-    RSBBStats,
-    SpotResult,
-    bound_children,
-    depth1_parse,
-    exhaustive_tree,
-    greedy_tree,
-    rsbb,
-    spot,
-)
-from .tree import Tree, candidate_splits, enumerate_trees, split_matrix
+import lazy_loader as _lazy
 
-__all__ = [
-    "TabularMDP",
-    "frozen_lake",
-    "sysadmin",
-    "value_iteration",
-    "evaluate",
-    "occupancy",
-    "state_weights",
-    "Tree",
-    "candidate_splits",
-    "split_matrix",
-    "enumerate_trees",
-    "TreeResult",
-    "omdt_milp",
-    "improvement_milp",
-    "quiet_highs",
-    "depth1_parse",
-    "bound_children",
-    "rsbb",
-    "RSBBStats",
-    "spot",
-    "SpotResult",
-    "greedy_tree",
-    "exhaustive_tree",
-    "WEIGHTINGS",
-    "LAKE_MAPS",
-    "LAKE_ACTIONS",
-]
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submodules=["figures", "experiments", "reference", "fast"],
+    submod_attrs={
+        "mdp": [
+            "LAKE_ACTIONS",
+            "LAKE_MAPS",
+            "TabularMDP",
+            "evaluate",
+            "frozen_lake",
+            "occupancy",
+            "state_weights",
+            "sysadmin",
+            "value_iteration",
+        ],
+        "tree": ["Tree", "candidate_splits", "enumerate_trees", "split_matrix"],
+        "milp": ["TreeResult", "improvement_milp", "omdt_milp", "quiet_highs"],
+        "reference": ["depth1_parse"],
+        "fast": ["bound_children"],
+        "search": ["WEIGHTINGS", "RSBBStats", "SpotResult", "rsbb", "spot"],
+        "baselines": ["exhaustive_tree", "greedy_tree"],
+        "experiments": [
+            "StepComparison",
+            "TimeToValue",
+            "BestTree",
+            "compare_improvement_step",
+            "time_to_value",
+            "weighting_runs",
+            "best_sysadmin_depth2",
+        ],
+    },
+)

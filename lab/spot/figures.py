@@ -11,44 +11,25 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_range
 
-from .mdp import TabularMDP, evaluate, frozen_lake, sysadmin, value_iteration
-from .search import WEIGHTINGS, greedy_tree, rsbb, spot, state_weights
+from .baselines import greedy_tree
+from .experiments import LAKE_6X6, MDP_CHOICES, bnb_problem, make_mdp
+from .mdp import TabularMDP, evaluate, value_iteration
+from .search import WEIGHTINGS, spot
 from .tree import Tree
 
 __all__ = [
-    "MDP_CHOICES",
-    "make_mdp",
     "action_symbols",
     "policy_figure",
     "slip_explorer",
     "spot_explorer",
-    "bnb_problem",
     "bnb_trace_figure",
-    "LAKE_6X6",
 ]
 
-LAKE_6X6 = ["SFFFFF", "FHFFHF", "FFFHFF", "HFFFFH", "FFHFFF", "FFFFHG"]
-MDP_CHOICES = ("lake 4x4", "lake 4x4 not slippery", "lake 8x8", "sysadmin 6")
+# re-exported for older callers: they live in ``experiments``
+_REEXPORTED = (LAKE_6X6, MDP_CHOICES, bnb_problem, make_mdp)
+
 _ARROWS = {"left": "←", "down": "↓", "right": "→", "up": "↑"}
 _PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
-
-
-@lru_cache(maxsize=32)
-def make_mdp(name: str, slip: float = 1 / 3) -> TabularMDP:
-    """One of ``MDP_CHOICES`` (``slip`` applies to the slippery lakes).
-
-    See: book/spot/03-spot-loop.ipynb
-    """
-    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
-    if name == "lake 4x4":
-        return frozen_lake("4x4", slip)
-    if name == "lake 4x4 not slippery":
-        return frozen_lake("4x4", 0.0)
-    if name == "lake 8x8":
-        return frozen_lake("8x8", slip)
-    if name == "lake 6x6":
-        return frozen_lake(LAKE_6X6, slip)
-    return sysadmin(6)
 
 
 def action_symbols(mdp: TabularMDP) -> list[str]:
@@ -285,23 +266,6 @@ def spot_explorer(
         title=f"{mdp}, depth {depth}, weights {weights}: J = {res.J:.4g} "
         f"({res.iterations} iterations, {res.stop})",
     )
-
-
-@lru_cache(maxsize=32)
-def bnb_problem(name: str, depth: int, exact_parse: bool = True):
-    """The warm-start improvement subproblem ``G = w* Q*`` of an MDP, solved by ``rsbb``.
-
-    Returns ``(G, X, value, stats)``.
-
-    See: book/spot/02-reduced-space-bnb.ipynb
-    """
-    mdp = make_mdp(name)
-    V, pi = value_iteration(mdp)
-    Q = mdp.R + mdp.gamma * mdp.P @ V
-    w = state_weights(mdp, "optimal", optimal_policy=pi)
-    G = w[:, None] * Q
-    val, _, st = rsbb(G, mdp.X, depth, exact_parse=exact_parse)
-    return G, mdp.X, val, st
 
 
 def bnb_trace_figure(

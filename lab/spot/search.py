@@ -1,5 +1,7 @@
 """SPOT-style search (reconstructed): reduced-space branch-and-bound and the policy loop.
 
+The bound kernels live in ``reference.py`` (numpy) and ``fast.py`` (batched torch).
+
 See: book/spot/02-reduced-space-bnb.ipynb
 """
 
@@ -15,160 +17,16 @@ import numpy as np
 
 from lab.core.checks import check_array, check_bool, check_choice, check_int, check_range
 
+from .fast import bound_children
 from .mdp import TabularMDP, _check_mdp, evaluate, state_weights, value_iteration
+from .reference import check_G as _check_G
+from .reference import parse_node as _parse
 from .tree import Tree, candidate_splits, split_matrix
 
-__all__ = [
-    "depth1_parse",
-    "bound_children",
-    "rsbb",
-    "RSBBStats",
-    "spot",
-    "SpotResult",
-    "greedy_tree",
-    "exhaustive_tree",
-    "WEIGHTINGS",
-]
+__all__ = ["rsbb", "RSBBStats", "spot", "SpotResult", "WEIGHTINGS"]
 
 WEIGHTINGS = ("optimal", "occupancy", "mix", "uniform", "portfolio")
 PRUNE_TOL = 1e-9
-
-
-# ----------------------------------------------------------------------------------------
-# Reference kernels (numpy)
-# ----------------------------------------------------------------------------------------
-def _check_G(G: Any) -> np.ndarray:
-    return check_array("G", G, ndim=2, min_size=1)
-
-
-def depth1_parse(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[float, int]:
-    """Exact best depth-1 subtree (one split or a leaf) for the states in ``mask``.
-
-    ``leaf(M) = max_a sum_{s in M} G[s, a]``; with ``Rsum = right @ (G 1_M)`` (``K x m``) and
-    ``Lsum = colsum(G 1_M) - Rsum``, the value is
-    ``max(leaf(M), max_k [max_a Lsum[k] + max_a Rsum[k]])``.
-
-    Parameters
-    ----------
-    G : array (n, m)
-    mask : bool array (n,)
-    right : bool array (K, n)
-        ``right[k, s]``: state ``s`` goes right under candidate ``k`` (``split_matrix``).
-
-    Returns
-    -------
-    value : float
-    k : int
-        Best candidate, ``-1`` when the leaf (no split) is at least as good.
-
-    See: book/spot/02-reduced-space-bnb.ipynb
-    """
-    G = _check_G(G)
-    mask = check_array("mask", mask, shape=(G.shape[0],), dtype=bool)
-    right = check_array("right", right, ndim=2, dtype=bool)
-    if right.shape[1] != G.shape[0]:
-        raise ValueError(f"right must have shape (K, {G.shape[0]}) (got {right.shape})")
-    return _parse(G, mask, right)[:2]
-
-
-def _parse(G, mask, right):
-    Gm = G * mask[:, None]  # G 1_M
-    tot = Gm.sum(0)  # colsum(G 1_M), (m,)
-    best, k_best = float(tot.max()), -1  # leaf(M)
-    a_left = a_right = int(tot.argmax())
-    if right.shape[0]:
-        Rsum = right.astype(G.dtype) @ Gm  # Rsum = B (G 1_M), (K, m)
-        Lsum = tot[None, :] - Rsum  # Lsum = colsum - Rsum
-        val = Lsum.max(1) + Rsum.max(1)  # max_a Lsum[k] + max_a Rsum[k]
-        k = int(val.argmax())
-        if val[k] > best + 1e-12:
-            best, k_best = float(val[k]), k
-            a_left, a_right = int(Lsum[k].argmax()), int(Rsum[k].argmax())
-    return best, k_best, a_left, a_right
-
-
-def _bounds_numpy(G, right, masks, exact):
-    """Reference: bound and incumbent of each child, one frontier node at a time."""
-    C, Fn, _ = masks.shape
-    bound = np.zeros(C)
-    inc = np.zeros(C)
-    relax = G.max(1)  # state-wise relaxation: each state takes its own best action
-    for c in range(C):
-        for f in range(Fn):
-            v = _parse(G, masks[c, f], right)[0]  # exact depth-1 parse
-            inc[c] += v  # incumbent: unfixed nodes "no split", level D-1 parsed
-            bound[c] += v if exact[f] else float(relax[masks[c, f]].sum())
-    return bound, inc
-
-
-def _bounds_torch(G, right, masks, exact, device=None):
-    """Fast path: all children at once, ``einsum('kn,bna->bka', B, G*mask)`` + reductions."""
-    import torch
-
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    Gt = torch.as_tensor(G, dtype=torch.float64, device=dev)
-    Bt = torch.as_tensor(right, dtype=torch.float64, device=dev)
-    Mt = torch.as_tensor(masks, device=dev).to(torch.float64)  # (C, Fn, n)
-    Gm = Mt[..., None] * Gt  # (C, Fn, n, m)
-    tot = Gm.sum(2)  # (C, Fn, m)
-    parse = tot.max(-1).values
-    if Bt.shape[0]:
-        Rsum = torch.einsum("kn,cfna->cfka", Bt, Gm)
-        Lsum = tot[:, :, None, :] - Rsum
-        split = (Lsum.max(-1).values + Rsum.max(-1).values).max(-1).values
-        parse = torch.maximum(parse, split)
-    relax = Mt @ Gt.max(1).values  # (C, Fn)
-    ex = torch.as_tensor(np.asarray(exact, dtype=bool), device=dev)
-    bound = torch.where(ex, parse, relax).sum(1)
-    return bound.cpu().numpy(), parse.sum(1).cpu().numpy()
-
-
-def bound_children(
-    G: np.ndarray,
-    right: np.ndarray,
-    masks: np.ndarray,
-    exact: np.ndarray,
-    backend: str = "numpy",
-    device: Any = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bound and incumbent value of a batch of partial trees from their frontier masks.
-
-    For each partial tree ``c`` and frontier node ``f`` (a reached node whose split is not
-    fixed), ``masks[c, f]`` holds the states routed there. The bound adds the exact depth-1
-    parse of the node when ``exact[f]`` (it sits on level ``D - 1``) and the state-wise
-    relaxation ``sum_{s in M} max_a G[s, a]`` otherwise; the incumbent sets unfixed nodes to
-    "no split" and parses every frontier node exactly.
-
-    Parameters
-    ----------
-    G : array (n, m)
-    right : bool array (K, n)
-    masks : bool array (C, Fn, n)
-    exact : bool array (Fn,)
-    backend : ``"numpy"`` (reference) or ``"torch"`` (batched fast path)
-    device : torch device for ``backend="torch"`` (default CPU)
-
-    Returns
-    -------
-    bound, incumbent : arrays (C,)
-
-    See: book/spot/02-reduced-space-bnb.ipynb
-    """
-    G = _check_G(G)
-    right = check_array("right", right, ndim=2, dtype=bool)
-    masks = check_array("masks", masks, ndim=3, dtype=bool)
-    exact = check_array("exact", exact, ndim=1, dtype=bool)
-    check_choice("backend", backend, ["numpy", "torch"])
-    if right.shape[1] != G.shape[0] or masks.shape[2] != G.shape[0]:
-        raise ValueError(
-            f"right and masks must have {G.shape[0]} states on their last axis "
-            f"(got {right.shape} and {masks.shape})"
-        )
-    if exact.shape[0] != masks.shape[1]:
-        raise ValueError(f"exact must have {masks.shape[1]} entries (got {exact.shape[0]})")
-    if backend == "numpy":
-        return _bounds_numpy(G, right, masks, exact)
-    return _bounds_torch(G, right, masks, exact, device)
 
 
 # ----------------------------------------------------------------------------------------
@@ -543,101 +401,3 @@ def spot(
         weights,
         stop,
     )
-
-
-def greedy_tree(mdp: TabularMDP, depth: int, seed: int = 0) -> Tree:
-    """VIPER-style baseline: a CART tree fit to the optimal action, weighted by ``d*``.
-
-    See: book/spot/03-spot-loop.ipynb
-    """
-    mdp = _check_mdp(mdp)
-    depth = check_int("depth", depth, 0, 6)
-    from sklearn.tree import DecisionTreeClassifier
-
-    V, pi = value_iteration(mdp)
-    w = state_weights(mdp, "optimal", optimal_policy=pi)
-    if depth == 0:
-        a = int(np.bincount(pi, weights=w, minlength=mdp.n_actions).argmax())
-        return Tree(0, [], [], [a], n_actions=mdp.n_actions)
-    clf = DecisionTreeClassifier(max_depth=depth, random_state=seed).fit(mdp.X, pi, sample_weight=w)
-    t = clf.tree_
-    feats = np.full(2**depth - 1, -1)
-    ths = np.zeros(2**depth - 1)
-    leaves = np.zeros(2**depth, dtype=np.int64)
-
-    def fill(node, heap, level):
-        if level == depth:
-            leaves[heap - 2**depth] = clf.classes_[int(t.value[node][0].argmax())]
-            return
-        if t.children_left[node] == -1:  # sklearn leaf above full depth: no-split chain
-            fill(node, 2 * heap, level + 1)
-            leaves_right = clf.classes_[int(t.value[node][0].argmax())]
-            _fill_const(2 * heap + 1, level + 1, leaves_right)
-            return
-        feats[heap - 1] = t.feature[node]
-        # sklearn goes left iff x <= thr; thresholds are midpoints: use the largest value <= thr
-        col = mdp.X[:, t.feature[node]]
-        ths[heap - 1] = col[col <= t.threshold[node]].max()
-        fill(t.children_left[node], 2 * heap, level + 1)
-        fill(t.children_right[node], 2 * heap + 1, level + 1)
-
-    def _fill_const(heap, level, a):
-        if level == depth:
-            leaves[heap - 2**depth] = a
-            return
-        _fill_const(2 * heap, level + 1, a)
-        _fill_const(2 * heap + 1, level + 1, a)
-
-    fill(0, 1, 0)
-    return Tree(depth, feats, ths, leaves, n_actions=mdp.n_actions)
-
-
-def exhaustive_tree(mdp: TabularMDP, depth: int, batch: int = 4096) -> tuple[float, Tree]:
-    """The optimal depth-``D`` tree (``D <= 2``) by enumeration: a global certificate.
-
-    Enumerates every distinct partition of the states that the tree structures induce, and
-    for each partition every assignment of actions to its non-empty leaves, evaluating the
-    policies exactly in batches (``J = p0 . (I - gamma P_pi)^(-1) R_pi``). Cost
-    ``(#partitions) m^(2^D)`` linear solves: tiny MDPs, or depth 2 with 64 states (seconds).
-
-    Returns
-    -------
-    J : float
-    tree : Tree
-
-    See: book/spot/03-spot-loop.ipynb
-    """
-    mdp = _check_mdp(mdp)
-    depth = check_int("depth", depth, 0, 2)
-    batch = check_int("batch", batch, 1)
-    n, m = mdp.n_states, mdp.n_actions
-    splits = [(-1, 0.0)] + candidate_splits(mdp.X)
-    L = 2**depth
-    parts: dict[bytes, tuple] = {}
-    for inner in itertools.product(splits, repeat=L - 1):
-        t = Tree(depth, [j for j, _ in inner], [th for _, th in inner], np.arange(L))
-        lab_ = t.leaf_index(mdp.X)
-        used, canon = np.unique(lab_, return_inverse=True)
-        parts.setdefault(canon.astype(np.int8).tobytes(), (inner, used, canon))
-    eye = np.eye(n)
-    idx = np.arange(n)
-    best_J, best = -np.inf, None
-    for inner, used, canon in parts.values():
-        g = len(used)
-        assigns = np.array(list(itertools.product(range(m), repeat=g)))  # (A, g)
-        for lo in range(0, len(assigns), batch):
-            A = assigns[lo : lo + batch]
-            pis = A[:, canon]  # (B, n)
-            P_pi = mdp.P[idx[None, :], pis]  # (B, n, n)
-            R_pi = mdp.R[idx[None, :], pis]  # (B, n)
-            V = np.linalg.solve(eye[None] - mdp.gamma * P_pi, R_pi[..., None])[..., 0]
-            J = V @ mdp.p0
-            j = int(np.argmax(J))
-            if J[j] > best_J + 1e-12:
-                best_J = float(J[j])
-                leaves = np.zeros(L, dtype=np.int64)
-                leaves[used] = A[j]
-                best = Tree(
-                    depth, [s for s, _ in inner], [th for _, th in inner], leaves, n_actions=m
-                )
-    return best_J, best
