@@ -31,65 +31,68 @@ tour).
 * Inference: greedy rollouts from every start customer, keep the best; optional ``x8``
   symmetry augmentation.
 
-**Deviations (flagged).** The paper's CVRP model is LEHD (heavy decoder, supervised by HGS
-labels, ``n = 100``, ``C in [10, 500]``) with each expert = 3 decoder layers + a linear
-head; here the backbone is a tiny POMO (RL, ``n = 20``, ``C in [10, 200]``, ``d = 64``, 2
-encoder layers) and each expert is one POMO decoder (query, glimpse, pointer), with routing
-edges at the thirds of ``[10, 200]`` (73, 137). LayerNorm replaces POMO's instance norm.
-CVRPTW (time-window tightness) is not implemented.
+## Deviations from the paper
+
+* Backbone: the paper's CVRP model is LEHD (heavy decoder, supervised by HGS labels,
+  ``n = 100``, ``C in [10, 500]``, ``d = 192``); here a tiny POMO (REINFORCE with the
+  shared baseline, ``n = 20``, ``C in [10, 200]``, ``d = 64``, 2 encoder layers).
+* Experts: the paper's expert is 3 decoder layers + a linear head; here each expert is one
+  whole POMO decoder (query, glimpse, pointer), routing edges at the thirds of ``[10, 200]``
+  (73, 137).
+* LayerNorm replaces POMO's instance norm.
+* Reference solver: PyVRP (HGS) with a short fixed time budget per instance, not HGS run to
+  convergence; gaps are to that reference.
+* Training budget: 5,000 steps of 32 instances per checkpoint on one CPU core (the paper:
+  1M instances x 40 epochs on a GPU); three training seeds for the fixed C = 30, VCT and
+  VCT + MEM models, one seed for the fixed C = 10 and C = 200 models. The paper's fixed model
+  is trained at C = 50 and tested up to C = 500; ours are trained at C = 10 / 30 / 200 and
+  tested on ``C in {10..200}``.
+* CVRPTW (time-window tightness) is not implemented.
 
 ## Code map
 
-* ``model.py``: instances (``generate_cvrp``), ``TinyPOMO``, ``train_pomo``, ``evaluate``,
-  ``decode_routes`` (torch fast path, CPU or CUDA).
+* ``problems.py``: instances (``CVRPBatch``, ``generate_cvrp``, ``augment8``,
+  ``sample_capacity``).
+* ``model.py``: ``TinyPOMO``, ``node_features``, ``route_to_expert``.
+* ``fast.py``: the batched torch path (CPU or CUDA): rollouts, ``train_pomo``, ``evaluate``,
+  ``decode_routes``, ``actions_to_routes``.
 * ``reference.py``: ``greedy_rollout_ref``, numpy float64 mirror of one greedy rollout.
 * ``solvers.py``: ``tour_length``, ``route_feasible`` (numpy), ``solve_pyvrp`` (the peer).
-* ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint``) and the script
-  that made them (``python -m lab.cvrp.train --name ...``).
+* ``experiments.py``: ``gap_table``, ``seed_gaps``, ``training_table``, ``expert_lengths``,
+  ``mixture_forward``.
+* ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint(name, seed)``) and
+  the script that made them (``python -m lab.cvrp.train --name ... --seed ...``).
+* ``figures.py``: plotly figure builders.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from .experiments import CAPACITIES, expert_lengths, gap_table, mixture_forward
-from .model import (
-    CVRPBatch,
-    TinyPOMO,
-    actions_to_routes,
-    augment8,
-    decode_routes,
-    evaluate,
-    generate_cvrp,
-    node_features,
-    route_to_expert,
-    sample_capacity,
-    train_pomo,
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submodules=["figures"],
+    submod_attrs={
+        "problems": ["CVRPBatch", "generate_cvrp", "augment8", "sample_capacity"],
+        "model": ["TinyPOMO", "node_features", "route_to_expert"],
+        "fast": ["train_pomo", "evaluate", "decode_routes", "actions_to_routes"],
+        "reference": ["greedy_rollout_ref"],
+        "solvers": ["tour_length", "route_feasible", "solve_pyvrp", "reference_costs"],
+        "experiments": [
+            "CAPACITIES",
+            "gap_table",
+            "seed_gaps",
+            "seed_rule",
+            "reference_lengths",
+            "REFERENCE_SETTINGS",
+            "training_table",
+            "expert_lengths",
+            "mixture_forward",
+        ],
+        "store": [
+            "CHECKPOINTS",
+            "TRAIN_STEPS",
+            "checkpoint_keys",
+            "load_checkpoint",
+            "read_checkpoint",
+        ],
+    },
 )
-from .reference import greedy_rollout_ref
-from .solvers import reference_costs, route_feasible, solve_pyvrp, tour_length
-from .store import CHECKPOINTS, load_checkpoint, read_checkpoint
-
-__all__ = [
-    "CVRPBatch",
-    "generate_cvrp",
-    "node_features",
-    "sample_capacity",
-    "TinyPOMO",
-    "route_to_expert",
-    "mixture_forward",
-    "train_pomo",
-    "evaluate",
-    "decode_routes",
-    "actions_to_routes",
-    "augment8",
-    "greedy_rollout_ref",
-    "tour_length",
-    "route_feasible",
-    "solve_pyvrp",
-    "reference_costs",
-    "load_checkpoint",
-    "read_checkpoint",
-    "CHECKPOINTS",
-    "CAPACITIES",
-    "gap_table",
-    "expert_lengths",
-]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from lab.core.checks import check_int, check_positive
 
-from .model import generate_cvrp, route_to_expert
+from .model import route_to_expert
+from .problems import generate_cvrp
 
 #: The capacity grid of the chapter's gap-vs-tightness curves.
 CAPACITIES = (10, 20, 30, 50, 100, 200)
@@ -105,7 +108,7 @@ def gap_table(
     """
     import time
 
-    from .model import _best, actions_to_routes
+    from .fast import _best, actions_to_routes
     from .solvers import reference_costs, route_feasible, tour_length
 
     if not isinstance(models, dict) or not models:
@@ -163,7 +166,8 @@ def expert_lengths(model, batch):
     """
     import torch
 
-    from .model import CVRPBatch, _rollout
+    from .fast import _rollout
+    from .problems import CVRPBatch
 
     if not isinstance(batch, CVRPBatch):
         raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
@@ -175,3 +179,174 @@ def expert_lengths(model, batch):
             _rollout(dec, h, batch, True, None, None)[0].min(dim=1).values for dec in model.decoders
         ]
     return torch.stack(rows).cpu().double().numpy()
+
+
+# ----------------------------------------------------------------------------------------
+# Cached PyVRP references, seeds and training times
+# ----------------------------------------------------------------------------------------
+#: The shipped PyVRP reference: its settings (``reference_lengths`` recomputes on a mismatch).
+REFERENCE_FILE = Path(__file__).with_name("data") / "pyvrp-reference.json"
+REFERENCE_SETTINGS = {"n": 20, "instances": 32, "seed": 1234, "seconds": 0.2}
+
+
+def reference_lengths(
+    capacities: Sequence[float] = CAPACITIES,
+    instances: int = 32,
+    n: int = 20,
+    seed: int = 1234,
+    seconds: float = 0.2,
+    cache: bool = True,
+    live: int | None = None,
+) -> list:
+    """PyVRP lengths of the test instances (``generate_cvrp(instances, n, C, seed)``) per ``C``.
+
+    With ``cache`` and the shipped settings (``REFERENCE_SETTINGS``, any subset of its
+    capacities) the lengths come from ``REFERENCE_FILE`` (made by
+    ``python -m lab.cvrp.experiments``); otherwise PyVRP runs ``seconds`` per instance on the
+    first ``live`` instances (default all; the instances depend on ``instances``, since the
+    generator draws the whole batch).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One ``(instances,)`` array per capacity, for ``gap_table(..., reference=...)``.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    from .solvers import reference_costs
+
+    caps = [check_positive("capacities", c) for c in capacities]
+    instances = check_int("instances", instances, 1)
+    n = check_int("n", n, 2)
+    seed = check_int("seed", seed, 0)
+    seconds = check_positive("seconds", seconds)
+    s = REFERENCE_SETTINGS
+    if (
+        cache
+        and (n, seed, seconds) == (s["n"], s["seed"], s["seconds"])
+        and instances == s["instances"]
+        and REFERENCE_FILE.exists()
+    ):
+        stored = json.loads(REFERENCE_FILE.read_text())["lengths"]
+        if all(f"{c:g}" in stored for c in caps):
+            return [np.array(stored[f"{c:g}"][:instances]) for c in caps]
+    live = instances if live is None else check_int("live", live, 1, instances)
+    idx = list(range(live))
+    return [
+        reference_costs(generate_cvrp(instances, n, c, seed=seed).subset(idx), seconds)
+        for c in caps
+    ]
+
+
+def seed_gaps(table: dict, name: str) -> np.ndarray:
+    """Gaps (%) of every training seed of checkpoint ``name`` in a ``gap_table`` result.
+
+    The table's models must be labelled ``"<name>-seed<k>"`` (as ``checkpoint_keys`` gives).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(seeds, capacities)``, seeds in increasing order.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    if not isinstance(table, dict) or "gaps" not in table:
+        raise TypeError("table must be a gap_table result (a dict with 'gaps')")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a checkpoint name (got {type(name).__name__})")
+    rows = sorted(
+        (int(k.rsplit("-seed", 1)[1]), v)
+        for k, v in table["gaps"].items()
+        if k.rsplit("-seed", 1)[0] == name and "-seed" in k
+    )
+    if not rows:
+        raise ValueError(f"name {name!r} has no '<name>-seed<k>' model in the table")
+    return np.array([v for _, v in rows], dtype=float)
+
+
+def seed_rule(better: str = "new", worse: str = "old"):
+    """The verdict rule over training seeds for "``better`` has a lower mean gap than ``worse``".
+
+    The measured value is ``{"better": [per-seed values], "worse": [per-seed values]}``.
+    Reproduced when the seed ranges do not overlap (every seed of ``better`` below every seed
+    of ``worse``); qualitatively when only the means over seeds are ordered.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    from lab.core import claims
+
+    if not isinstance(better, str) or not isinstance(worse, str):
+        raise TypeError("better and worse must be labels (strings)")
+    sep = claims.Condition(
+        f"every seed of {better} is below every seed of {worse}",
+        lambda m: max(m["better"]) < min(m["worse"]),
+    )
+    mean = claims.Condition(
+        f"the mean over seeds of {better} is below that of {worse}",
+        lambda m: float(np.mean(m["better"])) < float(np.mean(m["worse"])),
+    )
+    return claims.rule(reproduced=sep, qualitatively=mean)
+
+
+def training_table(keys=None) -> list[dict]:
+    """Training settings and wall time of shipped checkpoints, from their stored ``meta``.
+
+    Parameters
+    ----------
+    keys : list of (name, seed), optional
+        Default: every shipped checkpoint (``checkpoint_keys()``).
+
+    Returns
+    -------
+    list of dict
+        ``name``, ``seed``, ``capacity``, ``experts``, ``steps``, ``batch``, ``seconds``
+        (training wall time on one CPU thread), ``command``.
+
+    See: book/cvrp/03-vct-and-experts.ipynb
+    """
+    from .store import checkpoint_keys, read_checkpoint
+
+    if keys is None:
+        keys = checkpoint_keys()
+    if not isinstance(keys, list | tuple):
+        raise TypeError(f"keys must be a list of (name, seed) pairs (got {type(keys).__name__})")
+    rows = []
+    for key in keys:
+        if not isinstance(key, tuple | list) or len(key) != 2:
+            raise TypeError(f"keys must hold (name, seed) pairs (got {key!r})")
+        meta = read_checkpoint(key[0], key[1])["meta"]
+        lo, hi = meta["capacity_range"]
+        rows.append(
+            {
+                "name": key[0],
+                "seed": int(key[1]),
+                "capacity": f"{lo}" if lo == hi else f"U{{{lo}..{hi}}}",
+                "experts": meta["experts"],
+                "steps": meta["steps"],
+                "batch": meta["batch"],
+                "seconds": float(meta["seconds"]),
+                "command": meta["command"],
+            }
+        )
+    return rows
+
+
+def main() -> int:  # pragma: no cover - the one-off command that wrote REFERENCE_FILE
+    """``python -m lab.cvrp.experiments``: recompute and store the PyVRP reference."""
+    s = REFERENCE_SETTINGS
+    ref = reference_lengths(CAPACITIES, s["instances"], s["n"], s["seed"], s["seconds"], False)
+    REFERENCE_FILE.parent.mkdir(exist_ok=True)
+    payload = {
+        "settings": {**s, "capacities": list(CAPACITIES)},
+        "command": "python -m lab.cvrp.experiments",
+        "lengths": {
+            f"{c:g}": [round(float(x), 6) for x in r] for c, r in zip(CAPACITIES, ref, strict=True)
+        },
+    }
+    REFERENCE_FILE.write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"wrote {REFERENCE_FILE}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

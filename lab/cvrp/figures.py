@@ -16,6 +16,17 @@ MODEL_COLOURS = {
     "fixed C = 30": PALETTE[0],
     "VCT": PALETTE[1],
     "VCT + MEM": PALETTE[2],
+    "fixed C = 10": PALETTE[3],
+    "fixed C = 200": PALETTE[4 % len(PALETTE)],
+}
+
+#: Display label of every shipped checkpoint name.
+LABELS = {
+    "cvrp20_fixed10": "fixed C = 10",
+    "cvrp20_fixed30": "fixed C = 30",
+    "cvrp20_fixed200": "fixed C = 200",
+    "cvrp20_vct": "VCT",
+    "cvrp20_vct_mem3": "VCT + MEM",
 }
 
 
@@ -108,8 +119,13 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
     return fig
 
 
-def gap_figure(table: dict, train_capacity: float | None = 30.0, title: str = ""):
+def gap_figure(
+    table: dict, train_capacity: float | None = 30.0, title: str = "", spread: dict | None = None
+):
     """Gap to PyVRP (%) against capacity on a log axis, one line per model.
+
+    ``spread`` (optional) maps a model label to ``(low, high)`` per capacity, drawn as error
+    bars (e.g. the range over training seeds).
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
@@ -125,6 +141,14 @@ def gap_figure(table: dict, train_capacity: float | None = 30.0, title: str = ""
                 mode="lines+markers",
                 name=name,
                 line={"color": MODEL_COLOURS.get(name)},
+                error_y=None
+                if not spread or name not in spread
+                else {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": np.asarray(spread[name][1]) - np.asarray(g),
+                    "arrayminus": np.asarray(g) - np.asarray(spread[name][0]),
+                },
             )
         )
     if train_capacity is not None:
@@ -178,13 +202,13 @@ def solve_all(capacity: float, seed: int = 0, n: int = 20, seconds: float = 0.1)
     key = (float(capacity), int(seed), int(n), float(seconds))
     if key in _SOLVED:
         return _SOLVED[key]
-    from .model import generate_cvrp
+    from .problems import generate_cvrp
     from .solvers import route_feasible, solve_pyvrp, tour_length
 
     b = generate_cvrp(1, n, capacity, seed=seed)
     xy, q = b.xy[0].double().numpy(), b.demand[0].double().numpy()
     sols = {"PyVRP": solve_pyvrp(xy, q, capacity, seconds)}
-    from .model import decode_routes
+    from .fast import decode_routes
 
     for name, m in shipped_models().items():
         r = decode_routes(m, b)[0]
@@ -259,7 +283,7 @@ def expert_table(model, capacities, instances: int = 32, n: int = 20, seed: int 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
     from .experiments import expert_lengths
-    from .model import generate_cvrp
+    from .problems import generate_cvrp
 
     edges = model.config["edges"]
     bounds = [0, *edges, np.inf]

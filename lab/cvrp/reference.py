@@ -54,6 +54,10 @@ def greedy_rollout_ref(params: dict, config: dict, xy, demand, capacity, start: 
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
+    if not isinstance(params, dict) or not params:
+        raise TypeError(f"params must be a non-empty dict of weights (got {type(params).__name__})")
+    if not isinstance(config, dict) or not {"d", "heads", "layers"} <= set(config):
+        raise TypeError("config must be a TinyPOMO config dict (keys d, heads, layers, ...)")
     p = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
     xy = check_array("xy", xy, ndim=2)
     q = check_array("demand", demand, ndim=1)

@@ -154,7 +154,7 @@ def reference_costs(batch, seconds: float = 0.1, seed: int = 0):
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
-    from .model import CVRPBatch
+    from .problems import CVRPBatch
 
     if not isinstance(batch, CVRPBatch):
         raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")

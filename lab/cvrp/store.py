@@ -10,10 +10,25 @@ CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
 
 #: The shipped checkpoints and the settings that made them (``python -m lab.cvrp.train``).
 CHECKPOINTS = {
-    "cvrp20_fixed30": {"capacity": [30, 30], "experts": 1, "edges": []},
-    "cvrp20_vct": {"capacity": [10, 200], "experts": 1, "edges": []},
-    "cvrp20_vct_mem3": {"capacity": [10, 200], "experts": 3, "edges": [73.0, 137.0]},
+    "cvrp20_fixed10": {"capacity": [10, 10], "experts": 1, "edges": [], "seeds": [0]},
+    "cvrp20_fixed30": {"capacity": [30, 30], "experts": 1, "edges": [], "seeds": [0, 1, 2]},
+    "cvrp20_fixed200": {"capacity": [200, 200], "experts": 1, "edges": [], "seeds": [0]},
+    "cvrp20_vct": {"capacity": [10, 200], "experts": 1, "edges": [], "seeds": [0, 1, 2]},
+    "cvrp20_vct_mem3": {
+        "capacity": [10, 200],
+        "experts": 3,
+        "edges": [73.0, 137.0],
+        "seeds": [0, 1, 2],
+    },
 }
+
+#: Training steps of every shipped checkpoint (the spec's prototype used about 5,500).
+TRAIN_STEPS = 5000
+
+
+def checkpoint_file(name: str, seed: int = 0) -> Path:
+    """Where the shipped checkpoint ``name`` trained from ``seed`` lives."""
+    return CHECKPOINT_DIR / f"{name}-seed{seed}.pt"
 
 
 def save_checkpoint(model, path, meta: dict) -> Path:
@@ -33,47 +48,89 @@ def save_checkpoint(model, path, meta: dict) -> Path:
     return path
 
 
-def read_checkpoint(name_or_path) -> dict:
+def checkpoint_keys(names=None, available: bool = False) -> list[tuple[str, int]]:
+    """Every shipped ``(name, seed)`` pair (of ``names``, default all), in ``CHECKPOINTS`` order.
+
+    With ``available`` only the pairs whose file exists (while training is under way).
+
+    See: book/cvrp/03-vct-and-experts.ipynb
+    """
+    if names is None:
+        names = list(CHECKPOINTS)
+    if isinstance(names, str) or not isinstance(names, list | tuple):
+        raise TypeError(f"names must be a list of checkpoint names (got {type(names).__name__})")
+    for nm in names:
+        check_choice("names", nm, sorted(CHECKPOINTS))
+    if not isinstance(available, bool):
+        raise TypeError(f"available must be a bool (got {type(available).__name__})")
+    keys = [(nm, s) for nm in names for s in CHECKPOINTS[nm]["seeds"]]
+    return [k for k in keys if not available or checkpoint_file(*k).exists()]
+
+
+def _path(name_or_path, seed) -> Path:
+    if not isinstance(name_or_path, str | Path):
+        raise TypeError(
+            f"name must be a checkpoint name or a path (got {type(name_or_path).__name__})"
+        )
+    path = Path(name_or_path)
+    if path.suffix:
+        return path
+    check_choice("name", str(name_or_path), sorted(CHECKPOINTS))
+    seeds = CHECKPOINTS[str(name_or_path)]["seeds"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed not in seeds:
+        raise ValueError(f"seed must be one of {seeds} for {name_or_path} (got {seed!r})")
+    return checkpoint_file(str(name_or_path), seed)
+
+
+def read_checkpoint(name_or_path, seed: int = 0) -> dict:
     """The raw checkpoint dict (``config``, ``state_dict``, ``meta``), loaded weights-only.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A name of ``CHECKPOINTS`` or a ``.pt`` file written by ``python -m lab.cvrp.train``.
+    seed : int
+        The training seed (one of ``CHECKPOINTS[name]["seeds"]``; ignored for a path).
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
     import torch
 
-    path = Path(name_or_path)
-    if not path.suffix:
-        check_choice("name", str(name_or_path), sorted(CHECKPOINTS))
-        path = CHECKPOINT_DIR / f"{name_or_path}.pt"
+    path = _path(name_or_path, seed)
     if not path.exists():
         raise FileNotFoundError(
             f"checkpoint {path} not found; make it with `python -m lab.cvrp.train --name "
-            f"{path.stem}`"
+            f"{name_or_path} --seed {seed}`"
         )
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def load_checkpoint(name: str, device=None):
+def load_checkpoint(name, seed: int = 0, device=None):
     """A shipped tiny model, ready for ``evaluate``.
 
     Parameters
     ----------
     name : str
-        ``"cvrp20_fixed30"`` (trained at ``C = 30``), ``"cvrp20_vct"`` (``C`` uniform on
-        ``{10..200}``) or ``"cvrp20_vct_mem3"`` (VCT with 3 capacity experts), or a path to a
-        ``.pt`` file written by ``python -m lab.cvrp.train``.
+        ``"cvrp20_fixed10"``, ``"cvrp20_fixed30"``, ``"cvrp20_fixed200"`` (trained at one
+        capacity), ``"cvrp20_vct"`` (``C`` uniform on ``{10..200}``) or ``"cvrp20_vct_mem3"``
+        (VCT with 3 capacity experts), or a path to a ``.pt`` file written by
+        ``python -m lab.cvrp.train``.
+    seed : int
+        The training seed (see ``CHECKPOINTS[name]["seeds"]``).
     device : torch.device, optional
         Where to put the model (default CPU).
 
     Returns
     -------
     TinyPOMO
-        In eval mode; its ``meta`` attribute holds the training settings and the command.
+        In eval mode; its ``meta`` attribute holds the training settings, the training wall
+        time (``seconds``) and the command.
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
     from .model import TinyPOMO
 
-    ck = read_checkpoint(name)
+    ck = read_checkpoint(name, seed)
     model = TinyPOMO(**ck["config"])
     model.load_state_dict(ck["state_dict"])
     model.meta = ck["meta"]

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from .store import CHECKPOINT_DIR, CHECKPOINTS, save_checkpoint
+from .store import CHECKPOINTS, TRAIN_STEPS, checkpoint_file, save_checkpoint
 
 FINGERPRINT_STEPS = 21  # the first logged steps (0, 10, 20) are stored in the checkpoint
 
@@ -28,6 +28,7 @@ def build_and_train(
     seconds: float | None = None,
     d: int = 64,
     layers: int = 2,
+    progress_bar: bool = False,
 ):
     """Build the model of checkpoint ``name`` from ``seed`` and train it (see ``train_pomo``).
 
@@ -35,11 +36,13 @@ def build_and_train(
     """
     import torch
 
-    from .model import TinyPOMO, train_pomo
+    from .fast import train_pomo
+    from .model import TinyPOMO
 
     spec = CHECKPOINTS[name]
-    torch.manual_seed(seed)
-    model = TinyPOMO(d=d, layers=layers, ff=2 * d, experts=spec["experts"], edges=spec["edges"])
+    with torch.random.fork_rng(devices=[]):  # the initial weights depend on seed only
+        torch.manual_seed(seed)
+        model = TinyPOMO(d=d, layers=layers, ff=2 * d, experts=spec["experts"], edges=spec["edges"])
     lo, hi = spec["capacity"]
     cap = lo if lo == hi else (lo, hi)
     hist = train_pomo(
@@ -52,6 +55,7 @@ def build_and_train(
         lr=lr,
         seed=seed,
         log_every=10,
+        progress_bar=progress_bar,
     )
     return model, hist
 
@@ -59,20 +63,22 @@ def build_and_train(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.cvrp.train", description=__doc__)
     p.add_argument("--name", required=True, choices=sorted(CHECKPOINTS))
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=TRAIN_STEPS)
     p.add_argument("--seconds", type=float, default=None, help="optional wall-clock cap")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n", type=int, default=20)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--out", default=str(CHECKPOINT_DIR))
+    p.add_argument("--out", default=None, help="output file (default: the shipped path)")
     a = p.parse_args(argv)
 
     import torch
 
     torch.set_num_threads(1)
     t0 = time.time()
-    model, hist = build_and_train(a.name, a.steps, a.seed, a.n, a.batch, a.lr, a.seconds)
+    model, hist = build_and_train(
+        a.name, a.steps, a.seed, a.n, a.batch, a.lr, a.seconds, progress_bar=True
+    )
     done = hist["steps"]
     cmd = (
         f"python -m lab.cvrp.train --name {a.name} --steps {done} --seed {a.seed} "
@@ -99,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "history_step": hist["step"][::5],
         "history_length": [round(x, 4) for x in hist["length"][::5]],
     }
-    path = save_checkpoint(model, Path(a.out) / f"{a.name}.pt", meta)
+    out = Path(a.out) if a.out else checkpoint_file(a.name, a.seed)
+    path = save_checkpoint(model, out, meta)
     print(f"{a.name}: {done} steps in {time.time() - t0:.0f} s -> {path} ({path.stat().st_size} B)")
     return 0
 
