@@ -46,9 +46,10 @@ def main() -> None:
     tr, te = corpus.train, corpus.test[:n_dec]
     x, y = corpus.features[te], corpus.labels[te]
     ytr = corpus.labels[tr]
-    tok = ar.MetricTokenizer(32).fit(ytr, corpus.types, corpus.names)
-    torch.manual_seed(0)
-    chain = ar.TinyARECHO(tok, x.shape[1])
+    tok = ar.MetricTokenizer(ar.DEFAULT_BINS).fit(ytr, corpus.types, corpus.names)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        chain = ar.TinyARECHO(tok, x.shape[1])
     h_chain = ar.train(chain, corpus, seconds=seconds, seed=0, clock="cpu")
 
     with bench.case(f"decode {n_dec} utterances, 9 metrics, confidence-first", n=n_dec) as case:
@@ -119,8 +120,9 @@ def main() -> None:
             mean_class_error=cat,
             decode_seconds=time.perf_counter() - t0,
         )
-        torch.manual_seed(0)
-        par = ar.ParallelBaseline(x.shape[1], 9, "standardized")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            par = ar.ParallelBaseline(x.shape[1], 9, "standardized")
         h = ar.train(par, corpus, seconds=seconds, seed=0, clock="cpu")
         e = ar.errors(ar.predict(par, x), y, corpus.types, ytr, corpus.names)
         num, cat = summary(e, corpus.types)

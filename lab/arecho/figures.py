@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_int
+from lab.core.checks import check_int
+
 from .corpus import LOWPASS_CLASSES, METRICS, T60_CLASSES, Corpus, label_utterance
 from .quality import SR, _mel_bank, _power_spec, degrade, logmel_features
 
@@ -260,10 +261,10 @@ def tokenizer_compute(corpus: Corpus):
     """
     from plotly.subplots import make_subplots
 
-    from .model import MetricTokenizer
+    from .reference import MetricTokenizer
 
     train = corpus.labels[corpus.train]
-    bins_grid = (4, 8, 16, 32, 64, 128)
+    bins_grid = (4, 8, 16, 32, 64, 128, 256, 500)
 
     @functools.lru_cache(maxsize=128)
     def qerr(n_bins: int, spacing: str, j: int) -> float:
@@ -397,7 +398,7 @@ def profile_compute(
     """
     from plotly.subplots import make_subplots
 
-    from .model import decode
+    from .fast import decode
 
     key = _register(corpus.clean)
     test = corpus.test
@@ -521,7 +522,8 @@ def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = No
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    from .model import decode, errors
+    from .experiments import errors
+    from .fast import decode
 
     test, train = corpus.test, corpus.train
     x = corpus.features[test]

@@ -1,0 +1,460 @@
+"""Drivers the notebooks call: errors, chain positions, train-or-load, the study over seeds.
+
+* :func:`errors`, :func:`metric_order`, :func:`errors_by_position`: scoring decoded profiles;
+* :func:`train_models` / :func:`load_models`: the committed chain and its compute-matched
+  parallel baseline, one pair per training seed (``python -m lab.arecho.checkpoint``);
+* :func:`teacher_forced`: the paper's ablation, every metric predicted with the *true* values
+  of the metrics before it in the chain (an upper bound of what conditioning can give);
+* :func:`seed_study`: every decoding order, the teacher-forced bound and the parallel baseline
+  for every committed seed, on the test split (a :class:`SeedStudy`).
+
+See: book/arecho/02-chain-and-decoding.ipynb
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import check_array, check_int
+
+from .corpus import Corpus, load_corpus
+from .reference import MODES, PAD, SOS, MetricTokenizer
+
+__all__ = [
+    "SEEDS",
+    "CHAIN_BINS",
+    "MODELS_PATH",
+    "checkpoint_path",
+    "errors",
+    "metric_order",
+    "errors_by_position",
+    "teacher_forced",
+    "train_models",
+    "load_models",
+    "save_models",
+    "SeedStudy",
+    "seed_study",
+    "mean_interval",
+]
+
+SEEDS = (0, 1, 2)  # the committed training seeds
+#: bins per numerical metric of the committed chains: a labelled scale-down of the paper's 500
+#: (notebook 1 measures both: on 800 training utterances the 500-bin heads learn more slowly,
+#: and a 500-bin chain trained the same way decodes with a larger error than a 32-bin one)
+CHAIN_BINS = 32
+DATA = Path(__file__).resolve().parent / "data"
+MODELS_PATH = DATA / "models.pt"  # seed 0; seeds 1, 2 in models-seed<k>.pt
+
+
+def checkpoint_path(seed: int = 0) -> Path:
+    """Path of the committed chain + parallel pair trained with ``seed``."""
+    seed = check_int("seed", seed, 0)
+    return MODELS_PATH if seed == 0 else DATA / f"models-seed{seed}.pt"
+
+
+def errors(
+    pred: Any,
+    true: Any,
+    types: Sequence[str],
+    train_labels: Any,
+    names: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Per-metric error: MAE divided by the training standard deviation (numbers), error
+    rate after rounding to the nearest category (classes). ``NaN`` predictions are skipped.
+
+    Parameters
+    ----------
+    pred, true : array_like
+        ``(N, M)`` predictions and labels (or dicts ``name -> (N,)`` for ``pred``).
+    types : sequence of str
+        ``"num"``/``"cat"`` per metric.
+    train_labels : array_like
+        ``(N_train, M)`` labels whose standard deviation normalises the MAE.
+    names : sequence of str, optional
+        Metric names (required when ``pred`` is a dict).
+
+    Returns
+    -------
+    dict
+        ``name -> error``.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    true = check_array("true", true, ndim=2)
+    m = true.shape[1]
+    names = list(names) if names is not None else [f"m{j}" for j in range(m)]
+    if isinstance(pred, dict):
+        cols = [pred.get(n) for n in names]
+    else:
+        pred = check_array("pred", pred, shape=true.shape, finite=False)
+        cols = [pred[:, j] for j in range(m)]
+    sd = np.std(check_array("train_labels", train_labels, ndim=2), axis=0)
+    out = {}
+    for j, col in enumerate(cols):
+        if col is None:
+            continue
+        col = np.asarray(col, dtype=np.float64)
+        ok = np.isfinite(col)
+        if not ok.any():
+            continue
+        if types[j] == "num":
+            out[names[j]] = float(np.mean(np.abs(col[ok] - true[ok, j])) / max(sd[j], 1e-12))
+        else:
+            out[names[j]] = float(np.mean(np.round(col[ok]) != true[ok, j]))
+    return out
+
+
+def metric_order(seq: Any, tokenizer: MetricTokenizer) -> np.ndarray:
+    """Names of the metrics in the order a decoded sequence wrote them, ``(B, k)``.
+
+    ``seq`` is the token array returned by ``decode(..., return_tokens=True)`` (the given
+    prefix included).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    seq = np.asarray(seq)
+    if seq.ndim != 2 or seq.shape[1] % 2 != 1:
+        raise ValueError(f"seq must have shape (B, 1 + 2k) (got {seq.shape})")
+    metas = {tokenizer.meta_token(j): n for j, n in enumerate(tokenizer.names)}
+    try:
+        return np.vectorize(metas.__getitem__, otypes=[object])(seq[:, 1::2])
+    except KeyError as exc:
+        raise ValueError(f"seq holds a non-meta token {exc} at a metric position") from None
+
+
+def errors_by_position(
+    seq: Any, tokenizer: MetricTokenizer, true: Any, train_labels: Any
+) -> np.ndarray:
+    """Mean normalised absolute error of the numerical metric written at each position.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k,)``; ``NaN`` where no numerical metric was written at that position.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    seq = np.asarray(seq)
+    true = check_array("true", true, ndim=2)
+    sd = np.std(check_array("train_labels", train_labels, ndim=2), axis=0)
+    order = metric_order(seq, tokenizer)
+    k = order.shape[1]
+    total, count = np.zeros(k), np.zeros(k)
+    for r in range(seq.shape[0]):
+        for p in range(k):
+            j = tokenizer.names.index(order[r, p])
+            if tokenizer.types[j] != "num":
+                continue
+            v = tokenizer.decode(j, int(seq[r, 2 + 2 * p]))
+            total[p] += abs(v - true[r, j]) / sd[j]
+            count[p] += 1
+    with np.errstate(invalid="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def teacher_forced(model, features: Any, labels: Any) -> np.ndarray:
+    """The chain fed the true previous metrics (fixed order): the paper's ablation.
+
+    One forward pass over the true sequence ``<sos>, <m_1>, val(m_1), ...`` (tokenizer
+    order); the value of metric ``m_k`` is the masked argmax over its block given the true
+    values of ``m_1 .. m_{k-1}``. The first metric sees no label, so it equals fixed-order
+    decoding.
+
+    Parameters
+    ----------
+    model : TinyARECHO
+    features : array_like
+        ``(B, F)``.
+    labels : array_like
+        ``(B, M)`` true labels (no ``NaN``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, M)`` predicted values.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    import torch
+
+    from .models import TinyARECHO
+
+    if not isinstance(model, TinyARECHO):
+        raise TypeError(f"model must be a TinyARECHO (got {type(model).__name__})")
+    tok = model.tokenizer
+    x = check_array("features", features, ndim=2)
+    y = check_array("labels", labels, ndim=2)
+    if y.shape != (x.shape[0], len(tok.names)):
+        raise ValueError(f"labels must have shape {(x.shape[0], len(tok.names))} (got {y.shape})")
+    m = len(tok.names)
+    seq = np.full((x.shape[0], 1 + 2 * m), PAD, dtype=np.int64)
+    seq[:, 0] = SOS
+    seq[:, 1::2] = [tok.meta_token(j) for j in range(m)]
+    seq[:, 2::2] = tok.encode_matrix(y)
+    dev = next(model.parameters()).device
+    with torch.no_grad():
+        xt = torch.as_tensor(x, dtype=torch.float32, device=dev)
+        logits = model(xt, torch.as_tensor(seq[:, :-1], device=dev)).cpu().numpy()
+    out = np.empty(y.shape)
+    for j in range(m):
+        s, n = tok.block(j)
+        k = logits[:, 1 + 2 * j, s : s + n].argmax(1)  # position of <m_j> predicts val(m_j)
+        out[:, j] = tok.values[j][k]
+    return out
+
+
+def _half(state: dict) -> dict:
+    return {k: v.detach().cpu().half() if v.is_floating_point() else v for k, v in state.items()}
+
+
+def train_models(
+    corpus: Corpus,
+    steps: int = 1500,
+    seed: int = 0,
+    parallel_steps: int | None = None,
+    n_bins: int = CHAIN_BINS,
+    progress: bool = False,
+    device: Any = None,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Train the chain for ``steps`` steps and the parallel baseline for the same CPU time.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    steps : int
+        Optimiser steps of the chain (batch 64).
+    seed : int
+        Seed of weights, batches, orders and label dropout (local generators only).
+    parallel_steps : int, optional
+        Train the parallel baseline for exactly this many steps instead of the chain's CPU
+        time (to reproduce a committed file).
+    n_bins : int
+        Bins per numerical metric (default ``CHAIN_BINS`` = 32, a scale-down of the paper's 500).
+    progress : bool
+        Progress bars.
+    device : torch.device or str, optional
+        Where to train (default CPU; the committed files are made on CPU).
+
+    Returns
+    -------
+    (TinyARECHO, ParallelBaseline, dict)
+        The models and ``meta`` (steps, CPU seconds of each, seed, n_bins).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    import torch
+
+    from .models import ParallelBaseline, TinyARECHO, train
+
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    steps = check_int("steps", steps, 1)
+    seed = check_int("seed", seed, 0)
+    n_bins = check_int("n_bins", n_bins, 2, 1024)
+    if parallel_steps is not None:
+        parallel_steps = check_int("parallel_steps", parallel_steps, 1)
+    tok = MetricTokenizer(n_bins).fit(corpus.labels[corpus.train], corpus.types, corpus.names)
+    with torch.random.fork_rng(devices=[]):  # initial weights from a local seed
+        torch.manual_seed(seed)
+        chain = TinyARECHO(tok, corpus.features.shape[1])
+        par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
+    if device is not None:
+        chain, par = chain.to(device), par.to(device)
+    h_c = train(chain, corpus, seconds=1e9, steps=steps, seed=seed, clock="cpu", progress=progress)
+    if parallel_steps is None:
+        h_p = train(par, corpus, seconds=h_c["seconds"], seed=seed, clock="cpu")
+    else:
+        h_p = train(par, corpus, seconds=1e9, steps=parallel_steps, seed=seed, clock="cpu")
+    meta = {
+        "seed": seed,
+        "n_bins": n_bins,
+        "chain_steps": h_c["steps"],
+        "chain_cpu_seconds": round(h_c["seconds"], 2),
+        "parallel_steps": h_p["steps"],
+        "parallel_cpu_seconds": round(h_p["seconds"], 2),
+    }
+    return chain, par, meta
+
+
+def save_models(chain: Any, parallel: Any, meta: dict, path: str | os.PathLike) -> Path:
+    """Write a chain + parallel pair in float16 (the committed format).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    import torch
+
+    from .models import ParallelBaseline, TinyARECHO
+
+    if not isinstance(chain, TinyARECHO) or not isinstance(parallel, ParallelBaseline):
+        raise TypeError("chain must be a TinyARECHO and parallel a ParallelBaseline")
+    if not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = {"chain": _half(chain.state_dict()), "parallel": _half(parallel.state_dict())}
+    torch.save({**blob, "meta": dict(meta)}, path)
+    return path
+
+
+def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = None, seed: int = 0):
+    """Load a committed chain and parallel baseline (float32, CPU, eval mode).
+
+    Parameters
+    ----------
+    corpus : Corpus, optional
+        The corpus the tokenizer is fitted on (default: the committed corpus).
+    path : path, optional
+        A checkpoint file (default: the committed file of ``seed``).
+    seed : int
+        Which committed training seed (``SEEDS``).
+
+    Returns
+    -------
+    (TinyARECHO, ParallelBaseline, dict)
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    import torch
+
+    from .models import ParallelBaseline, TinyARECHO
+
+    path = checkpoint_path(seed) if path is None else Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no checkpoint at {path}; make it with `python -m lab.arecho.checkpoint --out {path}`"
+        )
+    corpus = load_corpus() if corpus is None else corpus
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
+    tok = MetricTokenizer(int(meta["n_bins"])).fit(
+        corpus.labels[corpus.train], corpus.types, corpus.names
+    )
+    chain = TinyARECHO(tok, corpus.features.shape[1])
+    chain.load_state_dict({k: v.float() for k, v in blob["chain"].items()})
+    par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
+    par.load_state_dict({k: v.float() for k, v in blob["parallel"].items()})
+    return chain.eval(), par.eval(), meta
+
+
+def _mean_num(err: dict[str, float], names: Sequence[str], types: Sequence[str]) -> float:
+    return float(np.mean([err[n] for n, t in zip(names, types, strict=True) if t == "num"]))
+
+
+def _mean_cat(err: dict[str, float], names: Sequence[str], types: Sequence[str]) -> float:
+    return float(np.mean([err[n] for n, t in zip(names, types, strict=True) if t == "cat"]))
+
+
+@dataclass
+class SeedStudy:
+    """Test errors of the committed seeds (mean normalised error over the numerical metrics).
+
+    ``modes[i]`` -> column ``i`` of ``chain``; rows are ``seeds``. ``per_metric[s][mode]`` is
+    the full per-metric dict of seed ``s``; ``meta[s]`` the training budget of the pair.
+    """
+
+    seeds: tuple[int, ...]
+    modes: tuple[str, ...]
+    chain: np.ndarray  # (S, len(modes)) numbers
+    chain_classes: np.ndarray  # (S, len(modes)) classes (error rate)
+    teacher_forced: np.ndarray  # (S,) numbers, fixed order with the true prefix
+    parallel: np.ndarray  # (S,) numbers
+    parallel_classes: np.ndarray  # (S,)
+    per_metric: list[dict[str, dict[str, float]]] = field(default_factory=list)
+    meta: list[dict[str, Any]] = field(default_factory=list)
+    tokens: dict[str, np.ndarray] = field(default_factory=dict)  # first seed, per mode
+    predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # first seed
+
+    def column(self, mode: str) -> np.ndarray:
+        """Errors of one decoding mode over the seeds."""
+        return self.chain[:, self.modes.index(mode)]
+
+
+def mean_interval(values: Any, level: float = 0.95) -> dict[str, float]:
+    """Mean over seeds with its Student-t interval: ``{"mean", "lo", "hi", "n"}``.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from scipy.stats import t as student
+
+    v = check_array("values", values, ndim=1, min_size=2)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1) (got {level!r})")
+    half = student.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    m = float(v.mean())
+    return {"mean": m, "lo": m - float(half), "hi": m + float(half), "n": int(v.size)}
+
+
+def seed_study(
+    corpus: Corpus,
+    seeds: Sequence[int] = SEEDS,
+    modes: Sequence[str] = MODES,
+    pairs: Sequence[tuple[Any, Any, dict]] | None = None,
+) -> SeedStudy:
+    """Decode the test split with every committed seed in every mode (see :class:`SeedStudy`).
+
+    ``pairs`` replaces the committed files by ``(chain, parallel, meta)`` triples (the
+    notebook's ``FULL`` retraining); the tokens and predictions of the first seed are kept.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from .fast import decode, predict
+
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence | np.ndarray):
+        raise TypeError(f"seeds must be a sequence of ints (got {type(seeds).__name__})")
+    seeds = tuple(check_int("seed", s, 0) for s in seeds)
+    modes = tuple(modes)
+    if not seeds or not modes or any(m not in MODES for m in modes):
+        raise ValueError(f"seeds must be non-empty and modes a non-empty subset of {MODES}")
+    x, y, y_tr = (
+        corpus.features[corpus.test],
+        corpus.labels[corpus.test],
+        corpus.labels[corpus.train],
+    )
+    names, types = corpus.names, corpus.types
+    res = {k: [] for k in ("chain", "cls", "tf", "par", "parc", "per", "meta")}
+    if pairs is not None:
+        pairs = list(pairs)
+        if len(pairs) != len(seeds):
+            raise ValueError(f"pairs must hold one (chain, parallel, meta) per seed {seeds}")
+    tokens: dict[str, np.ndarray] = {}
+    preds: dict[str, dict[str, np.ndarray]] = {}
+    for i, s in enumerate(seeds):
+        chain, par, meta = load_models(corpus, seed=s) if pairs is None else pairs[i]
+        per = {}
+        for m in modes:
+            out, seq = decode(chain, x, "all", m, seed=s, return_tokens=True)
+            per[m] = errors(out, y, types, y_tr, names)
+            if i == 0:
+                tokens[m], preds[m] = seq, out
+        res["chain"].append([_mean_num(per[m], names, types) for m in modes])
+        res["cls"].append([_mean_cat(per[m], names, types) for m in modes])
+        per["teacher-forced"] = errors(teacher_forced(chain, x, y), y, types, y_tr, names)
+        per["parallel"] = errors(predict(par, x), y, types, y_tr, names)
+        res["tf"].append(_mean_num(per["teacher-forced"], names, types))
+        res["par"].append(_mean_num(per["parallel"], names, types))
+        res["parc"].append(_mean_cat(per["parallel"], names, types))
+        res["per"].append(per)
+        res["meta"].append(meta)
+    return SeedStudy(
+        seeds,
+        modes,
+        np.array(res["chain"]),
+        np.array(res["cls"]),
+        np.array(res["tf"]),
+        np.array(res["par"]),
+        np.array(res["parc"]),
+        res["per"],
+        res["meta"],
+        tokens,
+        preds,
+    )

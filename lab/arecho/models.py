@@ -1,0 +1,470 @@
+"""The paper's objects at the book's size: the tiny chain, the parallel baseline, training.
+
+* :class:`TinyARECHO`: segment encoder + causal Transformer decoder over metric tokens,
+  trained by teacher-forced next-token cross-entropy with label smoothing,
+  ``L = - sum_t log p(y_t | y_<t, audio)`` (the paper's loss; eq. (9) here) over sequences in
+  a random metric order (eq. (8) of :mod:`lab.arecho.reference`).
+* :class:`ParallelBaseline`: the UniVERSA-style parallel predictor (one shared encoder, one
+  head per metric; regression, or per-metric classification over bins = UniVERSA-T).
+
+Deviations: the encoder is an MLP over per-segment log-mel statistics, not a Transformer over
+frames.
+
+See: book/arecho/02-chain-and-decoding.ipynb
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+
+from .reference import MODES, PAD, SOS, MetricTokenizer
+
+__all__ = ["TinyARECHO", "ParallelBaseline", "train"]
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _module_base():
+    return _torch().nn.Module
+
+
+class _SegmentEncoder(_module_base()):
+    """Features ``(B, S * 2 * n_mels)`` -> memory ``(B, S + 1, d)``: one token per segment
+    plus one for the whole utterance (a 2-layer MLP each; the book's stand-in for ARECHO's
+    Transformer audio encoder)."""
+
+    def __init__(self, n_features: int, n_segments: int, d: int):
+        torch = _torch()
+        super().__init__()
+        if n_features % n_segments:
+            raise ValueError(f"n_features={n_features} must be a multiple of n_segments")
+        self.n_segments = n_segments
+        per = n_features // n_segments
+        self.seg = torch.nn.Sequential(
+            torch.nn.Linear(per, 2 * d), torch.nn.GELU(), torch.nn.Linear(2 * d, d)
+        )
+        self.glob = torch.nn.Sequential(
+            torch.nn.Linear(n_features, 2 * d), torch.nn.GELU(), torch.nn.Linear(2 * d, d)
+        )
+        self.pos = torch.nn.Parameter(torch.zeros(n_segments + 1, d))
+        self.register_buffer("mu", torch.zeros(n_features))
+        self.register_buffer("sd", torch.ones(n_features))
+
+    def forward(self, x):
+        torch = _torch()
+        x = (x - self.mu) / self.sd
+        b = x.shape[0]
+        segs = self.seg(x.view(b, self.n_segments, -1))
+        return torch.cat([self.glob(x)[:, None], segs], dim=1) + self.pos
+
+
+class _Attention(_module_base()):
+    """Multi-head attention written out (faster than the fused CPU kernels at this size)."""
+
+    def __init__(self, d: int, heads: int):
+        torch = _torch()
+        super().__init__()
+        self.heads = heads
+        self.q = torch.nn.Linear(d, d)
+        self.kv = torch.nn.Linear(d, 2 * d)
+        self.o = torch.nn.Linear(d, d)
+
+    def forward(self, x, ctx, causal: bool):
+        b, t, d = x.shape
+        h = self.heads
+        q = self.q(x).view(b, t, h, d // h).transpose(1, 2)
+        k, v = self.kv(ctx).view(b, ctx.shape[1], 2, h, d // h).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-1, -2)) * (d // h) ** -0.5
+        if causal:
+            s = ctx.shape[1]
+            mask = _torch().ones(t, s, dtype=_torch().bool, device=x.device).triu(1)
+            att = att.masked_fill(mask, float("-inf"))
+        y = att.softmax(-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+
+class _DecoderLayer(_module_base()):
+    """Pre-norm decoder block: causal self-attention, cross-attention to the audio memory,
+    feed-forward."""
+
+    def __init__(self, d: int, heads: int, ff: int):
+        torch = _torch()
+        super().__init__()
+        self.n1, self.n2, self.n3 = (torch.nn.LayerNorm(d) for _ in range(3))
+        self.self_att = _Attention(d, heads)
+        self.cross_att = _Attention(d, heads)
+        self.ff = torch.nn.Sequential(
+            torch.nn.Linear(d, ff), torch.nn.GELU(), torch.nn.Linear(ff, d)
+        )
+
+    def forward(self, x, memory):
+        h = self.n1(x)
+        x = x + self.self_att(h, h, causal=True)
+        x = x + self.cross_att(self.n2(x), memory, causal=False)
+        return x + self.ff(self.n3(x))
+
+
+class TinyARECHO(_module_base()):
+    """A tiny ARECHO: segment encoder + causal Transformer decoder over metric tokens.
+
+    Parameters
+    ----------
+    tokenizer : MetricTokenizer
+        A fitted tokenizer (defines the vocabulary and is kept for decoding).
+    n_features : int
+        Input feature size.
+    n_segments : int
+        Segments in the feature vector (memory tokens = ``n_segments + 1``).
+    d, layers, heads, ff : int
+        Width, decoder layers, attention heads, feed-forward width.
+    dropout : float
+        Dropout inside the decoder.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+
+    def __init__(
+        self,
+        tokenizer: MetricTokenizer,
+        n_features: int,
+        n_segments: int = 4,
+        d: int = 64,
+        layers: int = 2,
+        heads: int = 4,
+        ff: int = 128,
+        dropout: float = 0.0,
+    ):
+        torch = _torch()
+        super().__init__()
+        if not isinstance(tokenizer, MetricTokenizer):
+            raise TypeError(f"tokenizer must be a MetricTokenizer (got {type(tokenizer).__name__})")
+        tokenizer._check_fitted()
+        n_features = check_int("n_features", n_features, 1)
+        n_segments = check_int("n_segments", n_segments, 1, n_features)
+        d = check_int("d", d, 4)
+        layers = check_int("layers", layers, 1, 64)
+        heads = check_int("heads", heads, 1, d)
+        if d % heads:
+            raise ValueError(f"d must be divisible by heads (got d={d}, heads={heads})")
+        ff = check_int("ff", ff, 1)
+        dropout = check_range("dropout", dropout, 0.0, 0.9)
+        self.tokenizer = tokenizer
+        self.n_metrics = len(tokenizer.names)
+        self.encoder = _SegmentEncoder(n_features, n_segments, d)
+        self.embed = torch.nn.Embedding(tokenizer.vocab_size, d)
+        self.pos = torch.nn.Parameter(0.02 * torch.randn(1 + 2 * self.n_metrics, d))
+        self.layers = torch.nn.ModuleList(_DecoderLayer(d, heads, ff) for _ in range(layers))
+        self.dropout = torch.nn.Dropout(dropout)
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, tokenizer.vocab_size)
+
+    def encode(self, features):
+        """Memory tokens ``(B, S + 1, d)`` of features ``(B, F)``."""
+        return self.encoder(features)
+
+    def forward(self, features, tokens, memory=None):
+        """Next-token logits ``(B, T, V)`` for token prefixes ``(B, T)`` (causal)."""
+        if memory is None:
+            memory = self.encode(features)
+        t = tokens.shape[1]
+        h = self.dropout(self.embed(tokens) + self.pos[:t])
+        for layer in self.layers:
+            h = layer(h, memory)
+        return self.head(self.norm(h))
+
+
+class ParallelBaseline(_module_base()):
+    """UniVERSA-style parallel prediction: one shared encoder, one head per metric.
+
+    Parameters
+    ----------
+    n_features, n_metrics : int
+        Input size and number of metrics.
+    target : str
+        ``"raw"`` (L1 on the metrics' own scales: the failure the tokenizer fixes),
+        ``"standardized"`` (L1 on z-scored targets) or ``"tokens"`` (cross-entropy over each
+        metric's bins; needs ``tokenizer``).
+    tokenizer : MetricTokenizer, optional
+        Required for ``target="tokens"``.
+    loss : str
+        ``"l1"`` or ``"mse"`` for the regression targets (ignored for tokens).
+    n_segments, d : int
+        Encoder shape (the same encoder as :class:`TinyARECHO`).
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_metrics: int,
+        target: str = "standardized",
+        tokenizer: MetricTokenizer | None = None,
+        loss: str = "l1",
+        n_segments: int = 4,
+        d: int = 64,
+    ):
+        torch = _torch()
+        super().__init__()
+        self.loss = check_choice("loss", loss, ("l1", "mse"))
+        n_features = check_int("n_features", n_features, 1)
+        self.n_metrics = check_int("n_metrics", n_metrics, 1)
+        self.target = check_choice("target", target, ("raw", "standardized", "tokens"))
+        if target == "tokens":
+            if not isinstance(tokenizer, MetricTokenizer):
+                raise TypeError("target='tokens' needs a fitted MetricTokenizer as tokenizer")
+            if len(tokenizer.names) != n_metrics:
+                raise ValueError(f"tokenizer has {len(tokenizer.names)} metrics, not {n_metrics}")
+        self.tokenizer = tokenizer
+        self.encoder = _SegmentEncoder(n_features, n_segments, d)
+        n_seg1 = n_segments + 1
+        n_out = sum(tokenizer.sizes) if target == "tokens" else n_metrics
+        self.head = torch.nn.Sequential(
+            torch.nn.Flatten(),
+            torch.nn.GELU(),
+            torch.nn.Linear(n_seg1 * d, 2 * d),
+            torch.nn.GELU(),
+            torch.nn.Linear(2 * d, n_out),
+        )
+        self.register_buffer("y_mu", torch.zeros(n_metrics))
+        self.register_buffer("y_sd", torch.ones(n_metrics))
+
+    def forward(self, features):
+        """Raw head outputs ``(B, n_out)``."""
+        return self.head(self.encoder(features))
+
+
+def _set_norms(model, corpus_x: np.ndarray, corpus_y: np.ndarray | None = None) -> None:
+    torch = _torch()
+    dev = next(model.parameters()).device
+    model.encoder.mu.copy_(torch.as_tensor(corpus_x.mean(0), device=dev))
+    model.encoder.sd.copy_(torch.as_tensor(corpus_x.std(0) + 1e-3, device=dev))
+    if corpus_y is not None and isinstance(model, ParallelBaseline) and model.target != "raw":
+        model.y_mu.copy_(torch.as_tensor(np.nanmean(corpus_y, 0), device=dev))
+        model.y_sd.copy_(torch.as_tensor(np.nanstd(corpus_y, 0) + 1e-9, device=dev))
+
+
+def _batch_sequences(val_tok: np.ndarray, meta: np.ndarray, rng, label_dropout: float):
+    """Teacher-forcing batch, eq. (8): random order per row, dropped labels moved to the end."""
+    b, m = val_tok.shape
+    keys = rng.random((b, m))
+    keep = (rng.random((b, m)) >= label_dropout) & (val_tok != PAD)
+    keep[np.arange(b), np.argmax(np.where(val_tok != PAD, keys, -1), 1)] |= np.any(
+        val_tok != PAD, 1
+    )  # at least one label per row
+    keys = np.where(keep, keys, 2.0 + keys)
+    order = np.argsort(keys, axis=1)  # random permutation; dropped ones last
+    rows = np.arange(b)[:, None]
+    kept = np.take_along_axis(keep, order, 1)
+    seq = np.full((b, 1 + 2 * m), PAD, dtype=np.int64)
+    seq[:, 0] = SOS
+    seq[:, 1::2] = np.where(kept, meta[order], PAD)
+    seq[:, 2::2] = np.where(kept, val_tok[rows, order], PAD)
+    return seq
+
+
+def train(
+    model,
+    corpus,
+    seconds: float = 10.0,
+    *,
+    steps: int | None = None,
+    batch: int = 64,
+    lr: float = 2e-3,
+    label_dropout: float = 0.15,
+    label_smoothing: float = 0.05,
+    seed: int = 0,
+    rows: Any = None,
+    clock: str = "wall",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Train a :class:`TinyARECHO` or :class:`ParallelBaseline` on a corpus's training split.
+
+    Parameters
+    ----------
+    model : TinyARECHO or ParallelBaseline
+    corpus : Corpus
+        Uses ``corpus.features[rows]`` and ``corpus.labels[rows]`` (``rows`` defaults to
+        ``corpus.train``).
+    seconds : float
+        Time budget (the compute-matched comparisons give every model the same).
+    steps : int, optional
+        Stop after this many optimiser steps instead (deterministic; ``seconds`` still caps).
+    batch, lr : int, float
+        Mini-batch size and AdamW learning rate (cosine decay over the budget).
+    label_dropout : float
+        Probability of dropping each label from a training sequence (partial annotation).
+    label_smoothing : float
+        Cross-entropy label smoothing (token models).
+    seed : int
+        Seed of the batches, orders and dropout.
+    clock : str
+        ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``: the compute this
+        process used, insensitive to other processes on a shared machine; with one thread it
+        is the fair budget for a compute-matched comparison).
+    progress : bool
+        Show a progress bar over steps (when ``steps`` is given).
+
+    Returns
+    -------
+    dict
+        ``steps``, ``seconds`` (measured on ``clock``), ``wall_seconds``, ``loss`` (per step).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    torch = _torch()
+    if not isinstance(model, TinyARECHO | ParallelBaseline):
+        raise TypeError(
+            f"model must be TinyARECHO or ParallelBaseline (got {type(model).__name__})"
+        )
+    seconds = check_positive("seconds", seconds)
+    if steps is not None:
+        steps = check_int("steps", steps, 1)
+    batch = check_int("batch", batch, 1)
+    lr = check_positive("lr", lr)
+    label_dropout = check_range("label_dropout", label_dropout, 0.0, 0.95)
+    label_smoothing = check_range("label_smoothing", label_smoothing, 0.0, 0.5)
+    seed = check_int("seed", seed, 0)
+    clock = check_choice("clock", clock, ("wall", "cpu"))
+    now = time.perf_counter if clock == "wall" else time.process_time
+    rows = corpus.train if rows is None else np.asarray(rows, dtype=int)
+    if rows.size == 0:
+        raise ValueError("rows (or corpus.train) must not be empty")
+    dev = next(model.parameters()).device
+    x_all = corpus.features[rows].astype(np.float32)
+    y_all = corpus.labels[rows]
+    _set_norms(model, x_all, y_all)
+    rng = np.random.default_rng(seed)
+    x_t = torch.as_tensor(x_all, device=dev)
+    tok = model.tokenizer
+    if isinstance(model, TinyARECHO) or model.target == "tokens":
+        val_tok = tok.encode_matrix(y_all)
+        meta = np.array([tok.meta_token(j) for j in range(len(tok.names))])
+    if isinstance(model, ParallelBaseline):
+        y_t = torch.as_tensor(y_all, dtype=torch.float32, device=dev)
+        if model.target == "tokens":
+            local = torch.as_tensor(val_tok - np.array(tok.offsets)[None], device=dev)
+            starts = np.concatenate([[0], np.cumsum(tok.sizes)])
+    devices = [dev] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # local: the caller's generator is untouched
+        torch.manual_seed(seed)  # dropout (if any) inside the fork
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+        ce = torch.nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=label_smoothing)
+        losses: list[float] = []
+        model.train()
+        t0, w0 = now(), time.perf_counter()
+        bar = None
+        if progress and steps is not None:
+            from ..core.progress import progress as _progress
+
+            bar = _progress(total=steps, desc=type(model).__name__)
+        k = 0
+        while True:
+            elapsed = now() - t0
+            if (steps is not None and k >= steps) or elapsed >= seconds:
+                break
+            frac = k / steps if steps is not None else elapsed / seconds
+            for g in opt.param_groups:
+                g["lr"] = lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+            idx = rng.integers(0, rows.size, size=min(batch, rows.size))
+            xb = x_t[idx]
+            if isinstance(model, TinyARECHO):
+                seq = torch.as_tensor(
+                    _batch_sequences(val_tok[idx], meta, rng, label_dropout), device=dev
+                )
+                logits = model(xb, seq[:, :-1])
+                loss = ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))  # eq. (9)
+            else:
+                out = model(xb)
+                if model.target == "tokens":
+                    loss = sum(
+                        torch.nn.functional.cross_entropy(
+                            out[:, starts[j] : starts[j + 1]],
+                            local[idx, j],
+                            label_smoothing=label_smoothing,
+                        )
+                        for j in range(len(tok.sizes))
+                    ) / len(tok.sizes)
+                else:  # "raw": every metric in its own units; "standardized": z-scored
+                    resid = out - (y_t[idx] - model.y_mu) / model.y_sd
+                    loss = resid.abs().mean() if model.loss == "l1" else resid.pow(2).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+            k += 1
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        model.eval()
+    return {
+        "steps": k,
+        "seconds": now() - t0,
+        "wall_seconds": time.perf_counter() - w0,
+        "clock": clock,
+        "loss": losses,
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# decoding
+# ----------------------------------------------------------------------------------------
+def _check_query(model, query) -> list[int]:
+    tok = model.tokenizer
+    if query is None or query == "all":
+        return list(range(len(tok.names)))
+    if isinstance(query, str):
+        query = [query]
+    out = [tok._metric(q) for q in query]
+    if not out:
+        raise ValueError("query must name at least one metric")
+    if len(set(out)) != len(out):
+        raise ValueError(f"query must not repeat a metric (got {list(query)})")
+    return out
+
+
+def _given_tokens(model, given, n: int) -> list[tuple[int, np.ndarray]]:
+    """``[(metric, value tokens (n,)), ...]`` for the ``given`` dict (values or arrays)."""
+    if given is None:
+        return []
+    if not isinstance(given, dict):
+        raise TypeError(f"given must be a dict metric -> value(s) (got {type(given).__name__})")
+    tok = model.tokenizer
+    out = []
+    for name, value in given.items():
+        j = tok._metric(name)
+        v = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
+        out.append((j, np.asarray(tok.encode(j, v)).reshape(n)))
+    return out
+
+
+def _prepare(model, features, query, mode, given, beam):
+    torch = _torch()
+    if not isinstance(model, TinyARECHO):
+        raise TypeError(f"model must be a TinyARECHO (got {type(model).__name__})")
+    mode = check_choice("mode", mode, MODES)
+    beam = check_int("beam", beam, 1, 1)  # deviation: greedy only (B = 1) in the book
+    dev = next(model.parameters()).device
+    if isinstance(features, torch.Tensor):
+        x = features.to(dev, torch.float32)
+    else:
+        x = torch.as_tensor(
+            check_array("features", features, ndim=(1, 2)), dtype=torch.float32, device=dev
+        )
+    if x.ndim == 1:
+        x = x[None]
+    q = _check_query(model, query)
+    g = _given_tokens(model, given, x.shape[0])
+    q = [j for j in q if j not in {j for j, _ in g}]
+    return x, q, g
