@@ -21,4 +21,7 @@ MIGRATED: tuple[str, ...] = (
     "ot_dro",
     "coreset",
     "ace",
+    "spot",
+    "cvrp",
+    "arecho",
 )

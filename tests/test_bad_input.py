@@ -14,9 +14,8 @@ Exempt by type: result containers (dataclasses, NamedTuples, enums: they hold wh
 given), exception types, modules, and objects re-exported from outside ``lab`` (torch, numpy...).
 The build tooling (``lab.tooling``) is not probed: notebooks and users do not call it.
 
-``lab.core`` and the chapters in ``MIGRATED`` (and ``CLEAN``) must have no offender. Every other
-chapter's test is an expected failure whose message lists its offenders, for that chapter's
-second pass to clear (then add the slug to ``MIGRATED``).
+``lab.core`` and every chapter (all of them are in ``tests/migration.py`` since their second
+pass) must have no offender; a failure lists the offending calls.
 """
 
 from __future__ import annotations
@@ -43,13 +42,8 @@ from migration import MIGRATED as _MIGRATED
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: chapters whose bad-input handling is enforced (the rest report their offenders as xfail):
-#: the migrated chapters of tests/migration.py
+#: the chapters in their second pass (tests/migration.py): since this round, every chapter
 MIGRATED = set(_MIGRATED)
-
-#: chapters not migrated yet that already answer every junk call clearly: kept that way (a
-#: ratchet; a chapter leaves this set only by joining MIGRATED)
-CLEAN = {"gmm_attention", "strategic", "traceability", "spot", "omiso"}
 
 #: seconds one call may take before it counts as an offender (junk should fail fast)
 TIMEOUT_S = 5
@@ -311,7 +305,5 @@ def test_core_answers_junk_clearly(tmp_path, monkeypatch):
 def test_chapter_answers_junk_clearly(slug, tmp_path, monkeypatch):
     calls, offenders = run_probe([f"lab.{slug}"], tmp_path, monkeypatch)
     assert calls > 0, f"lab.{slug} has no public callable to probe"
-    if slug in MIGRATED | CLEAN:
-        assert not offenders, _report(f"lab.{slug}", calls, offenders)
-    elif offenders:
-        pytest.xfail(_report(f"lab.{slug} (not migrated yet)", calls, offenders))
+    assert slug in MIGRATED, f"lab.{slug} is not in tests/migration.py"
+    assert not offenders, _report(f"lab.{slug}", calls, offenders)
