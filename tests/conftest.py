@@ -8,6 +8,8 @@
   project's 2-core machines, above all under ``pytest -n 2`` (per-op overhead and thread
   contention dominate; see :mod:`lab.core.runtime`). A test that needs another count scopes it
   with ``lab.small_problem_threads(n)``.
+- The browser tests of one page run next to each other and share one load of the page
+  (``_group_browser_tests``; ``tests/test_browser.py``'s ``OfflinePage``).
 
 The root ``conftest.py`` (what nbval must not collect) applies as well; the two coexist.
 """
@@ -19,8 +21,33 @@ import pytest
 CUDA_SKIP_REASON = "needs a CUDA GPU (torch.cuda.is_available() is False)"
 
 
+#: the browser tests of one page, in the order they run (they share one load of the page)
+BROWSER_ORDER = {
+    "test_page_works_offline": 0,
+    "test_every_precomputed_slider_changes_its_figure": 1,
+    "test_figures_are_readable_in_both_themes": 2,
+    "test_phone_width_no_sideways_scrolling_and_figures_fit": 3,
+}
+
+
+def _group_browser_tests(items) -> None:
+    """Put the tests of one page next to each other, in ``BROWSER_ORDER`` (the load check, the
+    sliders, the themes, the phone width): ``tests/test_browser.py``'s ``OfflinePage`` then
+    loads each page once for all of them. Other tests keep their places."""
+    slots = [i for i, it in enumerate(items) if it.module.__name__.endswith("test_browser")]
+
+    def key(it):
+        params = getattr(getattr(it, "callspec", None), "params", {})
+        return (str(params.get("path", "")), BROWSER_ORDER.get(it.originalname, -1))
+
+    for i, it in zip(slots, sorted((items[i] for i in slots), key=key), strict=True):
+        items[i] = it
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip every ``cuda``-marked test when torch sees no CUDA device."""
+    """Group the browser tests by page; skip every ``cuda``-marked test when torch sees no
+    CUDA device."""
+    _group_browser_tests(items)
     if not any(item.get_closest_marker("cuda") for item in items):
         return
     from lab.core.runtime import cuda_available

@@ -91,12 +91,22 @@ def browser():
             b.close()
 
 
+DESKTOP = {"width": 1200, "height": 1600}
+
+
 class OfflinePage:
-    """A page whose requests may only go to the local server; records what went wrong."""
+    """A page whose requests may only go to the local server; records what went wrong.
+
+    One per test module and worker: the tests of one page run one after the other (see
+    ``pytest_collection_modifyitems`` below) and share its load, so every check of a page runs
+    on the page as a reader gets it, and the book's heaviest pages are rendered once, not four
+    times. ``open`` of another page starts afresh (a new load, empty error lists).
+    """
 
     def __init__(self, browser, server: str):
         self.origin = server
-        self.context = browser.new_context(viewport={"width": 1200, "height": 1600})
+        self.current: str | None = None
+        self.context = browser.new_context(viewport=DESKTOP)
         self.off_machine: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
@@ -129,6 +139,15 @@ class OfflinePage:
             self.failed.append(f"{response.url}: HTTP {response.status}")
 
     def open(self, path: str) -> None:
+        """Load ``path`` at desktop width, unless it is the page the previous test loaded
+        (then its checks continue on that load)."""
+        if path == self.current and self.page.viewport_size == DESKTOP:
+            return
+        self.off_machine.clear()
+        self.failed.clear()
+        self.errors.clear()
+        self.page.set_viewport_size(DESKTOP)
+        self.current = path
         self.page.goto(f"{self.origin}/{path}", wait_until="load")
         # MathJax 3 typesets asynchronously; wait for its startup promise when it is present.
         self.page.evaluate(
@@ -152,7 +171,7 @@ class OfflinePage:
         self.context.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def offline(browser, server) -> Iterator[OfflinePage]:
     page = OfflinePage(browser, server)
     try:
