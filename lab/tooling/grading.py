@@ -17,7 +17,9 @@ Inside assignment tests, :func:`assert_close` gives students a readable failure 
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
 import re
@@ -116,8 +118,30 @@ def assign(
     )
 
 
+@contextlib.contextmanager
+def _grading_env():
+    """The environment the graded notebook's kernel inherits (as ``_otter`` gives its
+    subprocess): no progress bars, no static twins, no debugger file check."""
+    keys = {"LAB_PROGRESS": "0", "LAB_EXPLORE_STATIC": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    saved = {k: os.environ.get(k) for k in keys}
+    for k, v in keys.items():
+        os.environ.setdefault(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def grade(autograder: str | Path, notebook: str | Path) -> dict:
     """Grade ``notebook`` with an otter autograder zip.
+
+    Runs otter's grader in this process (``otter.api.grade_submission``: what ``otter run``
+    does, without starting and importing a second Python; the notebook still runs in its own
+    kernel).
 
     Returns ``{"score": s, "max": m, "fraction": s/m, "questions": {name: (score, max)}}``.
     """
@@ -125,17 +149,13 @@ def grade(autograder: str | Path, notebook: str | Path) -> dict:
     for name, p in (("autograder", autograder), ("notebook", notebook)):
         if not p.exists():
             raise ValueError(f"{name} file does not exist: {p}")
-    out = notebook.parent / f".grade-{notebook.stem}"
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    _otter("run", "-a", str(autograder), "-o", str(out), str(notebook))
-    data = json.loads((out / "results.json").read_text())
-    shutil.rmtree(out, ignore_errors=True)
+    from otter.api import grade_submission
+
+    with _grading_env(), contextlib.redirect_stdout(io.StringIO()):
+        results = grade_submission(str(notebook), str(autograder), quiet=True)
     questions = {
-        t["name"]: (float(t["score"]), float(t["max_score"]))
-        for t in data["tests"]
-        if t.get("max_score") is not None
+        name: (float(results.get_score(name)), float(tf.possible))
+        for name, tf in results.results.items()
     }
     score = sum(s for s, _ in questions.values())
     total = sum(m for _, m in questions.values())
