@@ -188,6 +188,97 @@ def test_explore_rejects_bad_input():
         ex.static_figure()
 
 
+def test_explore_memo_serves_both_faces_with_identical_figures():
+    calls = []
+
+    def counted(**values):
+        calls.append(values)
+        return _compute(**values)
+
+    ex = explore.explore(counted, _controls(), static="a", display=False)
+    assert len(calls) == 1 and ex.memo_misses == 1  # the default figure
+    twin = ex.static_figure()
+    grid = _controls()["a"].grid()
+    assert len(calls) == len(grid)  # the default was not computed twice
+    # the twin is the same as one computed without a memo
+    assert twin == explore.static_twin(_compute, _controls(), "a")
+    # a live move to a grid value is served by the memo: no call, the very figure
+    ex.widgets()
+    n = len(calls)
+    fig = ex.update(a=grid[-1])
+    assert len(calls) == n and ex.memo_hits >= 1
+    assert fig is ex._memo[ex._key(ex.values)][0]
+    assert explore._figure_dict(fig) == explore._figure_dict(_compute(a=grid[-1]))
+    # a value off the grid is computed once, then remembered
+    ex.update(mode="dots")
+    ex.update(mode="line")
+    ex.update(mode="dots")
+    assert len(calls) == n + 1
+    assert ex.figure.layout.title.text == f"a = {grid[-1]:.2f} (dots)"
+    # the widget path (what a learner's slider runs) uses the same memo
+    ex._widgets["mode"].value = "line"
+    assert len(calls) == n + 1 and ex.figure.layout.title.text == f"a = {grid[-1]:.2f} (line)"
+
+
+def test_explore_memo_keys_tell_apart_values_that_compare_equal():
+    seen = []
+
+    def compute(a):
+        seen.append(type(a))
+        return go.Figure(go.Scatter(y=[0]), layout_title_text=repr(a))
+
+    ex = explore.explore(compute, {"a": explore.FloatSlider(0, 2, 1, 1.0)}, display=False)
+    assert ex.update(a=1).layout.title.text == "1"  # int 1 == 1.0, but its figure differs
+    assert ex.update(a=True).layout.title.text == "True"
+    assert ex.update(a=-0.0).layout.title.text == "-0.0"
+    assert ex.update(a=1.0).layout.title.text == "1.0"  # the memo's first figure
+    ex.update(a=np.float64(1.0))
+    assert seen == [float, int, bool, float, np.float64]
+    # unhashable values are computed every time (never a wrong figure)
+    assert ex.update(a=[1, 2]).layout.title.text == "[1, 2]"
+
+
+def test_explorers_registry_holds_live_explorers_only():
+    import gc
+
+    ex = explore.explore(_compute, _controls(), display=False)
+    assert any(e is ex for e in explore.explorers())
+    ident = id(ex)
+    del ex
+    gc.collect()
+    assert all(id(e) != ident for e in explore.explorers())
+
+
+def test_widget_latency_probe_moves_every_control():
+    from lab.tooling import widgetbench as wb
+
+    vals = wb.probe_values(explore.FloatSlider(0.0, 1.0, 0.05, 0.3, static_points=5))
+    grid = explore.FloatSlider(0.0, 1.0, 0.05, 0.3, static_points=5).grid()
+    assert len(vals) == 3 and 0.3 not in vals
+    assert any(v not in grid for v in vals)  # a value between grid points, on the step
+    assert all(abs(v / 0.05 - round(v / 0.05)) < 1e-9 for v in vals)
+    assert wb.probe_values(explore.Dropdown(["a", "b", "c"], "b")) == ["a", "c"]
+    assert wb.probe_values(explore.Checkbox(False)) == [True, False]
+    assert len(wb.probe_values(explore.IntSlider(0, 20, 5))) == 3
+    log = wb.probe_values(explore.LogSlider(-3, 0, 0.01))
+    assert len(log) == 3 and all(1e-3 <= v <= 1 for v in log)
+    assert wb.probe_values(explore.RangeSlider(0, 10, (2, 5), static_values=[(0, 10)])) == [
+        (0, 10),
+        (2, 4),
+    ]
+    ex = explore.explore(_compute, _controls(), static="a", display=False)
+    ex.static_figure()
+    records = wb.time_live_updates([ex])
+    assert {r["control"] for r in records} == {"a", "mode", "log"}
+    assert all(r["seconds"] >= 0 for r in records)
+    assert any(r["memo_hit"] for r in records if r["static"])  # grid values come from the twin
+    assert ex.values == {k: c.value for k, c in _controls().items()}  # reset to the defaults
+    summary = wb.summarise(records)
+    assert summary["moves"] == len(records) and summary["max_s"] >= summary["median_s"]
+    with pytest.raises(ValueError, match="path"):
+        wb.measure_notebook("no-such-notebook.ipynb")
+
+
 def test_control_grids():
     assert explore.LogSlider(-3, 0, 0.01, static_points=4).grid() == pytest.approx(
         [1e-3, 1e-2, 1e-1, 1]
@@ -472,6 +563,40 @@ def test_performance_page_reads_every_toc_chapter(tmp_path):
     assert chapters.chapters(tmp_path) == ["b", "a"]
     text, fig = perf.page_markdown("cpu", tmp_path)
     assert fig is None and "No CPU benchmark has been run yet" in text
+
+
+def test_performance_page_shows_the_widget_latency_table(tmp_path):
+    import json
+
+    from lab.tooling import perf
+    from lab.tooling.bench import SCHEMA
+
+    (tmp_path / "_toc.yml").write_text("root: book/intro\nparts:\n  - chapters: []\n")
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    target = "median <= 150 ms, max <= 1 s"
+    res = {
+        "schema": SCHEMA,
+        "machine": {"cpu": "test cpu", "cpu_count": 2, "load_avg_1min": 1.0},
+        "date": "2026-12-01T00:00:00+00:00",
+        "threads": 1,
+        "cases": [
+            {
+                "case": "eos/01-three-regimes",
+                "target": target,
+                "rows": [{"role": "fast", "name": "live", "seconds": 0.05, "moves": 12}],
+                "metrics": {"median_ms": 50.0, "max_ms": 568.0, "memo_hits": 4,
+                            "slowest": "f: steps = 9", "meets_target": True},
+            },
+            {"case": "x/02-broken", "target": target, "rows": [], "metrics": {"error": "Boom"}},
+            {"case": "all notebooks", "target": target, "rows": [], "metrics": {}},
+        ],
+    }  # fmt: skip
+    (results / "widgets-cpu.json").write_text(json.dumps(res))
+    text, _ = perf.page_markdown("cpu", tmp_path)
+    assert "**Live widgets**" in text and target in text
+    assert "| eos/01-three-regimes | 50 ms | 568 ms | 12 (4) | f: steps = 9 | yes |" in text
+    assert "failed: Boom" in text and "all notebooks" not in text
 
 
 def test_chapters_are_read_from_the_toc(tmp_path):

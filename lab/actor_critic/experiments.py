@@ -202,7 +202,13 @@ def cached_run(
         eval_points=60,
         show_progress=False,
     )
-    pg = (
-        exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60) if with_pg else None
-    )
+    pg = _cached_pg(p_actor, c_actor, K, seed, n_states, gamma) if with_pg else None
     return hist, pg
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_pg(p_actor: float, c_actor: float, K: int, seed: int, n_states: int, gamma: float):
+    """Exact policy-gradient ascent with the actor's schedule: it does not depend on the critic,
+    so a widget that moves a critic setting reuses it."""
+    mdp = random_mdp(n_states, 3, gamma, seed)
+    return exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60)

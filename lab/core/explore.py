@@ -17,6 +17,13 @@ ends do not know the second type and show the widget; the book's renderer
 (:mod:`lab.tooling.mime`) prefers the second. ``LAB_EXPLORE_STATIC=0`` skips computing the twin
 (for fast local play).
 
+One memo serves both faces: every figure ``compute`` returns is kept, keyed on the exact control
+values, with its JSON-safe dict; the static twin fills it for the whole grid of its control, so
+a live move to a grid value (or back to a value already seen) redraws without calling
+``compute``. ``compute`` must therefore be a function of its arguments (it is: the twin already
+assumes so). :func:`explorers` lists the explorers alive in the process (the widget-latency
+benchmark, ``benchmarks/bench_widgets.py``, times their live updates).
+
 Widget code never hides a result: notebooks assert on what ``lab`` returns, never on a
 widget.
 
@@ -37,6 +44,8 @@ import itertools
 import json
 import math
 import os
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,10 +65,12 @@ __all__ = [
     "Checkbox",
     "Explorer",
     "explore",
+    "explorers",
 ]
 
 EXPLORE_MIME = "application/vnd.optlab.explore+json"
 MAX_STATIC_FRAMES = 61
+MEMO_SIZE = 256  # figures kept per explorer (the static grid is at most MAX_STATIC_FRAMES)
 
 
 # ----------------------------------------------------------------------------------------
@@ -465,10 +476,15 @@ def static_twin(
     controls: dict[str, Control],
     static: str,
     caption: str | None = None,
+    *,
+    figures: Callable[[dict], dict] | None = None,
 ) -> dict:
     """Precompute ``compute`` over the grid of one control and return a plotly figure dict
     with one frame per grid value and a slider (or buttons, for a dropdown) that switches
-    frames. The other controls stay at their defaults."""
+    frames. The other controls stay at their defaults.
+
+    ``figures(values) -> figure dict`` replaces ``_figure_dict(compute(**values))`` (an
+    :class:`Explorer` passes its memo, so that the live face reuses the twin's figures)."""
     if static not in controls:
         raise ValueError(f"static must name one of the controls {list(controls)} (got {static!r})")
     defaults = {k: c.value for k, c in controls.items()}
@@ -478,7 +494,12 @@ def static_twin(
         raise ValueError(
             f"the static grid of {static!r} has {len(grid)} values; at most {MAX_STATIC_FRAMES}"
         )
-    figs = [_figure_dict(compute(**{**defaults, static: v})) for v in grid]
+    if figures is None:
+
+        def figures(values: dict) -> dict:
+            return _figure_dict(compute(**values))
+
+    figs = [figures({**defaults, static: v}) for v in grid]
     n_traces = {len(f["data"]) for f in figs}
     if len(n_traces) != 1:
         raise ValueError(
@@ -581,18 +602,54 @@ class Explorer:
         self.title = title
         self.caption = caption
         self.values = {k: c.value for k, c in controls.items()}
+        # one memo for both faces: key of the control values -> [figure, figure dict or None]
+        self._memo: OrderedDict[tuple, list] = OrderedDict()
+        self.memo_hits = 0
+        self.memo_misses = 0
         self.figure = self._compute(self.values)
         self._widgets: dict[str, Any] | None = None
         self._box = None
         self._out = None
         self._static: dict | None = None
+        _REGISTRY.append(weakref.ref(self))
 
     # -- computing ---------------------------------------------------------------------
-    def _compute(self, values: dict) -> Any:
+    def _key(self, values: dict) -> tuple | None:
+        """The memo key of a set of control values (None when a value is not hashable)."""
+        try:
+            key = tuple((k, _memo_key(values[k])) for k in self.controls)
+            hash(key)
+        except (TypeError, KeyError):
+            return None
+        return key
+
+    def _entry(self, values: dict) -> list:
+        """The memo entry ``[figure, figure dict or None]`` of ``values``, computed on a miss."""
+        key = self._key(values)
+        if key is not None and key in self._memo:
+            self.memo_hits += 1
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        self.memo_misses += 1
         fig = self.compute(**values)
         if not hasattr(fig, "to_json"):
             raise TypeError(f"compute must return a plotly Figure (got {type(fig).__name__})")
-        return fig
+        entry = [fig, None]
+        if key is not None:
+            self._memo[key] = entry
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return entry
+
+    def _compute(self, values: dict) -> Any:
+        return self._entry(values)[0]
+
+    def _figure_dict_of(self, values: dict) -> dict:
+        """The JSON-safe dict of ``values``' figure (memoised with the figure)."""
+        entry = self._entry(values)
+        if entry[1] is None:
+            entry[1] = _figure_dict(entry[0])
+        return entry[1]
 
     def update(self, **values: Any) -> Any:
         """Set some parameters (as a widget would) and recompute the figure."""
@@ -613,7 +670,13 @@ class Explorer:
     def static_figure(self) -> dict:
         """The kernel-free twin (plotly figure dict with frames), computed once."""
         if self._static is None:
-            self._static = static_twin(self.compute, self.controls, self.static, self.caption)
+            self._static = static_twin(
+                self.compute,
+                self.controls,
+                self.static,
+                self.caption,
+                figures=self._figure_dict_of,
+            )
         return self._static
 
     # -- widgets -----------------------------------------------------------------------
@@ -655,9 +718,16 @@ class Explorer:
 
         # The plotly mime bundle is written directly: going through plotly's renderers
         # (display(fig)) imports nbformat/jsonschema, several seconds on first use.
+        entry = self._memo.get(self._key(self.values) or ())
+        if entry is not None and entry[0] is self.figure:
+            if entry[1] is None:
+                entry[1] = _figure_dict(self.figure)
+            fig_dict = entry[1]
+        else:  # pragma: no cover - values that cannot be memoised
+            fig_dict = _figure_dict(self.figure)
         bundle = {
             "application/vnd.plotly.v1+json": {
-                **_figure_dict(self.figure),
+                **fig_dict,
                 "config": {"responsive": True},
             },
             "text/plain": f"<plotly figure: {len(self.figure.data)} traces>",
@@ -682,6 +752,31 @@ class Explorer:
         if _static_enabled():
             bundle[EXPLORE_MIME] = self.static_figure()
         return bundle
+
+
+def _memo_key(value: Any) -> Any:
+    """A hashable stand-in for one control value that tells apart what ``==`` conflates
+    (``1``, ``1.0`` and ``True``; ``0.0`` and ``-0.0``): a memo must never swap figures."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_memo_key(v) for v in value))
+    if isinstance(value, float):  # repr is exact, and tells -0.0 (and np.float64) apart
+        return (type(value).__name__, repr(value))
+    return (type(value).__name__, value)
+
+
+_REGISTRY: list[weakref.ref] = []
+
+
+def explorers() -> list[Explorer]:
+    """The :class:`Explorer` objects of this process that are still alive, oldest first.
+
+    A displayed explorer lives as long as its widgets; the widget-latency benchmark
+    (``benchmarks/bench_widgets.py``) executes a notebook and times the live updates of
+    every explorer it built.
+    """
+    alive = [ex for ex in (r() for r in _REGISTRY) if ex is not None]
+    _REGISTRY[:] = [weakref.ref(ex) for ex in alive]
+    return alive
 
 
 def _static_enabled() -> bool:

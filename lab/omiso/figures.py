@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from lab.core.checks import check_int, check_positive
 from lab.omiso.array import UtahArraySim
 from lab.omiso.models import METHODS
 
@@ -220,14 +221,27 @@ def target_figure(angle: float = 60.0, radius: float = 1.5, n_show: int = 200):
 DRIFTS = (0.0, 0.01, 0.02, 0.03)
 
 
-@lru_cache(maxsize=8)
+DRIFT_Q = 0.002  # the process noise the notebook's drift sessions use (drift_figure's default)
+DRIFT_SEEDS = (0, 1, 2, 3)
+
+
 def drift_sessions(
-    q_proc: float, seeds: tuple = (0, 1, 2, 3), n_test: int = 400, device: str | None = None
+    q_proc: float, seeds: tuple = DRIFT_SEEDS, n_test: int = 400, device: str | None = None
 ) -> dict:
     """All four methods at every drift level of ``DRIFTS`` on the same sessions (batched).
 
+    Memoised on the normalised arguments (``drift_sessions(0.002, (0, 1, 2, 3))`` and
+    ``drift_sessions(0.002)`` are one run).
+
     See: book/omiso/03-closing-the-loop.ipynb
     """
+    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
+    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    return _drift_sessions(q_proc, seeds, check_int("n_test", n_test, 1), device)
+
+
+@lru_cache(maxsize=8)
+def _drift_sessions(q_proc: float, seeds: tuple, n_test: int, device: str | None) -> dict:
     from lab.omiso.fast import simulate_batch
 
     rows = [(dr, s, m) for dr in DRIFTS for s in seeds for m in METHODS]
@@ -242,20 +256,40 @@ def drift_sessions(
     return {"rows": rows, **out}
 
 
+@lru_cache(maxsize=32)
+def _omiso_drift_errors(drift: float, q_proc: float, seeds: tuple) -> np.ndarray:
+    """OMiSO's closed-loop errors at one drift level: the only method that uses ``q_proc``
+    (the sessions are independent, so these rows equal those of ``drift_sessions(q_proc)``)."""
+    from lab.omiso.fast import simulate_batch
+
+    out = simulate_batch(
+        list(seeds), "omiso", n_test=400, drift=[drift] * len(seeds), q_proc=q_proc
+    )
+    return out["errors"]
+
+
 def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
     """Running mean error of the four methods at one drift level (mean over sessions).
+
+    Static, MiSO and random do not use ``q_proc``: their rows come from the notebook's
+    ``drift_sessions(DRIFT_Q)``, and a new ``q_proc`` re-simulates OMiSO at this drift only.
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
     import plotly.graph_objects as go
 
-    d = drift_sessions(float(q_proc))
+    q_proc = float(q_proc)
+    level = next((x for x in DRIFTS if np.isclose(x, drift)), None)
+    d = drift_sessions(DRIFT_Q if level is not None else q_proc)
     fig = go.Figure()
     n = d["errors"].shape[1]
     t = np.arange(1, n + 1)
     for m in METHODS:
         idx = [i for i, r in enumerate(d["rows"]) if np.isclose(r[0], drift) and r[2] == m]
-        e = d["errors"][idx].mean(0)
+        if m == "omiso" and level is not None and q_proc != DRIFT_Q:
+            e = _omiso_drift_errors(level, q_proc, DRIFT_SEEDS).mean(0)
+        else:
+            e = d["errors"][idx].mean(0)
         run = np.cumsum(e) / t
         fig.add_scatter(
             x=t[::2],

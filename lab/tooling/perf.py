@@ -175,6 +175,39 @@ def speedup_figure(results: dict[str, dict | None]) -> dict | None:
     }
 
 
+def widgets_markdown(res: dict) -> str:
+    """The live-widget latency table (``benchmarks/results/widgets-<kind>.json``, written by
+    ``benchmarks/bench_widgets.py``): one row per notebook, median and slowest live update."""
+    lines = [
+        "| notebook | median move | slowest move | moves (from the memo) | slowest control | "
+        "target met |",
+        "|---|---|---|---|---|---|",
+    ]
+    target = None
+    for case in res.get("cases", []):
+        m = case.get("metrics") or {}
+        target = target or case.get("target")
+        if case["case"] == "all notebooks":
+            continue
+        if "error" in m:
+            cells = [case["case"], "", "", "", f"failed: {m['error']}", "no"]
+        elif "median_ms" not in m:
+            cells = [case["case"], "", "", "0", "no widget", ""]
+        else:
+            moves = next((r.get("moves") for r in case.get("rows", []) if r.get("moves")), "")
+            cells = [
+                case["case"],
+                f"{m['median_ms']:.0f} ms",
+                f"{m['max_ms']:.0f} ms",
+                f"{moves} ({m.get('memo_hits', 0)})",
+                m.get("slowest", ""),
+                "yes" if m.get("meets_target") else "**no**",
+            ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    head = f"Target per notebook: {target}.\n\n" if target else ""
+    return head + "\n".join(lines)
+
+
 def page_markdown(kind: str = "cpu", root: Path = ROOT) -> tuple[str, dict | None]:
     """The generated part of the performance page: markdown and the speed-up figure."""
     results = load_results(kind, root)
@@ -196,4 +229,14 @@ def page_markdown(kind: str = "cpu", root: Path = ROOT) -> tuple[str, dict | Non
             f"No {kind.upper()} benchmark has been run yet "
             f"(`make bench{' GPU=1' if kind == 'gpu' else ''}` writes the results files)."
         ]
+    widgets = root / "benchmarks" / "results" / f"widgets-{kind}.json"
+    if widgets.exists():
+        res = json.loads(widgets.read_text())
+        if res.get("schema") == SCHEMA:
+            parts.append(
+                "\n**Live widgets** (`benchmarks/bench_widgets.py`): the wait after moving a "
+                "control of a notebook's `explore` widget in a kernel (compute, serialisation "
+                "and redraw), three values per control, grid values of the static twin and "
+                "values between them.\n\n" + stamp(res) + "\n\n" + widgets_markdown(res) + "\n"
+            )
     return "\n".join(parts), speedup_figure(results)

@@ -1,0 +1,95 @@
+"""Live-widget latency: the wait after a learner moves a slider, notebook by notebook.
+
+Executes each notebook in a fresh kernel (``LAB_PROGRESS=0``), then, in that kernel, moves
+every control of every ``explore`` widget the notebook built to three values (grid values of
+the static twin and values between them, the ones a learner's slider hits) and times the live
+update: compute function, serialisation and redraw (:mod:`lab.tooling.widgetbench`). Target
+(the design's chapter contract): per notebook, median <= 150 ms and slowest <= 1 s on 2 cores.
+One case per notebook; the "fast" row is the median move, the metrics hold the maximum, the
+slowest move and the memo hits (moves served by the figures the static twin precomputed).
+
+    python benchmarks/bench_widgets.py            # every toc notebook (~20 min on 2 cores)
+    python benchmarks/bench_widgets.py --quick    # one small notebook (< 20 s)
+    python benchmarks/bench_widgets.py --notebooks book/coreset/03-training-under-noise.ipynb
+
+``--threads``, ``--reps`` and ``--gpu`` do not apply (each kernel runs the notebook's own
+``lab.setup``; every move is timed once, as a learner makes it).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lab.core.chapters import toc_notebooks  # noqa: E402
+from lab.tooling.bench import ROOT, Benchmark  # noqa: E402
+from lab.tooling.widgetbench import TARGET_MAX_S, TARGET_MEDIAN_S, measure_notebook  # noqa: E402
+
+QUICK = ["book/eos/01-three-regimes.ipynb"]
+TARGET = f"median <= {TARGET_MEDIAN_S * 1e3:.0f} ms, max <= {TARGET_MAX_S:.0f} s"
+
+
+def main() -> None:
+    bench = Benchmark("widgets", __doc__)
+    bench.add_argument(
+        "--notebooks", nargs="+", default=None, help="notebooks to measure (default: the toc's)"
+    )
+    bench.add_argument("--output", default=None, help="results file (default: the usual path)")
+    args = bench.args
+    if args.notebooks:
+        paths = [Path(p).resolve() for p in args.notebooks]
+    elif bench.quick:
+        paths = [ROOT / p for p in QUICK]
+    else:
+        paths = toc_notebooks(ROOT)
+    medians, failed, over = [], [], []
+    for path in paths:
+        rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        name = str(rel).removeprefix("book/").removesuffix(".ipynb")
+        with bench.case(name, target=TARGET, notebook=str(rel)) as case:
+            try:
+                res = measure_notebook(path)
+            except Exception as err:  # a notebook that fails to execute is reported, not fatal
+                case.metric("error", f"{type(err).__name__}: {str(err)[:200]}")
+                failed.append(name)
+                continue
+            case.metric("execute_s", round(res["execute_s"], 1))
+            if not res["moves"]:
+                case.metric("moves", 0)
+                continue
+            case.record(
+                "fast",
+                "live update, median move",
+                res["median_s"],
+                moves=res["moves"],
+                widgets=res["widgets"],
+            )
+            case.metric("median_ms", round(res["median_s"] * 1e3, 1))
+            case.metric("max_ms", round(res["max_s"] * 1e3, 1))
+            case.metric("memo_hits", res["memo_hits"])
+            case.metric("slowest", res["slowest"])
+            case.metric("meets_target", res["meets_target"])
+            medians.append(res["median_s"])
+            if not res["meets_target"]:
+                over.append(name)
+            print(
+                f"   {name}: median {res['median_s'] * 1e3:.0f} ms, max {res['max_s'] * 1e3:.0f} ms"
+                f" over {res['moves']} moves ({res['memo_hits']} from the memo);"
+                f" executed in {res['execute_s']:.0f} s",
+                flush=True,
+            )
+    with bench.case("all notebooks", target=TARGET) as case:
+        case.metric("notebooks", len(paths))
+        case.metric("over_target", ", ".join(over) or "none")
+        if failed:
+            case.metric("failed", ", ".join(failed))
+        if medians:
+            case.record("fast", "median of the notebooks' medians", statistics.median(medians))
+    bench.finish(args.output)
+
+
+if __name__ == "__main__":
+    main()
