@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,7 +152,9 @@ def grade(autograder: str | Path, notebook: str | Path) -> dict:
             raise ValueError(f"{name} file does not exist: {p}")
     from otter.api import grade_submission
 
-    with _grading_env(), contextlib.redirect_stdout(io.StringIO()):
+    with _grading_env(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        # otter's own use of pandas (DataFrame.drop(inplace=True)) is deprecated upstream
+        warnings.filterwarnings("ignore", message="The inplace keyword", module="otter")
         results = grade_submission(str(notebook), str(autograder), quiet=True)
     questions = {
         name: (float(results.get_score(name)), float(tf.possible))
