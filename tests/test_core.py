@@ -892,3 +892,20 @@ def test_rates_bad_input():
         exponent_ci(k, np.ones((3, 9)))
     with pytest.raises(ValueError, match=r"level must lie in \(0, 1\)"):
         exponent_ci(k, np.ones((3, 10)), level=1.0)
+
+
+def test_mean_ci_is_the_student_t_interval():
+    from scipy import stats
+
+    from lab.core.rates import mean_ci
+
+    v = np.array([0.1, -0.3, 0.25, 0.05])
+    ci = mean_ci(v, level=0.9)
+    lo, hi = stats.t.interval(0.9, v.size - 1, loc=v.mean(), scale=stats.sem(v))
+    assert ci.mean == pytest.approx(v.mean()) and ci.n == 4 and ci.level == 0.9
+    assert (ci.low, ci.high) == pytest.approx((lo, hi), rel=1e-12)
+    assert ci.se == pytest.approx(stats.sem(v), rel=1e-12)
+    with pytest.raises(ValueError, match="values"):
+        mean_ci([1.0])
+    with pytest.raises(ValueError, match="level"):
+        mean_ci(v, level=1.0)

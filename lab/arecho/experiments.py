@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_array, check_int
+from lab.core.rates import mean_ci
 
 from .corpus import Corpus, load_corpus
 from .reference import MODES, PAD, SOS, MetricTokenizer
@@ -382,14 +383,8 @@ def mean_interval(values: Any, level: float = 0.95) -> dict[str, float]:
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    from scipy.stats import t as student
-
-    v = check_array("values", values, ndim=1, min_size=2)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1) (got {level!r})")
-    half = student.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
-    m = float(v.mean())
-    return {"mean": m, "lo": m - float(half), "hi": m + float(half), "n": int(v.size)}
+    ci = mean_ci(values, level=level)  # the book's one t-interval over seeds
+    return {"mean": ci.mean, "lo": ci.low, "hi": ci.high, "n": ci.n}
 
 
 def seed_study(

@@ -3,7 +3,8 @@
 - :mod:`lab.core.runtime`: ``device()``, ``resolve_device()``, ``seed()``, ``setup()``, the CPU
   thread policy.
 - :mod:`lab.core.data`: shared data sets (``digits()``: split, standardised on training rows).
-- :mod:`lab.core.rates`: rate fits (``power_law_fit``, ``exponential_fit``, ``exponent_ci``).
+- :mod:`lab.core.rates`: rate fits (``power_law_fit``, ``exponential_fit``, ``exponent_ci``) and the
+  t-interval of a mean over seeds (``mean_ci``).
 - :mod:`lab.core.checks`: argument validation with messages that name argument, value, range.
 - :mod:`lab.core.style`: the book's matplotlib style and plotly template.
 - :mod:`lab.core.explore`: the one widget helper (live ipywidgets + kernel-free plotly twin).
@@ -29,9 +30,11 @@ from .progress import progress
 from .rates import (
     ExponentCI,
     ExponentialFit,
+    MeanCI,
     PowerLawFit,
     exponent_ci,
     exponential_fit,
+    mean_ci,
     power_law_fit,
 )
 from .runtime import (
@@ -56,8 +59,10 @@ __all__ = [
     "DigitsSplit",
     "digits",
     "ExponentCI",
+    "MeanCI",
     "ExponentialFit",
     "exponent_ci",
+    "mean_ci",
     "exponential_fit",
     "PowerLawFit",
     "power_law_fit",

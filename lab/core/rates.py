@@ -28,6 +28,8 @@ __all__ = [
     "power_law_fit",
     "exponential_fit",
     "exponent_ci",
+    "MeanCI",
+    "mean_ci",
 ]
 
 
@@ -262,7 +264,6 @@ def exponent_ci(x: Any, ys_per_seed: Any, *, level: float = 0.95, window: Any = 
     -------
     ExponentCI
     """
-    from scipy import stats
 
     x = check_array("x", x, ndim=1, min_size=2)
     ys = check_array("ys_per_seed", ys_per_seed, ndim=2)
@@ -274,7 +275,46 @@ def exponent_ci(x: Any, ys_per_seed: Any, *, level: float = 0.95, window: Any = 
         raise ValueError(f"ys_per_seed needs at least 2 seeds (rows) (got {ys.shape[0]})")
     level = check_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     p = np.array([power_law_fit(x, row, window=window).exponent for row in ys])
-    k = p.size
-    mean = float(p.mean())
-    half = float(stats.t.ppf(0.5 + level / 2, k - 1) * p.std(ddof=1) / math.sqrt(k))
-    return ExponentCI(mean, mean - half, mean + half, level, p)
+    ci = mean_ci(p, level=level)
+    return ExponentCI(ci.mean, ci.low, ci.high, level, p)
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """A mean over independent replications (seeds) with its two-sided Student-t interval
+    ``mean -/+ t_{(1+level)/2, n-1} * sd / sqrt(n)`` (``se = sd / sqrt(n)``)."""
+
+    mean: float
+    low: float
+    high: float
+    se: float
+    n: int
+    level: float
+
+
+def mean_ci(values: Any, *, level: float = 0.95) -> MeanCI:
+    """The mean of ``values`` (one per seed, at least 2) and its Student-t interval.
+
+    The interval every "over seeds" rule of the book reads (``lab.core.claims.ci_*``):
+    :func:`exponent_ci` applies it to per-seed exponents; chapters apply it to per-seed
+    errors or paired differences.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+        Finite, ``n >= 2``.
+    level : float
+        Confidence level in ``(0, 1)``.
+
+    Returns
+    -------
+    MeanCI
+    """
+    from scipy import stats
+
+    v = check_array("values", values, ndim=1, min_size=2)
+    level = check_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    mean = float(v.mean())
+    se = float(v.std(ddof=1) / math.sqrt(v.size))
+    half = float(stats.t.ppf(0.5 + level / 2, v.size - 1)) * se
+    return MeanCI(mean, mean - half, mean + half, se, int(v.size), level)

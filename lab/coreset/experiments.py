@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
 from lab.core.progress import progress
+from lab.core.rates import mean_ci
 from lab.coreset.models import WHERE, CoresetTrainer, History, make_mlp
 from lab.coreset.reference import (
     METHODS,
@@ -402,7 +403,6 @@ def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, fl
 
     See: book/coreset/02-label-noise.ipynb
     """
-    from scipy import stats
 
     a = check_array("a", a, ndim=1, min_size=1)
     b = check_array("b", b, ndim=1, min_size=1)
@@ -413,6 +413,5 @@ def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, fl
     m = float(d.mean())
     if d.size < 2:
         return {"mean": m, "se": math.inf, "lo": -math.inf, "hi": math.inf, "n": 1}
-    se = float(d.std(ddof=1) / math.sqrt(d.size))
-    half = float(stats.t.ppf(0.5 + level / 2, d.size - 1)) * se
-    return {"mean": m, "se": se, "lo": m - half, "hi": m + half, "n": int(d.size)}
+    ci = mean_ci(d, level=level)
+    return {"mean": ci.mean, "se": ci.se, "lo": ci.low, "hi": ci.high, "n": ci.n}

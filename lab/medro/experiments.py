@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.checks import check_choice, check_int, check_positive
+from ..core.rates import mean_ci
 from ..core.runtime import resolve_device
 from .data import GroupSplit, WaterDigits
 from .fast import group_risks
@@ -296,7 +297,6 @@ def paired_ci(a: Any, b: Any, *, level: float = 0.95) -> tuple[float, float, flo
 
     See: book/medro/02-water-digits.ipynb
     """
-    from scipy import stats
 
     try:
         d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
@@ -307,8 +307,8 @@ def paired_ci(a: Any, b: Any, *, level: float = 0.95) -> tuple[float, float, flo
     level = check_positive("level", level)
     if level >= 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    half = stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
-    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
+    ci = mean_ci(d, level=level)
+    return ci.mean, ci.low, ci.high
 
 
 def compare(data: Any, methods: Any = METHODS, *, seeds: Any = (0, 1, 2), **kw: Any) -> dict:
