@@ -21,11 +21,21 @@ help:
 	@echo "make gpu-check          CUDA tests + GPU benchmarks (on a CUDA box)"
 
 # -- set-up ------------------------------------------------------------------------------
+# rfc3987-syntax (pulled in by jupyter-events through jsonschema[format-nongpl]) compiles 39 lark
+# grammars whenever jsonschema is imported: 1.3 s per Python process on an idle core, up to 6 s
+# under load, paid by every process that imports nbformat or otter (each graded kernel, nbval,
+# jupyter-book). jsonschema skips the one format it serves ("iri") when it is absent; nothing of
+# ours validates IRIs. So it is removed after the install.
+NO_RFC3987 := $(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 # constraints.txt pins torch to the CPU wheel these machines carry; pyproject keeps torch>=2.3.
+# --no-compile: pip byte-compiles every module of every package it installs (torch, scipy,
+# sympy, ... one core, most of the install: 160 s with it, 50 s without, measured here); without
+# it Python compiles, once, only the modules that are imported (a few seconds in all).
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[dev]'
+	$(NO_RFC3987)
 	@touch $(STAMP)
 
 # MathJax, require.js and the ipywidgets html-manager, served from the book itself (no CDN).

@@ -24,8 +24,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,21 +70,6 @@ class AssignmentBuild:
     autograder: Path
 
 
-def _otter(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.setdefault("LAB_PROGRESS", "0")
-    env.setdefault("LAB_EXPLORE_STATIC", "0")
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "otter", *args], cwd=cwd, env=env, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"otter {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    return proc
-
-
 def assign(
     slug: str,
     out_dir: str | Path | None = None,
@@ -107,10 +90,25 @@ def assign(
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    args = ["assign", str(master), str(out)]
-    if not run_tests:
-        args.insert(1, "--no-run-tests")
-    _otter(*args, cwd=master.parent)
+    from otter.assign import main as otter_assign
+
+    # otter's assign in this process (what ``otter assign`` runs, without starting and
+    # importing a second Python: about 5 s a call on these machines); its log goes to a buffer
+    # that a failure quotes.
+    log = io.StringIO()
+    try:
+        with (
+            _grading_env(),
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore", DeprecationWarning)
+            otter_assign(str(master), str(out), no_run_tests=not run_tests)
+    except Exception as err:
+        raise RuntimeError(
+            f"otter assign {master} failed: {err}\n{log.getvalue()[-3000:]}"
+        ) from err
     zips = sorted((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"expected one autograder zip in {out / 'autograder'}, found {zips}")
@@ -121,8 +119,8 @@ def assign(
 
 @contextlib.contextmanager
 def _grading_env():
-    """The environment the graded notebook's kernel inherits (as ``_otter`` gives its
-    subprocess): no progress bars, no static twins, no debugger file check."""
+    """The environment the notebook's kernel inherits while otter assigns or grades: no
+    progress bars, no static twins, no debugger file check."""
     keys = {"LAB_PROGRESS": "0", "LAB_EXPLORE_STATIC": "0", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     saved = {k: os.environ.get(k) for k in keys}
     for k, v in keys.items():
