@@ -434,3 +434,19 @@ def test_identity_attention_module_matches_reference():
 def test_attention_modules_bad_input(make):
     with pytest.raises((ValueError, TypeError)):
         make()
+
+
+def test_temperature_curves_match_temperature_curve():
+    """The live figure's layered curve cache equals the direct computation exactly, for the
+    layer asked and every fewer one it stored on the way."""
+    from lab.gmm_attention import figures
+
+    betas, errs3, raw = figures.temperature_curves(16, 3, 2.0, 3)
+    for n in (1, 3):
+        direct, raw_direct = figures.temperature_curve(betas, 16, 3, 2.0, n, n_seq=100)
+        assert np.array_equal(figures.temperature_curves(16, 3, 2.0, n)[1], direct)
+        assert raw == raw_direct
+    assert np.array_equal(errs3, figures.temperature_curves(16, 3, 2.0, 3)[1])
+    for kwargs in ({"L": 4}, {"K": 6}, {"separation": -1.0}, {"n_layers": 0}, {"L": "x"}):
+        with pytest.raises((ValueError, TypeError)):
+            figures.temperature_curves(**kwargs)

@@ -18,6 +18,7 @@ from .mixture import sample_gmm, sample_in_context, symmetric_means
 from .reference import (
     SCORES,
     TrainHistory,
+    _own_cluster_means,
     identity_attention,
     in_context_error,
     population_risk_symmetric,
@@ -34,6 +35,8 @@ __all__ = [
     "symmetric_coordinates",
     "temperature_figure",
     "temperature_curve",
+    "temperature_curves",
+    "CURVE_BETAS",
 ]
 
 HEAD_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7")
@@ -283,11 +286,58 @@ def temperature_curve(
     return errs, in_context_error(X, z, 0.0, 0)
 
 
-@functools.lru_cache(maxsize=64)
-def _curve_cached(L, K, separation, n_layers):
-    betas = np.geomspace(0.01, 10, 25)
-    errs, raw = temperature_curve(betas, L, K, separation, n_layers, n_seq=100)
-    return betas, errs, raw
+CURVE_BETAS = np.geomspace(0.01, 10, 25)  # the beta grid of the live figure's error curve
+CURVE_SEQUENCES = 100  # sequences behind the live figure's error curve
+
+
+class _LayerStack:
+    """The outputs of 0, 1, 2, ... identity layers at every beta of :data:`CURVE_BETAS` on the
+    live figure's fixed sequences, grown one layer at a time (so the curve of ``n`` layers costs
+    only the layers not yet applied). Layer ``n`` is ``identity_attention(previous, beta, 1)``,
+    the same operations as ``identity_attention(X, beta, n)``: the errors equal
+    :func:`temperature_curve`'s exactly."""
+
+    def __init__(self, L: int, K: int, separation: float):
+        X, z = _context_data(CURVE_SEQUENCES, L, K, separation, 0)
+        self.X, self.z = X, z
+        self.target = _own_cluster_means(X, z.astype(int))
+        self.raw = in_context_error(X, z, 0.0, 0)
+        self.states = [X for _ in CURVE_BETAS]
+        self.errors: dict[int, np.ndarray] = {}
+
+    def curve(self, n_layers: int) -> np.ndarray:
+        while len(self.errors) < n_layers:
+            self.states = [
+                identity_attention(Y, float(b), 1)
+                for Y, b in zip(self.states, CURVE_BETAS, strict=True)
+            ]
+            self.errors[len(self.errors) + 1] = np.array(
+                [float(np.mean(np.sum((Y - self.target) ** 2, axis=-1))) for Y in self.states]
+            )
+        return self.errors[n_layers]
+
+
+@functools.lru_cache(maxsize=16)
+def _layer_stack(L: int, K: int, separation: float) -> _LayerStack:
+    return _LayerStack(L, K, separation)
+
+
+def temperature_curves(L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1):
+    """The error curve of :func:`temperature_figure` (memoised): in-context error of
+    ``n_layers`` identity layers at every beta of :data:`CURVE_BETAS` on its 100 fixed sequences,
+    plus the raw-token error. Asking for ``n_layers`` also stores the curves of fewer layers.
+    A notebook calls it ahead of a widget so that the widget's moves redraw without computing.
+
+    Returns ``(betas, errors, raw_error)``.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    L = check_int("L", L, 8, 2048)
+    K = check_int("K", K, 2, 5)
+    separation = check_positive("separation", separation)
+    n_layers = check_int("n_layers", n_layers, 1, 50)
+    stack = _layer_stack(L, K, float(separation))
+    return CURVE_BETAS, stack.curve(n_layers), stack.raw
 
 
 def temperature_figure(
@@ -320,7 +370,7 @@ def temperature_figure(
     e2 /= np.linalg.norm(e2)
     Bm = np.stack([e1, e2])
     Xp, Yp = X0 @ Bm.T, Y0 @ Bm.T
-    betas, errs, raw = _curve_cached(L, K, float(separation), n_layers)
+    betas, errs, raw = temperature_curves(L, K, float(separation), n_layers)
     err_now = in_context_error(X[:100], z[:100], beta, n_layers)
 
     fig = make_subplots(
