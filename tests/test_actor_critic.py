@@ -351,3 +351,64 @@ def test_exponent_study_fits_and_maps_the_interval():
         ac.exponent_study(2, 1, 200, window_start=0.9)
     with pytest.raises(TypeError, match="schedules"):
         ac.exponent_study(2, 1, 200, schedules={"x": 1})
+
+
+# ------------------------------------------------------------------------------------------
+# the widgets' precomputed runs (issue 21)
+def test_run_grid_equals_cached_run_exactly():
+    from lab.actor_critic import experiments as ex
+
+    configs = [(0.666667, 0.666667, 0.1, 1.0), (0.5, 0.0, 10.0, 0.01), (1.0, 1.0, 0.001, 3.0)]
+    grid = ex.run_grid(configs, K=300, runs=3, seed=5, with_pg=True)
+    for c, (h, pg) in zip(configs, grid, strict=True):
+        h0 = ac.single_timescale_ac(
+            ac.random_mdp(6, 3, 0.9, 5), 300, (c[2], c[0]), (c[3], c[1]), 3, 5,
+            eval_points=60, show_progress=False,
+        )  # fmt: skip
+        pg0 = ac.exact_pg_ascent(ac.random_mdp(6, 3, 0.9, 5), 300, ac.StepSchedule(c[2], c[0]),
+                                 eval_points=60)  # fmt: skip
+        for name in ("k", "samples", "gaps", "critic_errors", "optimal_action_prob", "theta", "Q"):
+            assert np.array_equal(getattr(h, name), getattr(h0, name)), name
+        for name in ("k", "gap", "grad_norm", "optimal_action_prob", "theta"):
+            assert np.array_equal(getattr(pg, name), getattr(pg0, name)), name
+        # cached_run reads the stored run (the same objects)
+        again = ex.cached_run(*c, 300, 3, 5)
+        assert again[0] is h and again[1] is pg
+    # stored runs are not recomputed; the with_pg=False table is separate
+    assert ex.run_grid(configs[:1], K=300, runs=3, seed=5)[0][0] is grid[0][0]
+    assert ex.run_grid(configs[:1], K=300, runs=3, seed=5, with_pg=False)[0][1] is None
+
+
+def test_run_grid_and_precompute_validate():
+    from lab.actor_critic import experiments as ex
+    from lab.actor_critic import figures
+
+    with pytest.raises(TypeError, match="configs"):
+        ex.run_grid(3)
+    with pytest.raises(ValueError, match="configs"):
+        ex.run_grid([(0.5, 0.5, 0.1)])
+    with pytest.raises(ValueError, match="p_actor"):
+        ex.run_grid([(1.5, 0.5, 0.1, 1.0)])
+    with pytest.raises(ValueError, match="c_critic"):
+        ex.run_grid([(0.5, 0.5, 0.1, 0.0)])
+    with pytest.raises(ValueError, match="K"):
+        ex.run_grid([(0.5, 0.5, 0.1, 1.0)], K=0)
+    with pytest.raises(ValueError, match="K"):
+        figures.precompute_schedules(K=1)
+    with pytest.raises(TypeError, match="constants"):
+        figures.precompute_stall("abc")
+    with pytest.raises(ValueError, match="constants"):
+        figures.precompute_stall([0.1, -1.0])
+
+
+def test_precomputed_widget_values_are_memo_reads():
+    from lab.actor_critic import experiments as ex
+    from lab.actor_critic import figures
+
+    assert figures.precompute_stall((0.1, 10.0), K=200, runs=2, seed=1) == 14
+    n = len(ex._GRID)
+    fig = figures.stall_figure(10.0, 0.666667, K=200, runs=2, seed=1)
+    fig = figures.stall_figure(10.0, 0.4, K=200, runs=2, seed=1)
+    assert len(ex._GRID) == n and len(fig.data) == 7
+    assert figures.precompute_schedules(K=200, runs=2, seed=1) == 28
+    assert len(figures.schedule_figure(0.666667, 0.0, 0.1, 1.0, K=200, runs=2, seed=1).data) == 5

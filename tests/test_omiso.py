@@ -326,3 +326,26 @@ def test_align_loadings_on_shared_channels():
     np.testing.assert_allclose(aligned[5:], L[5:], atol=1e-12)
     with pytest.raises(ValueError, match="channels"):
         omiso.align_loadings(L, new, channels=[0, 99, 2])
+
+
+def test_simulate_batch_per_session_process_noise():
+    """A per-session ``q_proc`` runs each session exactly as a scalar ``q_proc`` would."""
+    kw = dict(n_cal=300, n_train=250, n_test=40, device="cpu", drift=0.01)
+    mixed = simulate_batch([0, 0, 1, 1], "omiso", q_proc=[0.0, 0.1, 0.002, 0.1], **kw)
+    for i, (s, q) in enumerate([(0, 0.0), (0, 0.1), (1, 0.002), (1, 0.1)]):
+        alone = simulate_batch([s], "omiso", q_proc=q, **kw)
+        assert np.array_equal(mixed["errors"][i], alone["errors"][0])
+    with pytest.raises(ValueError, match="q_proc"):
+        simulate_batch([0, 1], "omiso", q_proc=[0.1, -1.0], **kw)
+
+
+def test_precompute_drift_figure_validates():
+    from lab.omiso import figures
+
+    with pytest.raises(TypeError, match="q_values"):
+        figures.precompute_drift_figure("abc")
+    with pytest.raises(ValueError, match="q_values"):
+        figures.precompute_drift_figure((-1.0,))
+    with pytest.raises(ValueError, match="drifts"):
+        figures.precompute_drift_figure((0.1,), drifts=(0.015,))
+    assert figures.precompute_drift_figure((figures.DRIFT_Q,)) == 0  # drift_sessions has it

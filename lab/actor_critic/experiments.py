@@ -17,10 +17,19 @@ from lab.core.checks import check_int, check_range
 from lab.core.rates import ExponentCI, exponent_ci
 
 from .fast import BatchHistory, single_timescale_ac_batch
-from .mdp import random_mdp
-from .reference import StepSchedule, exact_pg_ascent, single_timescale_ac
+from .mdp import _evaluate, _gradient, _occupancy, _optimum, random_mdp
+from .reference import (
+    ACHistory,
+    PGHistory,
+    StepSchedule,
+    _ac_update_inplace,
+    _categorical,
+    _eval_points,
+    exact_pg_ascent,
+    single_timescale_ac,
+)
 
-__all__ = ["SCHEDULES", "ExponentStudy", "exponent_study", "cached_run"]
+__all__ = ["SCHEDULES", "ExponentStudy", "exponent_study", "cached_run", "run_grid"]
 
 #: the schedules of the exponent study: (actor, critic). Same constants for all three; the
 #: critic constant is the fast, capped one (see the module docstring's deviations).
@@ -191,6 +200,10 @@ def cached_run(
 
     See: book/actor_critic/02-schedules-and-critic-lag.ipynb
     """
+    key = _grid_key(p_actor, p_critic, c_actor, c_critic, K, runs, seed, n_states, gamma, with_pg,
+                    critic_cap)  # fmt: skip
+    if key in _GRID:  # computed (in one batch with others) by :func:`run_grid`
+        return _GRID[key]
     mdp = random_mdp(n_states, 3, gamma, seed)
     hist = single_timescale_ac(
         mdp,
@@ -212,3 +225,160 @@ def _cached_pg(p_actor: float, c_actor: float, K: int, seed: int, n_states: int,
     so a widget that moves a critic setting reuses it."""
     mdp = random_mdp(n_states, 3, gamma, seed)
     return exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many schedules at once (the widgets' precomputed runs)
+# ---------------------------------------------------------------------------------------------
+_GRID: dict[tuple, tuple] = {}  # the runs run_grid made, keyed like cached_run's arguments
+
+
+def _grid_key(p_actor, p_critic, c_actor, c_critic, K, runs, seed, n_states, gamma, with_pg,
+              critic_cap) -> tuple:  # fmt: skip
+    cap = None if critic_cap is None else float(critic_cap)
+    return (float(p_actor), float(p_critic), float(c_actor), float(c_critic), int(K), int(runs),
+            int(seed), int(n_states), float(gamma), bool(with_pg), cap)  # fmt: skip
+
+
+def run_grid(
+    configs: Any,
+    K: int = 5000,
+    runs: int = 4,
+    seed: int = 0,
+    n_states: int = 6,
+    gamma: float = 0.9,
+    with_pg: bool = True,
+    critic_cap: float | None = None,
+) -> list[tuple[ACHistory, PGHistory | None]]:
+    """:func:`cached_run` for many schedules in one batched computation (what a widget reads).
+
+    ``configs`` is a sequence of ``(p_actor, p_critic, c_actor, c_critic)``. Every schedule runs
+    the reference steps of :func:`single_timescale_ac` on the same uniforms (those of
+    ``seed``), its ``runs`` rows stacked with those of the other schedules in one array, so one
+    Python loop over the ``K`` samples serves them all; the exact policy-gradient ascents (with
+    ``with_pg``) are batched the same way. Each run is stored, so that a later
+    ``cached_run(*config, K, runs, seed, ...)`` returns it without computing; schedules already
+    stored are not recomputed. Returns the ``(history, pg)`` pairs in the order of ``configs``.
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    if isinstance(configs, (str, bytes)) or not hasattr(configs, "__iter__"):
+        raise TypeError(f"configs must be a sequence of (p_actor, p_critic, c_actor, c_critic) "
+                        f"(got {configs!r})")  # fmt: skip
+    configs = [tuple(c) for c in configs]
+    for i, c in enumerate(configs):
+        if len(c) != 4:
+            raise ValueError(f"configs[{i}] must be (p_actor, p_critic, c_actor, c_critic) "
+                             f"(got {c!r})")  # fmt: skip
+        check_range(f"configs[{i}] p_actor", c[0], 0.0, 1.0)
+        check_range(f"configs[{i}] p_critic", c[1], 0.0, 1.0)
+        for j, name in ((2, "c_actor"), (3, "c_critic")):
+            if not (isinstance(c[j], (int, float)) and math.isfinite(c[j]) and c[j] > 0):
+                raise ValueError(f"configs[{i}] {name} must be a finite number > 0 (got {c[j]!r})")
+    K = check_int("K", K, 1, 10**9)
+    runs = check_int("runs", runs, 1, 10**7)
+    seed = check_int("seed", seed, 0, 2**32 - 1)
+    n_states = check_int("n_states", n_states, 1, 10**4)
+    with_pg = bool(with_pg)
+    keys = [_grid_key(*c, K, runs, seed, n_states, gamma, with_pg, critic_cap) for c in configs]
+    todo = list(dict.fromkeys(k for k in keys if k not in _GRID))
+    if todo:
+        mdp = random_mdp(n_states, 3, gamma, seed)
+        actors = [StepSchedule(k[2], k[0]) for k in todo]
+        critics = [StepSchedule(k[3], k[1], cap=critic_cap) for k in todo]
+        hists = _ac_many(mdp, K, actors, critics, runs, seed, eval_points=60)
+        pgs = [None] * len(todo)
+        if with_pg:  # the exact ascent depends on the actor's schedule only
+            pg_keys = list(dict.fromkeys((k[0], k[2]) for k in todo))
+            pg_runs = _pg_many(mdp, K, [StepSchedule(c, p) for p, c in pg_keys], eval_points=60)
+            pg_of = dict(zip(pg_keys, pg_runs, strict=True))
+            pgs = [pg_of[(k[0], k[2])] for k in todo]
+        for key, h, pg in zip(todo, hists, pgs, strict=True):
+            _GRID[key] = (h, pg)
+    return [_GRID[k] for k in keys]
+
+
+def _ac_many(mdp, K, actors, critics, runs, seed, eval_points):
+    """:func:`single_timescale_ac` (occupancy sampler) for ``C`` schedules on one MDP: rows
+    ``c * runs .. (c + 1) * runs - 1`` are schedule ``c``'s runs, all on ``seed``'s uniforms."""
+    C = len(actors)
+    B = C * runs
+    S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
+    J_star, a_star = _optimum(mdp)
+    rng = np.random.default_rng(seed)
+    rows = np.tile(np.arange(runs), C)  # the run (column of the uniforms) of each row
+    eta = np.repeat(np.stack([a(np.arange(K)) for a in actors], 1), runs, 1)  # (K, B)
+    beta = np.repeat(np.stack([c(np.arange(K)) for c in critics], 1), runs, 1)
+    theta, Q = np.zeros((B, S, A)), np.zeros((B, S, A))
+    ks = _eval_points(K, eval_points)
+    rec_gap, rec_err, rec_p = [], [], []
+
+    def record():
+        pi = np.exp(theta - theta.max(-1, keepdims=True))
+        pi /= pi.sum(-1, keepdims=True)
+        V, Q_pi = _evaluate(mdp, pi)
+        d = _occupancy(mdp, pi)
+        rec_gap.append(J_star - V @ mdp.rho)
+        rec_err.append(np.sqrt(np.sum(d[..., None] * pi * (Q - Q_pi) ** 2, axis=(-2, -1))))
+        rec_p.append(pi[:, np.arange(S), a_star].reshape(C, runs, S).mean(1))
+
+    chunk, j = 4096, 0
+    for k in range(K):
+        while j < len(ks) and ks[j] == k:
+            record()
+            j += 1
+        if k % chunk == 0:  # the reference's draws, shared by every schedule
+            block = rng.random((min(chunk, K - k), runs, 4))[:, rows]
+        u = block[k % chunk]
+        z = np.exp(theta - theta.max(-1, keepdims=True))
+        pi = z / z.sum(-1, keepdims=True)
+        R_idx = np.arange(B)
+        s = _categorical(_occupancy(mdp, pi), u[:, 0])
+        a = _categorical(pi[R_idx, s], u[:, 1])
+        s1 = _categorical(mdp.P[s, a], u[:, 2])
+        a1 = _categorical(pi[R_idx, s1], u[:, 3])
+        _ac_update_inplace(theta, Q, pi, s, a, s1, a1, mdp.R[s, a], g, eta[k][:, None], beta[k])
+    while j < len(ks):
+        record()
+        j += 1
+    gaps = np.stack(rec_gap, 1).reshape(C, runs, -1)
+    errs = np.stack(rec_err, 1).reshape(C, runs, -1)
+    p_opt = np.stack(rec_p, 1)  # (C, n_eval, S)
+    th, Qs = theta.reshape(C, runs, S, A), Q.reshape(C, runs, S, A)
+    return [
+        ACHistory(k=ks.astype(float), samples=ks.astype(float), gaps=gaps[c],
+                  critic_errors=errs[c], optimal_action_prob=p_opt[c], theta=th[c], Q=Qs[c],
+                  J_star=J_star, config=dict(actor=actors[c], critic=critics[c], runs=runs,
+                                             seed=seed, sampler="occupancy", K=K))
+        for c in range(C)
+    ]  # fmt: skip
+
+
+def _pg_many(mdp, K, actors, eval_points):
+    """:func:`exact_pg_ascent` with ``C`` actor schedules at once (theta of shape (C, S, A))."""
+    C = len(actors)
+    S, A = mdp.n_states, mdp.n_actions
+    steps = np.stack([a(np.arange(K)) for a in actors], 1)  # (K, C)
+    theta = np.zeros((C, S, A))
+    J_star, a_star = _optimum(mdp)
+    ks = _eval_points(K, eval_points)
+    gaps, norms, p_opt = [], [], []
+    j = 0
+    for k in range(K + 1):
+        z = np.exp(theta - theta.max(-1, keepdims=True))
+        pi = z / z.sum(-1, keepdims=True)
+        grad = _gradient(mdp, pi)
+        while j < len(ks) and ks[j] == k:
+            V, _ = _evaluate(mdp, pi)
+            gaps.append([J_star - v @ mdp.rho for v in V])  # as the reference, per row
+            norms.append([np.linalg.norm(gr) for gr in grad])
+            p_opt.append(pi[:, np.arange(S), a_star])
+            j += 1
+        if k < K:
+            theta = theta + steps[k][:, None, None] * grad
+    gaps, norms, p_opt = np.stack(gaps, 1), np.asarray(norms).T, np.stack(p_opt, 1)
+    return [
+        PGHistory(k=ks.astype(float), gap=gaps[c], grad_norm=norms[c],
+                  optimal_action_prob=p_opt[c], theta=theta[c], J_star=J_star)
+        for c in range(C)
+    ]  # fmt: skip

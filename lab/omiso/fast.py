@@ -61,7 +61,7 @@ def simulate_batch(
     q: int = 4,
     n_candidates: int = 12,
     lam: float = 1.0,
-    q_proc: float = 0.002,
+    q_proc: Any = 0.002,
     lr: float = 0.1,
     fa_iter: int = 1000,
     fa_tol: float = 1e-10,
@@ -88,8 +88,10 @@ def simulate_batch(
         Simulator settings, scalar or one per session.
     q, n_candidates : int
         Latent dimensions, candidate electrodes (patterns: their pairs).
-    lam, q_proc, lr : float
-        Ridge prior precision, process noise (OMiSO), MiSO learning rate.
+    lam, lr : float
+        Ridge prior precision, MiSO learning rate.
+    q_proc : float or sequence
+        Process noise of OMiSO's Kalman update (>= 0), scalar or one per session.
     fa_iter, fa_tol : int, float
         FA iteration limit and tolerance (as :func:`lab.omiso.fit_fa`).
     device : torch device, optional
@@ -124,7 +126,7 @@ def simulate_batch(
     q = check_int("q", q, 1, 16)
     n_candidates = check_int("n_candidates", n_candidates, 2, 96)
     lam = check_positive("lam", lam)
-    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
+    q_proc = _per_session("q_proc", q_proc, B, 0.0)
     lr = check_range("lr", lr, 0.0, 1.0)
     fa_iter = check_int("fa_iter", fa_iter, 1)
     fa_tol = check_positive("fa_tol", fa_tol, allow_zero=True)
@@ -279,6 +281,9 @@ def simulate_batch(
     is_miso = torch.as_tensor([m == "miso" for m in methods], device=dev)
     is_omiso = torch.as_tensor([m == "omiso" for m in methods], device=dev)
     is_random = torch.as_tensor([m == "random" for m in methods], device=dev)
+    q_t = torch.as_tensor(q_proc, dtype=f64, device=dev)
+    q_rows = is_omiso & (q_t > 0)  # P <- P + Q I only where Q > 0 (Q = 0: plain RLS)
+    has_q = bool(q_rows.any())
     W = W_ridge[world].clone()
     Wm = torch.zeros_like(W)
     Wm[..., q] = means[world]
@@ -328,8 +333,8 @@ def simulate_batch(
         errors[:, i] = torch.linalg.vector_norm(z_post[:, dims_t] - tgt, dim=-1)
         choices[:, i], zs_pre[:, i], zs_post[:, i] = u, z_pre, z_post
         # eq. (4), OMiSO sessions: P <- P + Q I (all patterns), rank-one update of W_u, P_u
-        if q_proc > 0:
-            P = torch.where(is_omiso[:, None, None, None], P + q_proc * eye, P)
+        if has_q:
+            P = torch.where(q_rows[:, None, None, None], P + q_t[:, None, None, None] * eye, P)
         Pu = P[bidx, u]
         Wu = W[bidx, u]
         Px = _bmv(Pu, x)

@@ -24,6 +24,8 @@ __all__ = [
     "target_figure",
     "drift_sessions",
     "drift_figure",
+    "precompute_drift_figure",
+    "Q_VALUES",
 ]
 
 COLORS = {"omiso": "#1f77b4", "static": "#2ca02c", "miso": "#ff7f0e", "random": "#7f7f7f"}
@@ -223,6 +225,53 @@ DRIFTS = (0.0, 0.01, 0.02, 0.03)
 
 DRIFT_Q = 0.002  # the process noise the notebook's drift sessions use (drift_figure's default)
 DRIFT_SEEDS = (0, 1, 2, 3)
+#: the process noises the drift widget offers (a ``Dropdown``: all precomputed)
+Q_VALUES = (1e-5, 1e-4, 1e-3, DRIFT_Q, 0.01, 0.1)
+_Q_TABLE: dict[tuple, np.ndarray] = {}  # (drift, q_proc, seeds) -> OMiSO errors (seeds, n_test)
+
+
+def precompute_drift_figure(
+    q_values: tuple = Q_VALUES, drifts: tuple = (0.02,), seeds: tuple = DRIFT_SEEDS
+) -> int:
+    """Simulate OMiSO at the ``drifts`` (levels of ``DRIFTS``; default: the widget's default)
+    for every process noise of ``q_values`` (but ``DRIFT_Q``, which :func:`drift_sessions` has)
+    in one batched run, so that :func:`drift_figure` only redraws for them. Each session is
+    simulated exactly as in :func:`drift_sessions` (rows of a batch are independent). Returns
+    the number of sessions run.
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    from lab.omiso.fast import simulate_batch
+
+    if isinstance(q_values, (str, bytes)) or not hasattr(q_values, "__iter__"):
+        raise TypeError(f"q_values must be a sequence of numbers >= 0 (got {q_values!r})")
+    qs = [check_positive("q_values[i]", q, allow_zero=True) for q in q_values]
+    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    levels = []
+    for dr in np.atleast_1d(drifts).tolist():
+        level = next((x for x in DRIFTS if np.isclose(x, dr)), None)
+        if level is None:
+            raise ValueError(f"drifts must be levels of DRIFTS = {DRIFTS} (got {dr!r})")
+        levels.append(level)
+    rows = [
+        (dr, q, s)
+        for dr in dict.fromkeys(levels)
+        for q in dict.fromkeys(qs)
+        if q != DRIFT_Q and (dr, q, seeds) not in _Q_TABLE
+        for s in seeds
+    ]
+    if rows:
+        out = simulate_batch(
+            [r[2] for r in rows],
+            "omiso",
+            n_test=400,
+            drift=[r[0] for r in rows],
+            q_proc=[r[1] for r in rows],
+        )
+        n = len(seeds)
+        for i in range(0, len(rows), n):
+            _Q_TABLE[(rows[i][0], rows[i][1], seeds)] = out["errors"][i : i + n]
+    return len(rows)
 
 
 def drift_sessions(
@@ -272,7 +321,9 @@ def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
     """Running mean error of the four methods at one drift level (mean over sessions).
 
     Static, MiSO and random do not use ``q_proc``: their rows come from the notebook's
-    ``drift_sessions(DRIFT_Q)``, and a new ``q_proc`` re-simulates OMiSO at this drift only.
+    ``drift_sessions(DRIFT_Q)``, and a new ``q_proc`` reads OMiSO's sessions from
+    :func:`precompute_drift_figure` (or, for a value it did not run, re-simulates OMiSO at this
+    drift only).
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
@@ -287,7 +338,10 @@ def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
     for m in METHODS:
         idx = [i for i, r in enumerate(d["rows"]) if np.isclose(r[0], drift) and r[2] == m]
         if m == "omiso" and level is not None and q_proc != DRIFT_Q:
-            e = _omiso_drift_errors(level, q_proc, DRIFT_SEEDS).mean(0)
+            e = _Q_TABLE.get((level, q_proc, DRIFT_SEEDS))
+            if e is None:  # a value precompute_drift_figure did not run
+                e = _omiso_drift_errors(level, q_proc, DRIFT_SEEDS)
+            e = e.mean(0)
         else:
             e = d["errors"][idx].mean(0)
         run = np.cumsum(e) / t
