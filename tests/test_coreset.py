@@ -284,6 +284,54 @@ def test_alignment_study_small_ranking():
     assert h["craig"] < h["random"] and h["posterior"] < h["random"]
 
 
+def test_shared_alignment_errors_are_alignment_errors_bit_for_bit():
+    from lab.coreset.experiments import _alignment_errors_shared
+
+    X, y, _, _ = cs.digits_split()
+    X, y = X[:80], y[:80]
+    W = cs.softmax_regression_fit(X, y, 10, steps=5)
+    sel = {
+        "random": cs.random_coreset(80, 12, 3),
+        "craig": cs.greedy_facility_location(
+            cs.pairwise_distances(cs.logreg_example_gradients(W, X, y).reshape(80, -1)), 12
+        ),
+    }
+    shared = _alignment_errors_shared(W, X, y, sel, 0.2, 3, 7)
+    for m, (idx, w) in sel.items():
+        assert shared[m] == cs.alignment_errors(W, X, y, idx, w, sigma=0.2, draws=3, seed=7)
+
+
+def test_alignment_study_memoises_the_fit_on_the_data():
+    from lab.coreset import experiments as ex
+
+    X, y, _, _ = cs.digits_split()
+    a = cs.alignment_study(X, y, noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
+    n = len(ex._FITS)
+    b = cs.alignment_study(X, y, noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
+    assert len(ex._FITS) == n and a.grad == b.grad and a.hess == b.hess
+    yn, _ = cs.corrupt_labels(y, 0.3, 10, 4)
+    W = ex._fitted_weights(X, np.asarray(yn), 10, 30)
+    assert np.array_equal(W, cs.softmax_regression_fit(X, yn, 10, steps=30))
+    cs.alignment_study(X[:-1], y[:-1], noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
+    assert len(ex._FITS) == n + 1  # other data, another fit
+
+
+def test_widget_choices_and_precompute_bad_input():
+    from lab.coreset import figures as csf
+
+    assert 30 in csf.ALIGNMENT_CHOICES["budget"] and 8 in csf.ALIGNMENT_CHOICES["K"]
+    assert 0.2 in csf.ALIGNMENT_CHOICES["sigma"]
+    assert 4 in csf.TRAINING_CHOICES["K"] and 0.05 in csf.TRAINING_CHOICES["sigma"]
+    with pytest.raises(ValueError, match="noise"):
+        csf.precompute_alignment(noise=1.5)
+    with pytest.raises(TypeError, match="budget"):
+        csf.precompute_alignment(budget=2.5)
+    with pytest.raises(ValueError, match="sigma"):
+        csf.precompute_training(sigma=-1.0)
+    with pytest.raises(TypeError, match="K"):
+        csf.precompute_training(K="4")
+
+
 def test_trainer_short_run_and_restores_nothing_broken():
     Xtr, ytr, Xte, yte = cs.digits_split()
     yn, fl = cs.corrupt_labels(ytr, 0.3, 10, 0)

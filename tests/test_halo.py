@@ -90,14 +90,20 @@ def test_fwht_cpu_backends_match_reference_and_scipy(backend, n, monkeypatch):
     monkeypatch.setenv("LAB_FWHT_BACKEND", backend)
     x = np.random.default_rng(n).standard_normal((5, n))
     K, P = halo.hadamard.split_size(n)
+    exact_product = _sylvester_product if K == 1 and P > 2048 else None
     Hs = (
-        scipy.linalg.hadamard(P)
+        None
+        if exact_product
+        else scipy.linalg.hadamard(P)
         if K == 1
         else np.kron(halo.hadamard._paley(K), scipy.linalg.hadamard(P))
     )
     for inverse in (False, True):
         ref = halo.fwht(x, inverse=inverse)
-        exact = x @ (Hs if inverse else Hs.T) / math.sqrt(n)
+        if exact_product:  # x @ H.T for scipy's H of size P, without the 2 GB matrix
+            exact = exact_product(x) / math.sqrt(n)  # (H is symmetric: inverse is the same)
+        else:
+            exact = x @ (Hs if inverse else Hs.T) / math.sqrt(n)
         scale = np.abs(exact).max()
         assert np.abs(ref - exact).max() <= 1e-12 * scale
         for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-6)):
@@ -107,7 +113,28 @@ def test_fwht_cpu_backends_match_reference_and_scipy(backend, n, monkeypatch):
             assert np.abs(y - exact).max() <= rtol * scale, (dtype, inverse)
             assert np.abs(y - ref).max() <= rtol * scale
     unnorm = halo.fwht(torch.tensor(x), normalized=False).numpy()
-    assert np.abs(unnorm - x @ Hs.T).max() <= 1e-12 * np.abs(x @ Hs.T).max()
+    exact = exact_product(x) if exact_product else x @ Hs.T
+    assert np.abs(unnorm - exact).max() <= 1e-12 * np.abs(exact).max()
+
+
+def _sylvester_product(x: np.ndarray) -> np.ndarray:
+    """``x @ scipy.linalg.hadamard(n).T`` for a power of two ``n = a * b`` through Sylvester's
+    identity ``hadamard(a * b) == kron(hadamard(a), hadamard(b))`` (checked below), with the two
+    small scipy factors: at n = 16384 the dense matrix alone would be 2 GB."""
+    n = x.shape[-1]
+    a = 1 << (n.bit_length() - 1) // 2
+    A, B = scipy.linalg.hadamard(a), scipy.linalg.hadamard(n // a)
+    X = x.reshape(x.shape[0], a, n // a)
+    return (A.astype(float) @ X @ B.T.astype(float)).reshape(x.shape)
+
+
+def test_sylvester_product_is_scipys_hadamard():
+    x = np.random.default_rng(3).standard_normal((3, 2048))
+    assert np.array_equal(
+        scipy.linalg.hadamard(2048), np.kron(scipy.linalg.hadamard(32), scipy.linalg.hadamard(64))
+    )
+    H = scipy.linalg.hadamard(2048)
+    assert np.allclose(_sylvester_product(x), x @ H.T, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("n", [8192, 32768, 65536, 131072])
@@ -497,6 +524,25 @@ def test_finetune_small_run_and_bad_inputs():
         experiments.finetune("halo3")
     with pytest.raises(ValueError, match="fmt"):
         experiments.finetune("halo2", fmt=None)
+
+
+def test_precompute_finetune_fills_the_widget_memo():
+    from lab.halo import figures
+
+    experiments.cached_finetune.cache_clear()
+    n = figures.precompute_finetune((2.0, 5.0), ("halo0",), width=64, steps=2, batch=16)
+    assert n == 4 and experiments.cached_finetune.cache_info().currsize == 4
+    fig = figures.finetune_figure("halo0", 5.0, width=64, steps=2, batch=16)
+    assert experiments.cached_finetune.cache_info().currsize == 4  # a redraw, no new run
+    assert len(fig.data) == 3
+    with pytest.raises(ValueError, match="scale"):
+        figures.precompute_finetune((0.5,), width=64, steps=2, batch=16)
+    with pytest.raises(ValueError, match="modes"):
+        figures.precompute_finetune((2.0,), ("halo3",), width=64, steps=2, batch=16)
+    with pytest.raises(TypeError, match="scales"):
+        figures.precompute_finetune(None)
+    with pytest.raises(ValueError, match="mode"):
+        figures.finetune_figure("halo9", 5.0, width=64, steps=2, batch=16)
 
 
 def test_digits_data_standardised_on_training_rows_only():

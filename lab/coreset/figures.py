@@ -8,6 +8,7 @@ book/coreset/03-training-under-noise.ipynb
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -32,8 +33,12 @@ __all__ = [
     "toy_problem",
     "toy_selection",
     "toy_selection_figure",
+    "ALIGNMENT_CHOICES",
     "alignment_figure",
+    "precompute_alignment",
+    "TRAINING_CHOICES",
     "training_figure",
+    "precompute_training",
     "proxy_plane",
 ]
 
@@ -180,6 +185,39 @@ def _study(noise, budget, K, sigma, trials, seed):
     )
 
 
+# The live values of the notebook-2 widget's budget, K and σ controls (a slider whose step is
+# its grid spacing, and dropdowns): ``precompute_alignment`` runs every one-control move.
+ALIGNMENT_CHOICES = {
+    "budget": (10, 30, 50, 70, 90),
+    "K": (1, 2, 4, 8, 16),
+    "sigma": (0.0, 0.01, 0.05, 0.2, 1.0),
+}
+
+
+def precompute_alignment(
+    noise: float = 0.4, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
+) -> int:
+    """Run (once, memoised) the studies of ``alignment_figure`` for every value of
+    ``ALIGNMENT_CHOICES`` with the other settings at the given defaults, so that moving one
+    control of the live widget only redraws. Returns the number of settings.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    noise = check_range("noise", noise, 0.0, 1.0)
+    base = {
+        "budget": check_int("budget", budget, 1, 300),
+        "K": check_int("K", K, 1),
+        "sigma": float(check_positive("sigma", sigma, allow_zero=True)),
+    }
+    trials = check_int("trials", trials, 1)
+    settings = {tuple(base.values())}
+    for key, values in ALIGNMENT_CHOICES.items():
+        settings |= {tuple({**base, key: v}.values()) for v in values}
+    for b, k, s in sorted(settings):
+        _study(round(noise, 6), int(b), int(k), float(s), trials, 0)
+    return len(settings)
+
+
 def alignment_figure(
     noise: float, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
 ):
@@ -225,6 +263,47 @@ def alignment_figure(
     return fig
 
 
+# The live values of the notebook-3 widget's K and σ menus: ``precompute_training`` runs the
+# posterior run of every one-control move (the other methods do not depend on K or σ).
+TRAINING_CHOICES = {"K": (1, 4, 8), "sigma": (0.005, 0.05, 0.5)}
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Tiny matrices: one torch / BLAS thread (threads only contend, badly under load)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def precompute_training(
+    noise: float = 0.5, K: int = 4, sigma: float = 0.05, steps: int = 200
+) -> int:
+    """Run (once, memoised by ``digits_run``) the seed-0 posterior runs of ``training_figure``
+    for every value of ``TRAINING_CHOICES`` with the other settings at the given defaults, so
+    that moving one control of the live widget only redraws. Returns the number of settings.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    noise = check_range("noise", noise, 0.0, 1.0)
+    K = check_int("K", K, 1)
+    sigma = float(check_positive("sigma", sigma, allow_zero=True))
+    steps = check_int("steps", steps, 1)
+    settings = {(K, sigma)} | {(k, sigma) for k in TRAINING_CHOICES["K"]}
+    settings |= {(K, s) for s in TRAINING_CHOICES["sigma"]}
+    with _one_thread():
+        for k, s in sorted(settings):
+            digits_run("posterior", noise, 0, steps=steps, K=k, sigma=s)
+    return len(settings)
+
+
 def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 200):
     """Clean test accuracy and coreset noisy share against step, seed 0 (7 traces).
 
@@ -236,8 +315,11 @@ def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=("clean test accuracy", "weighted share mislabeled")
     )
-    for m in (*METHODS, "full"):
-        h = digits_run(m, noise, 0, steps=steps, K=K, sigma=sigma)
+    with _one_thread():
+        runs = {
+            m: digits_run(m, noise, 0, steps=steps, K=K, sigma=sigma) for m in (*METHODS, "full")
+        }
+    for m, h in runs.items():
         fig.add_trace(go.Scatter(x=h.steps, y=h.test_acc, name=m, line={"color": COLOURS[m]}), 1, 1)
         if m != "full":
             fig.add_trace(

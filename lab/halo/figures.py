@@ -5,10 +5,12 @@ See: book/halo/01-outliers-and-rotations.ipynb
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
 
+from lab.core.checks import check_bool, check_choice, check_int, check_range
 from lab.core.style import PALETTE
 
 __all__ = [
@@ -16,7 +18,9 @@ __all__ = [
     "error_figure",
     "butterfly_stages",
     "butterfly_figure",
+    "FINETUNE_SCALES",
     "finetune_figure",
+    "precompute_finetune",
 ]
 
 # widget label -> (fmt, granularity)
@@ -178,6 +182,55 @@ def butterfly_figure(stage: int = 1, n: int = 16, seed: int = 0):
     return fig
 
 
+# The outlier scales S of notebook 3's live widget (a menu): ``precompute_finetune`` runs every
+# level at each of them once, so that every move of the widget only redraws.
+FINETUNE_SCALES = (1.0, 10.0, 100.0, 300.0, 1000.0)
+FINETUNE_MODES = ("halo0", "halo1", "halo2")
+
+
+@contextmanager
+def _one_thread():
+    """A small MLP: one torch thread (two only contend, badly on a loaded machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _finetune_args(scale, width, steps, batch, token_outliers):
+    # the same positional key as experiments.seed_study: one memo for the runs and the widget
+    return (float(check_range("scale", scale, 1.0, 1e5)), int(check_int("width", width, 16, 8192)),
+            int(check_int("steps", steps, 1)), int(check_int("batch", batch, 2)),
+            check_bool("token_outliers", token_outliers), "int8", 0, 1e-3, 0)  # fmt: skip
+
+
+def precompute_finetune(scales=FINETUNE_SCALES, modes=FINETUNE_MODES, *, width: int = 512,
+                        steps: int = 100, batch: int = 64, token_outliers: bool = False) -> int:  # fmt: skip
+    """Run (once, memoised by :func:`~lab.halo.experiments.cached_finetune`) the seed-0 INT8
+    fine-tuning runs that :func:`finetune_figure` draws, FP32 and every level in ``modes``, at
+    every scale in ``scales``. Returns the number of runs.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    from .experiments import MODES, cached_finetune
+
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__iter__"):
+        raise TypeError(f"scales must be a sequence of floats in [1, 1e5] (got {scales!r})")
+    if isinstance(modes, (str, bytes)) or not hasattr(modes, "__iter__"):
+        raise TypeError(f"modes must be a sequence of {MODES} (got {modes!r})")
+    modes = [check_choice("modes[i]", m, MODES) for m in modes]
+    keys = [_finetune_args(s, width, steps, batch, token_outliers) for s in scales]
+    runs = [(m, k) for k in keys for m in dict.fromkeys(("fp32", *modes))]
+    with _one_thread():
+        for m, k in runs:
+            cached_finetune(m, *k)
+    return len(runs)
+
+
 def finetune_figure(mode: str = "halo0", scale: float = 300.0, width: int = 512,
                     steps: int = 100, batch: int = 64, token_outliers: bool = False):  # fmt: skip
     """Loss curves of FP32 and ``mode`` (left) and the gradient cosine to FP32 (right).
@@ -187,13 +240,13 @@ def finetune_figure(mode: str = "halo0", scale: float = 300.0, width: int = 512,
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .experiments import cached_finetune
+    from .experiments import MODES, cached_finetune
 
-    # the same positional key as experiments.seed_study: one memo for the runs and the widget
-    args = (float(scale), int(width), int(steps), int(batch), bool(token_outliers), "int8", 0,
-            1e-3, 0)  # fmt: skip
-    ref = cached_finetune("fp32", *args)
-    run = cached_finetune(mode, *args)
+    check_choice("mode", mode, MODES)
+    args = _finetune_args(scale, width, steps, batch, token_outliers)
+    with _one_thread():
+        ref = cached_finetune("fp32", *args)
+        run = cached_finetune(mode, *args)
     fig = make_subplots(1, 2, subplot_titles=("training loss", "cos(simulated, exact gradient)"))
     k = np.arange(len(ref.loss))
     sm = min(5, len(k))
