@@ -28,17 +28,10 @@ help:
 # ours validates IRIs. So it is removed after the install.
 NO_RFC3987 := $(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 # constraints.txt pins torch to the CPU wheel these machines carry; pyproject keeps torch>=2.3.
-# --no-compile: pip byte-compiles every module of every package it installs (torch, scipy,
-# sympy, ... on one core, most of the install: 160 s with it, 50 s without, measured here);
-# without it Python compiles, once, only the modules that are imported, and keeps them: make
-# writes bytecode even where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on these
-# machines, which without pip's compiled files made every kernel recompile torch: nbval took
-# 351 s instead of 174 s).
-unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	$(NO_RFC3987)
 	@touch $(STAMP)
 
