@@ -589,7 +589,9 @@ def test_performance_page_shows_the_widget_latency_table(tmp_path):
                             "slowest": "f: steps = 9", "meets_target": True},
             },
             {"case": "x/02-broken", "target": target, "rows": [], "metrics": {"error": "Boom"}},
-            {"case": "all notebooks", "target": target, "rows": [], "metrics": {}},
+            {"case": "all notebooks", "target": target, "rows": [{"seconds": 0.05}],
+             "metrics": {"notebooks": 2, "over_target": "x/02-broken",
+                         "re_measured": "eos/01-three-regimes (after a fix)"}},
         ],
     }  # fmt: skip
     (results / "widgets-cpu.json").write_text(json.dumps(res))
@@ -597,6 +599,10 @@ def test_performance_page_shows_the_widget_latency_table(tmp_path):
     assert "**Live widgets**" in text and target in text
     assert "| eos/01-three-regimes | 50 ms | 568 ms | 12 (4) | f: steps = 9 | yes |" in text
     assert "failed: Boom" in text and "all notebooks" not in text
+    assert (
+        "2 notebooks; over the target: x/02-broken; median of the notebooks' medians 50 ms."
+        " Measured again after a change: eos/01-three-regimes (after a fix)." in text
+    )
 
 
 def test_chapters_are_read_from_the_toc(tmp_path):

@@ -183,11 +183,22 @@ def widgets_markdown(res: dict) -> str:
         "target met |",
         "|---|---|---|---|---|---|",
     ]
-    target = None
+    target, summary = None, ""
     for case in res.get("cases", []):
         m = case.get("metrics") or {}
         target = target or case.get("target")
         if case["case"] == "all notebooks":
+            if "notebooks" not in m:
+                continue
+            over = m.get("over_target", "")
+            summary = f"\n\n{m.get('notebooks', '')} notebooks; over the target: {over or 'none'}"
+            summary += "".join(
+                f"; median of the notebooks' medians {r['seconds'] * 1e3:.0f} ms"
+                for r in case.get("rows", [])[:1]
+            )
+            if m.get("re_measured"):
+                summary += f". Measured again after a change: {m['re_measured']}"
+            summary += "."
             continue
         if "error" in m:
             cells = [case["case"], "", "", "", f"failed: {m['error']}", "no"]
@@ -205,7 +216,7 @@ def widgets_markdown(res: dict) -> str:
             ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     head = f"Target per notebook: {target}.\n\n" if target else ""
-    return head + "\n".join(lines)
+    return head + "\n".join(lines) + summary
 
 
 def page_markdown(kind: str = "cpu", root: Path = ROOT) -> tuple[str, dict | None]:
