@@ -769,6 +769,30 @@ def test_digits_split_and_standardisation_use_training_rows_only():
     np.testing.assert_array_equal(other.X_train, Xtr)
 
 
+def test_digits_rows_are_load_digits_rows(monkeypatch):
+    """The loader reads scikit-learn's file itself (no ``import sklearn.datasets``): the same
+    rows, bit for bit, as ``load_digits``; and it asks scikit-learn when the file is not found."""
+    from sklearn.datasets import load_digits
+
+    from lab.core import data
+
+    X, y = load_digits(return_X_y=True)
+    assert data._digits_file() is not None
+    data._raw_digits.cache_clear()
+    Xd, yd = data._raw_digits()
+    np.testing.assert_array_equal(Xd, X / 16.0)
+    np.testing.assert_array_equal(yd, y)
+    assert Xd.dtype == np.float64 and yd.dtype == np.int64 and not Xd.flags.writeable
+    monkeypatch.setattr(data, "_digits_file", lambda: None)
+    data._raw_digits.cache_clear()
+    try:
+        Xs, ys = data._raw_digits()
+    finally:
+        data._raw_digits.cache_clear()
+    np.testing.assert_array_equal(Xs, Xd)
+    np.testing.assert_array_equal(ys, yd)
+
+
 def test_digits_options():
     from lab.core import digits
 

@@ -28,12 +28,39 @@ __all__ = ["N_DIGITS", "DigitsSplit", "digits"]
 N_DIGITS = 1797
 
 
+def _digits_file() -> Any:
+    """The path of scikit-learn's ``datasets/data/digits.csv.gz``, found without importing
+    scikit-learn (``import sklearn.datasets`` takes about 1 s, paid by every kernel that only
+    wants the 1797 rows); ``None`` when that file is not where scikit-learn keeps it."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("sklearn")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            return path
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _raw_digits() -> tuple[np.ndarray, np.ndarray]:
-    """``(X / 16, y)`` of the whole set as read-only float64/int64 arrays (loaded once)."""
-    from sklearn.datasets import load_digits
+    """``(X / 16, y)`` of the whole set as read-only float64/int64 arrays (loaded once).
 
-    X, y = load_digits(return_X_y=True)
+    The rows of ``sklearn.datasets.load_digits()`` (the same file, read the way it reads it:
+    a comma-separated table whose last column is the digit; tested against it).
+    """
+    path = _digits_file()
+    if path is None:  # a scikit-learn that keeps its data elsewhere: ask it
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+    else:
+        import gzip
+
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            table = np.loadtxt(f, delimiter=",")
+        X, y = table[:, :-1], table[:, -1].astype(int)
     X = np.asarray(X, dtype=np.float64) / 16.0
     y = np.asarray(y, dtype=np.int64)
     X.setflags(write=False)
