@@ -51,11 +51,14 @@ def widget_assets_per_page(
 
     * ``data-jupyter-widgets-cdn``, where the html-manager looks for widget modules it does not
       bundle, becomes a page-relative local folder (it would be jsdelivr).
-    * the html-manager's fonts: its bundle resolves them against the require.js URL of the
-      module ``@jupyter-widgets/html-manager/dist/libembed-amd``, which is the page's folder
-      unless require.js is told where that package lives (a global ``require`` config, read by
-      require.js when it loads); ``window.__jupyter_widgets_assets_path__`` covers the modules
-      that read that instead.
+    * the html-manager's fonts: each webpack runtime in its bundle resolves them against the
+      require.js URL of the module it defines (``@jupyter-widgets/html-manager/dist/libembed-amd``
+      and ``@jupyter-widgets/html-manager``, whose CSS carries FontAwesome 4), which is the
+      page's folder unless require.js is told where the package lives (a global ``require``
+      config, read by require.js when it loads): every ``@jupyter-widgets/<name>`` maps into the
+      vendored folder, so any ``.fa`` icon on the page loads its font from there (without the
+      mapping: a 404 from ``book/<slug>/@jupyter-widgets/``). ``window.__jupyter_widgets_assets_path__``
+      covers the modules that read that instead.
     * a ``MathJax.Hub.Queue`` shim: the widgets typeset their labels with the MathJax 2 API.
 
     Both are relative to the page, so they are set per page; this handler runs before
@@ -77,8 +80,9 @@ def widget_assets_per_page(
         assets = _page_url(context, WIDGETS_JS.rsplit("/", 1)[0] + "/")
         body = (
             f"window.__jupyter_widgets_assets_path__ = new URL({json.dumps(assets)}, document.baseURI).href;"
-            "\nvar require = {paths: {'@jupyter-widgets/html-manager/dist':"
-            " window.__jupyter_widgets_assets_path__.replace(/\\/$/, '')}};\n" + _MATHJAX2_SHIM
+            "\nvar require = {paths: (function (dir) { return {'@jupyter-widgets': dir,"
+            " '@jupyter-widgets/html-manager/dist': dir}; })("
+            "window.__jupyter_widgets_assets_path__.replace(/\\/$/, ''))};\n" + _MATHJAX2_SHIM
         )
         app.add_js_file(None, body=body, priority=450)
 
