@@ -81,22 +81,31 @@ book: setup
 # -- the tests ---------------------------------------------------------------------------
 # Every notebook is executed once. ruff; the cache guard (drops executions made under other lab
 # sources); pytest on book/: nbval runs every notebook, two at a time, and stores each one that
-# ran through in the book's execution cache (--nbval-cache, lab.tooling.nbcache_plugin); the
-# book build (warnings are errors), whose prefill executes only what nbval did not store; pytest
-# on tests/: unit tests of lab, assignment round-trips, book structure and the tests of the
-# built book (headless browser, generated claims, built pages, the notebook time budget), in
-# one run so that the browser tests share the two workers with the unit tests.
+# ran through in the book's execution cache (--nbval-cache, lab.tooling.nbcache_plugin); then,
+# at the same time, the book build (warnings are errors; its prefill executes only what nbval
+# did not store) and pytest on tests/: unit tests of lab, assignment round-trips, book structure
+# and the tests of the built book (headless browser, generated claims, built pages, the
+# notebook time budget: marked `book`, run last, each waiting for the build's exit status in
+# $(BOOK_STATUS); tests/conftest.py). Sphinx writes the pages on one core; the unit tests use
+# the other meanwhile (about a minute on these machines).
 # nbval needs a notebook's cells in one worker (loadfile); the tests of tests/ are spread one by
 # one (worksteal), so that a slow file (the assignment round trips) does not hold one worker alone.
 PYTEST := LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) -p no:cacheprovider \
   --durations=10 -m "not slow"
+BOOK_STATUS := _build/book.status
+BOOK_LOG    := _build/book.log
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(BIN)/python -m lab.tooling.cache $(CACHE)
 	$(PYTEST) --dist loadfile --nbval-lax --nbval-current-env --nbval-cache $(CACHE) book/
-	@$(MAKE) --no-print-directory book
-	$(PYTEST) --dist worksteal tests/
+	@mkdir -p _build; rm -f $(BOOK_STATUS); echo "building the book meanwhile (log: $(BOOK_LOG))"
+	@{ $(MAKE) --no-print-directory book > $(BOOK_LOG) 2>&1; echo $$? > $(BOOK_STATUS); } & \
+	LAB_BOOK_STATUS=$(CURDIR)/$(BOOK_STATUS) $(PYTEST) --dist worksteal tests/; tests=$$?; wait; \
+	book=$$(cat $(BOOK_STATUS) 2>/dev/null || echo 1); \
+	if [ "$$book" != 0 ]; then cat $(BOOK_LOG); echo "make test: the book build failed" >&2; \
+	else tail -n 3 $(BOOK_LOG); fi; \
+	[ "$$tests" = 0 ] && [ "$$book" = 0 ]
 
 lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) book/

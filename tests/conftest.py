@@ -10,14 +10,26 @@
   with ``lab.small_problem_threads(n)``.
 - The browser tests of one page run next to each other and share one load of the page
   (``_group_browser_tests``; ``tests/test_browser.py``'s ``OfflinePage``).
+- The ``book`` marker: the test reads the built book (``_build/html``, the execution cache).
+  Such tests run last, and each first waits for the book (:func:`wait_for_book`): ``make test``
+  builds the book while the other unit tests run (``LAB_BOOK_STATUS`` names the file its build
+  writes its exit status to); without that variable a test skips when no book is built.
 
 The root ``conftest.py`` (what nbval must not collect) applies as well; the two coexist.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+BOOK_INDEX = ROOT / "_build" / "html" / "index.html"
+#: how long a ``book`` test waits for the concurrent build (the build takes 1-2 minutes)
+BOOK_WAIT_S = 1800.0
 CUDA_SKIP_REASON = "needs a CUDA GPU (torch.cuda.is_available() is False)"
 
 
@@ -44,10 +56,34 @@ def _group_browser_tests(items) -> None:
         items[i] = it
 
 
+def wait_for_book() -> None:
+    """Before a ``book`` test: wait for ``make test``'s concurrent build of the book and fail if
+    it failed (``LAB_BOOK_STATUS`` set); skip when there is no built book (not set)."""
+    status = os.environ.get("LAB_BOOK_STATUS")
+    if not status:
+        if not BOOK_INDEX.is_file():
+            pytest.skip("no built book at _build/html/index.html (run `make book` first)")
+        return
+    path, deadline = Path(status), time.monotonic() + BOOK_WAIT_S
+    while not path.is_file() or not path.read_text().strip():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the book build did not finish within {BOOK_WAIT_S:.0f} s ({path})")
+        time.sleep(0.5)
+    code = path.read_text().strip()
+    if code != "0":
+        pytest.fail(f"the book build failed (exit status {code}; its log: _build/book.log)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("book"):
+        wait_for_book()
+
+
 def pytest_collection_modifyitems(config, items):
-    """Group the browser tests by page; skip every ``cuda``-marked test when torch sees no
-    CUDA device."""
+    """Group the browser tests by page; the ``book`` tests last (the book is built meanwhile);
+    skip every ``cuda``-marked test when torch sees no CUDA device."""
     _group_browser_tests(items)
+    items[:] = sorted(items, key=lambda it: it.get_closest_marker("book") is not None)
     if not any(item.get_closest_marker("cuda") for item in items):
         return
     from lab.core.runtime import cuda_available

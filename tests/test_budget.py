@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "_build" / ".jupyter_cache"
 CEILING_S = 30.0
+pytestmark = pytest.mark.book  # after make test's book build, whose prefill may add executions
 
 
 def execution_times() -> dict[str, float | None]:

@@ -247,6 +247,7 @@ def test_claims_section_is_generated_not_typed(slug):
     )
 
 
+@pytest.mark.book
 @pytest.mark.parametrize("slug", MIGRATED)
 def test_every_claim_is_recorded_sourced_and_as_expected(slug):
     recs = [r for r in _built_records() if r["chapter"] == slug]
@@ -275,6 +276,7 @@ def test_every_claim_is_recorded_sourced_and_as_expected(slug):
     assert paper_sourced, f"chapter {slug}: no claim sourced to the paper"
 
 
+@pytest.mark.book
 @pytest.mark.parametrize("slug", MIGRATED)
 def test_every_record_is_on_the_chapter_page_with_its_link(slug):
     recs = [r for r in _built_records() if r["chapter"] == slug]
@@ -286,6 +288,7 @@ def test_every_record_is_on_the_chapter_page_with_its_link(slug):
         assert f'id="claim-{slug}-{r["id"]}"' in nb_page.read_text(), f"no card in {nb_page}"
 
 
+@pytest.mark.book
 def test_scorecard_lists_every_chapter_with_records():
     recs = _built_records()
     page = (HTML / "book" / "scorecard.html").read_text()

@@ -144,6 +144,7 @@ def _page_headings(path: Path) -> list[tuple[int, str]] | None:
     return out
 
 
+@pytest.mark.book
 def test_built_pages_headings():
     pages = _built_pages()
     if not pages:

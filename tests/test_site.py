@@ -477,9 +477,7 @@ def _check_caches(job: dict) -> None:
 
 
 # -- the built book (after `make book`) ---------------------------------------------------------
-built = pytest.mark.skipif(
-    not (HTML / "index.html").is_file(), reason="no built book (run `make book` first)"
-)
+built = pytest.mark.book  # waits for the built book (tests/conftest.py), skips without one
 
 
 @built
