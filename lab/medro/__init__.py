@@ -52,10 +52,10 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
 |---|---|
 | ``models.py`` | ``MultiHeadNet`` (heads as one tensor), ``make_featurizer`` |
 | ``reference.py`` | ``eg_update``, ``medro_objective`` (paper / code), loop risks, ``gated_predict`` |
-| ``fast.py`` | ``group_risks`` (one scatter-add), ``risk_matrix`` (one featurizer pass) |
+| ``fast.py`` | ``group_risks`` (one scatter-add), ``risk_matrix`` (one featurizer pass), ``train_stacked`` (many runs in one batched loop) |
 | ``data.py`` | ``water_digits``, ``make_rotated_spurious_envs`` (exercises) |
 | ``convex.py`` | Eq. 6 on frozen features: ``solve_cvxpy`` vs ``online_convex`` |
-| ``experiments.py`` | ``train``, ``predict``, ``fit_gate``, ``choose_inference``, ``compare``, ``gamma_sweep`` |
+| ``experiments.py`` | ``train``, ``train_runs`` (batched), ``predict``, ``fit_gate``, ``choose_inference``, ``compare``, ``gamma_sweep`` |
 | ``figures.py`` | figures of the notebooks |
 
 See: book/medro/01-official-algorithm.ipynb, book/medro/02-water-digits.ipynb
@@ -76,7 +76,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "risk_matrix_reference",
             "gated_predict",
         ],
-        "fast": ["group_risks", "risk_matrix"],
+        "fast": ["group_risks", "risk_matrix", "stack_models", "train_stacked"],
         "data": [
             "WATERBIRDS_TRAIN",
             "GroupSplit",
@@ -94,6 +94,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "experiments": [
             "TrainResult",
             "train",
+            "train_runs",
             "predict",
             "fit_gate",
             "choose_inference",
