@@ -88,7 +88,8 @@ book: setup
 # notebook time budget: marked `book`, run last, each waiting for the build's exit status in
 # $(BOOK_STATUS); tests/conftest.py). Sphinx writes the pages on one core; the unit tests use
 # the other meanwhile (about a minute on these machines).
-# nbval needs a notebook's cells in one worker (loadfile); the tests of tests/ are spread one by
+# nbval needs a notebook's cells in one worker (loadfile), longest notebook first (conftest.py;
+# --no-loadscope-reorder keeps that order); the tests of tests/ are spread one by
 # one (worksteal), so that a slow file (the assignment round trips) does not hold one worker alone.
 PYTEST := LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) -p no:cacheprovider \
   --durations=10 -m "not slow"
@@ -98,7 +99,8 @@ test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(BIN)/python -m lab.tooling.cache $(CACHE)
-	$(PYTEST) --dist loadfile --nbval-lax --nbval-current-env --nbval-cache $(CACHE) book/
+	$(PYTEST) --dist loadfile --no-loadscope-reorder --nbval-lax --nbval-current-env \
+	  --nbval-cache $(CACHE) book/
 	@mkdir -p _build; rm -f $(BOOK_STATUS); echo "building the book meanwhile (log: $(BOOK_LOG))"
 	@{ $(MAKE) --no-print-directory book > $(BOOK_LOG) 2>&1; echo $$? > $(BOOK_STATUS); } & \
 	LAB_BOOK_STATUS=$(CURDIR)/$(BOOK_STATUS) $(PYTEST) --dist worksteal tests/; tests=$$?; wait; \
