@@ -429,6 +429,21 @@ def _normalized(nb):
     return json.loads(text)
 
 
+def test_nbval_cache_writes_hold_one_lock(tmp_path):
+    """The two nbval workers write to the execution cache one at a time (jupyter-cache's
+    truncation races with a concurrent insert): while one holds the lock, another cannot."""
+    import fcntl
+
+    from lab.tooling.nbcache_plugin import _cache_lock
+
+    with _cache_lock(tmp_path / "cache"):
+        with open(tmp_path / "cache" / ".optlab-write.lock", "w") as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(tmp_path / "cache" / ".optlab-write.lock", "w") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released after the block
+
+
 def test_nbval_run_caches_what_the_prefill_would(tmp_path):
     """make test executes each notebook once: nbval's run, stored with --nbval-cache, is what
     the prefill would store (outputs in order, counts, widget state, language_info) and myst-nb

@@ -22,6 +22,7 @@ Without ``--nbval-cache`` the plugin does nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from pathlib import Path
@@ -84,7 +85,34 @@ def store(cache_dir, path: str | Path, nb, seconds: float) -> None:
             overwrite=True,
         )
 
-    _with_retry(write)
+    with _cache_lock(cache_dir):
+        _with_retry(write)
+
+
+@contextlib.contextmanager
+def _cache_lock(cache_dir):
+    """Hold an exclusive lock on the cache folder while one xdist worker writes to it.
+
+    ``cache_notebook_bundle`` ends with ``truncate_caches``, which lists the records to keep and
+    then the others in two queries: a record the other worker inserts in between (its file not
+    yet written) is taken for an old one to delete, and the write fails with "Notebook file does
+    not exist for cache record" (seen once in 46 notebooks); had the file been there, the other
+    worker's fresh record would have been deleted. One writer at a time closes both. (POSIX
+    ``flock``; elsewhere the writes are not serialised.)
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    folder = Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".optlab-write.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class _NotebookRun:
