@@ -27,11 +27,27 @@ help:
 # jupyter-book). jsonschema skips the one format it serves ("iri") when it is absent; nothing of
 # ours validates IRIs. So it is removed after the install.
 NO_RFC3987 := $(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
-# constraints.txt pins torch to the CPU wheel these machines carry; pyproject keeps torch>=2.3.
+# constraints.txt pins every package (torch to the CPU wheel these machines carry; pyproject
+# keeps torch>=2.3). Where pip is configured with a folder of wheels (PIP_FIND_LINKS or pip's
+# own config: these machines keep the CPU build of torch there), uv installs the pinned set:
+# 43 s against pip's 75-120 s on a clean machine (uv resolves and downloads in parallel). uv
+# reads no pip configuration, so the folder is handed to it; without such a folder (a laptop),
+# pip installs as before. uv compiles no bytecode and these machines set
+# PYTHONDONTWRITEBYTECODE=1, so the Makefile lets Python cache the bytecode of what it imports
+# (else every kernel would compile torch again).
+FIND_LINKS := $(strip $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)))
+UV_VERSION := 0.13.9
+unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+ifneq ($(FIND_LINKS),)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(addprefix --find-links ,$(FIND_LINKS)) \
+	  -c constraints.txt -e '.[dev]'
+else
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+endif
 	$(NO_RFC3987)
 	@touch $(STAMP)
 
