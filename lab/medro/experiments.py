@@ -28,7 +28,7 @@ from ..core.checks import check_choice, check_int, check_positive
 from ..core.rates import mean_ci
 from ..core.runtime import resolve_device
 from .data import GroupSplit, WaterDigits
-from .fast import group_risks, train_stacked
+from .fast import _per_run, group_risks, train_stacked
 from .models import MultiHeadNet, check_model, make_featurizer
 from .reference import VARIANTS, eg_update, medro_objective, update_pair_weights
 
@@ -236,18 +236,9 @@ def train_runs(
         raise ValueError("seeds must hold at least one seed")
     B = len(seeds)
 
-    def per_run(name, value, check):
-        if isinstance(value, str) or np.ndim(value) == 0:
-            return [check(name, value)] * B
-        if isinstance(value, bytes) or np.ndim(value) != 1:
-            raise TypeError(f"{name} must be one value or a sequence with one entry per seed")
-        if len(value) != B:
-            raise ValueError(f"{name} must have one entry per seed ({B}), got {len(value)}")
-        return [check(name, v) for v in value]
-
-    methods = per_run("method", method, lambda k, v: check_choice(k, v, METHODS))
-    variants = per_run("variant", variant, lambda k, v: check_choice(k, v, VARIANTS))
-    gammas = per_run("gamma", gamma, lambda k, v: check_positive(k, v, allow_zero=True))
+    methods = _per_run("method", method, B, lambda k, v: check_choice(k, v, METHODS), "seed")
+    variants = _per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS), "seed")
+    gammas = _per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True), "seed")
     hidden = check_int("hidden", hidden, 1)
     feat_dim = check_int("feat_dim", feat_dim, 1)
     dev = resolve_device(device)

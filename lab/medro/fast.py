@@ -198,15 +198,15 @@ def _eg_rows(w: Any, r: Any, eta: float):
     return torch.softmax(logw.reshape(w.shape[0], -1), dim=1).reshape(w.shape)
 
 
-def _per_run(name: str, value: Any, B: int, check) -> list:
-    """One value for every run, or one per run (a sequence of length ``B``)."""
+def _per_run(name: str, value: Any, B: int, check, per: str = "model") -> list:
+    """One value for every run, or one per run (a sequence of length ``B``, one per ``per``)."""
     if isinstance(value, str) or np.ndim(value) == 0:
         return [check(name, value)] * B
     if isinstance(value, bytes) or np.ndim(value) != 1:
-        raise TypeError(f"{name} must be one value or a sequence of values, one per model")
+        raise TypeError(f"{name} must be one value or a sequence of values, one per {per}")
     values = list(value)
     if len(values) != B:
-        raise ValueError(f"{name} must have one value per model ({B}), got {len(values)}")
+        raise ValueError(f"{name} must have one value per {per} ({B}), got {len(values)}")
     return [check(name, v) for v in values]
 
 
