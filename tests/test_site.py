@@ -506,3 +506,15 @@ def test_built_site_has_a_404_page_a_logo_and_the_title_once():
     assert (HTML / "_static" / "logo.svg").is_file() and (
         HTML / "_static" / "logo-dark.svg"
     ).is_file()
+
+
+def test_the_pages_state_the_budget_ceiling_of_the_budget_test():
+    """The performance page and CONTRIBUTING give the notebook time ceiling that
+    tests/test_budget.py enforces (the page said sixty seconds after the ceiling went to 30)."""
+    match = re.search(r"^CEILING_S = ([0-9.]+)$", (ROOT / "tests/test_budget.py").read_text(), re.M)
+    assert match, "tests/test_budget.py no longer defines CEILING_S"
+    ceiling = f"{float(match.group(1)):g} s"
+    page = (ROOT / "book/performance.md").read_text()
+    assert f"never in more than {ceiling}" in page, f"book/performance.md must say {ceiling}"
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert f"hard ceiling {ceiling}" in contributing, f"CONTRIBUTING.md must say {ceiling}"
