@@ -11,6 +11,12 @@ slowest move and the memo hits (moves served by the figures the static twin prec
     python benchmarks/bench_widgets.py            # every toc notebook (~20 min on 2 cores)
     python benchmarks/bench_widgets.py --quick    # one small notebook (< 20 s)
     python benchmarks/bench_widgets.py --notebooks book/coreset/03-training-under-noise.ipynb
+    python benchmarks/bench_widgets.py --notebooks book/medro/02-water-digits.ipynb \
+        --update "after its trainings were batched"
+
+``--update REASON`` measures only ``--notebooks`` and puts their cases into the existing results
+file in place of the old ones (the rest of the run and its stamp stay); the summary is computed
+again over every notebook and names the ones measured again, with the date and the reason.
 
 ``--threads``, ``--reps`` and ``--gpu`` do not apply (each kernel runs the notebook's own
 ``lab.setup``; every move is timed once, as a learner makes it).
@@ -18,6 +24,8 @@ slowest move and the memo hits (moves served by the figures the static twin prec
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -25,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.core.chapters import toc_notebooks  # noqa: E402
-from lab.tooling.bench import ROOT, Benchmark  # noqa: E402
+from lab.tooling.bench import RESULTS, ROOT, Benchmark, markdown_table  # noqa: E402
 from lab.tooling.widgetbench import TARGET_MAX_S, TARGET_MEDIAN_S, measure_notebook  # noqa: E402
 
 QUICK = ["book/eos/01-three-regimes.ipynb"]
@@ -38,7 +46,15 @@ def main() -> None:
         "--notebooks", nargs="+", default=None, help="notebooks to measure (default: the toc's)"
     )
     bench.add_argument("--output", default=None, help="results file (default: the usual path)")
+    bench.add_argument(
+        "--update",
+        metavar="REASON",
+        default=None,
+        help="measure only --notebooks and replace their cases in the existing results file",
+    )
     args = bench.args
+    if args.update is not None and (not args.notebooks or not args.update.strip()):
+        raise SystemExit("--update needs --notebooks and a non-empty reason (why measure again)")
     if args.notebooks:
         paths = [Path(p).resolve() for p in args.notebooks]
     elif bench.quick:
@@ -83,6 +99,13 @@ def main() -> None:
                 f" executed in {res['execute_s']:.0f} s",
                 flush=True,
             )
+    if args.update is not None:
+        path = Path(args.output) if args.output else RESULTS / f"widgets-{bench.kind}.json"
+        merged = update_results(json.loads(path.read_text()), bench.results(), args.update)
+        print(markdown_table(merged))
+        path.write_text(json.dumps(merged, indent=1) + "\n")
+        print(f"updated {path}")
+        return
     with bench.case("all notebooks", target=TARGET) as case:
         case.metric("notebooks", len(paths))
         case.metric("over_target", ", ".join(over) or "none")
@@ -91,6 +114,46 @@ def main() -> None:
         if medians:
             case.record("fast", "median of the notebooks' medians", statistics.median(medians))
     bench.finish(args.output)
+
+
+SUMMARY = "all notebooks"
+
+
+def update_results(old: dict, new: dict, reason: str) -> dict:
+    """``old`` (a full run) with the notebook cases of ``new`` in place of its own, and the
+    summary case computed again over every notebook; ``re_measured`` names the new cases, with
+    their date and ``reason``, after what it said before. The stamp of ``old`` stays."""
+    fresh = {c["case"]: c for c in new["cases"] if c["case"] != SUMMARY}
+    unknown = sorted(set(fresh) - {c["case"] for c in old["cases"]})
+    if unknown:
+        raise SystemExit(f"not in the results file (run the full benchmark instead): {unknown}")
+    cases = [fresh.get(c["case"], c) for c in old["cases"] if c["case"] != SUMMARY]
+    medians = [
+        r["seconds"] for c in cases for r in c.get("rows", [])[:1] if "median_ms" in c["metrics"]
+    ]
+    over = [c["case"] for c in cases if c["metrics"].get("meets_target") is False]
+    failed = [c["case"] for c in cases if "error" in c["metrics"]]
+    before = next((c for c in old["cases"] if c["case"] == SUMMARY), {}).get("metrics", {})
+    when = _dt.datetime.fromisoformat(new["date"]).strftime("%Y-%m-%d")
+    note = f"{', '.join(fresh)} ({when}, {reason.strip()})"
+    summary = {
+        "case": SUMMARY,
+        "target": TARGET,
+        "size": {},
+        "rows": [{"role": "fast", "name": "median of the notebooks' medians"}],
+        "metrics": {
+            "notebooks": len(cases),
+            "over_target": ", ".join(over) or "none",
+            **({"failed": ", ".join(failed)} if failed else {}),
+            "re_measured": "; ".join(x for x in (before.get("re_measured"), note) if x),
+        },
+        "ratios": {},
+    }
+    if medians:
+        summary["rows"][0]["seconds"] = statistics.median(medians)
+    else:
+        summary["rows"] = []
+    return {**old, "cases": [*cases, summary]}
 
 
 if __name__ == "__main__":

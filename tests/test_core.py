@@ -954,3 +954,39 @@ def test_mean_ci_is_the_student_t_interval():
         mean_ci([1.0])
     with pytest.raises(ValueError, match="level"):
         mean_ci(v, level=1.0)
+
+
+def test_widget_benchmark_update_replaces_cases_and_recomputes_the_summary():
+    """bench_widgets --update: the new cases replace the old ones, the others and the stamp stay,
+    the summary is computed again over every notebook and names what was measured again."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_widgets", Path(__file__).resolve().parents[1] / "benchmarks/bench_widgets.py"
+    )
+    bw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bw)
+
+    def case(name, median_s, ok=True):
+        return {
+            "case": name,
+            "rows": [{"role": "fast", "seconds": median_s}],
+            "metrics": {"median_ms": median_s * 1e3, "meets_target": ok},
+        }
+
+    summary = {"case": bw.SUMMARY, "rows": [], "metrics": {"re_measured": "x/01 (earlier)"}}
+    old = {
+        "date": "2026-01-01T00:00:00+00:00",
+        "cases": [case("a/01", 0.01), case("b/01", 0.5, ok=False), case("c/01", 0.03), summary],
+    }
+    new = {"date": "2026-02-03T04:05:06+00:00", "cases": [case("b/01", 0.02), dict(summary)]}
+    out = bw.update_results(old, new, "after a fix")
+    assert out["date"] == old["date"]
+    assert [c["case"] for c in out["cases"]] == ["a/01", "b/01", "c/01", bw.SUMMARY]
+    assert out["cases"][1]["rows"][0]["seconds"] == 0.02
+    m = out["cases"][-1]["metrics"]
+    assert m["notebooks"] == 3 and m["over_target"] == "none"
+    assert out["cases"][-1]["rows"][0]["seconds"] == 0.02  # median of 0.01, 0.02, 0.03
+    assert m["re_measured"] == "x/01 (earlier); b/01 (2026-02-03, after a fix)"
+    with pytest.raises(SystemExit, match="not in the results file"):
+        bw.update_results(old, {"date": new["date"], "cases": [case("z/09", 0.1)]}, "r")
