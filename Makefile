@@ -49,6 +49,7 @@ else
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 endif
 	$(NO_RFC3987)
+	@$(BIN)/python -m lab.tooling.warm
 	@touch $(STAMP)
 
 # MathJax, require.js and the ipywidgets html-manager, served from the book itself (no CDN).
@@ -56,7 +57,12 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(NODE_STAMP)
 
-setup: $(STAMP) $(NODE_STAMP)
+# The Python install and npm ci run side by side (-j2: one waits on the network while the other
+# unpacks). After the install, lab.tooling.warm imports what every kernel and test process
+# imports, so that its bytecode is compiled once (uv compiles none; otherwise the first nbval
+# kernels and pytest processes of a clean clone compile torch and scipy side by side).
+setup:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NODE_STAMP)
 
 # Re-resolve the lock: the newest versions pyproject.toml allows, in a fresh venv, torch kept at
 # the CPU wheel; writes constraints.txt (then run `make test` before committing it).

@@ -990,3 +990,15 @@ def test_widget_benchmark_update_replaces_cases_and_recomputes_the_summary():
     assert m["re_measured"] == "x/01 (earlier); b/01 (2026-02-03, after a fix)"
     with pytest.raises(SystemExit, match="not in the results file"):
         bw.update_results(old, {"date": new["date"], "cases": [case("z/09", 0.1)]}, "r")
+
+
+def test_bytecode_warm_up_imports_and_skips_what_is_missing():
+    import math
+
+    from lab.tooling import warm
+
+    out = warm.warm(("json", "no_such_module_of_optlab"))
+    assert out["json"] >= 0 and math.isnan(out["no_such_module_of_optlab"])
+    with pytest.raises(TypeError, match="modules"):
+        warm.warm("json")
+    assert "torch" in warm.MODULES and "lab" in warm.MODULES
