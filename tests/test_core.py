@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 from pathlib import Path
 
 import numpy as np
@@ -1002,3 +1003,44 @@ def test_bytecode_warm_up_imports_and_skips_what_is_missing():
     with pytest.raises(TypeError, match="modules"):
         warm.warm("json")
     assert "torch" in warm.MODULES and "lab" in warm.MODULES
+
+
+def test_prefill_starts_another_kernel_when_one_dies_at_start(tmp_path, monkeypatch):
+    """A kernel that dies before its first reply (a port taken by another process's kernel)
+    is started again, up to KERNEL_START_TRIES times; any other error is raised at once."""
+    import nbformat
+    from jupyter_cache.executors import utils
+
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), path)
+    calls = []
+
+    def flaky(nb, **kw):
+        calls.append(1)
+        if len(calls) < 2:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return types.SimpleNamespace(err=None)
+
+    monkeypatch.setattr(utils, "single_nb_execution", flaky)
+    out = cache._execute(str(path), 10)
+    assert len(calls) == 2 and out[3] is None
+
+    def dead(nb, **kw):
+        calls.append(1)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    calls.clear()
+    monkeypatch.setattr(utils, "single_nb_execution", dead)
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        cache._execute(str(path), 10)
+    assert len(calls) == cache.KERNEL_START_TRIES
+
+    def other(nb, **kw):
+        calls.append(1)
+        raise RuntimeError("something else")
+
+    calls.clear()
+    monkeypatch.setattr(utils, "single_nb_execution", other)
+    with pytest.raises(RuntimeError, match="something else"):
+        cache._execute(str(path), 10)
+    assert len(calls) == 1
