@@ -641,3 +641,30 @@ def test_state_floats_counts_two_buffers_per_weight_like_adam():
     assert koala.state_floats(adam) == 2 * n + 4  # exp_avg, exp_avg_sq; step per tensor
     with pytest.raises(TypeError, match="Optimizer"):
         koala.state_floats("adam")
+
+
+def test_default_path_on_cpu_follows_the_mean_tensor_size(monkeypatch):
+    """foreach=None on CPU: the multi-tensor path for groups of small tensors (per-call overhead
+    dominates), the per-tensor loop for groups of large ones (measured in bench_koala)."""
+    from lab.koala import optim
+
+    calls = []
+    multi, loop = optim.koalapp_foreach_, optim._koalapp_loop_
+    monkeypatch.setattr(
+        optim, "koalapp_foreach_", lambda *a, **k: calls.append("multi") or multi(*a, **k)
+    )
+    monkeypatch.setattr(
+        optim, "_koalapp_loop_", lambda *a, **k: calls.append("loop") or loop(*a, **k)
+    )
+    cap = optim.FOREACH_MAX_MEAN_NUMEL
+    for numels, expected in (
+        ((64, 4096), "multi"),
+        ((cap, cap), "multi"),
+        ((cap + 1, cap + 1), "loop"),
+    ):
+        params = [torch.nn.Parameter(torch.zeros(n)) for n in numels]
+        for p in params:
+            p.grad = torch.full_like(p, 0.01)
+        calls.clear()
+        koala.KoalaPP(params, r=0.5).step_with_loss(0.5)
+        assert calls == [expected], (numels, calls)
