@@ -49,7 +49,6 @@ else
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 endif
 	$(NO_RFC3987)
-	@$(BIN)/python -m lab.tooling.warm
 	@touch $(STAMP)
 
 # MathJax, require.js and the ipywidgets html-manager, served from the book itself (no CDN).
@@ -57,10 +56,8 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(NODE_STAMP)
 
-# The Python install and npm ci run side by side (-j2: one waits on the network while the other
-# unpacks). After the install, lab.tooling.warm imports what every kernel and test process
-# imports, so that its bytecode is compiled once (uv compiles none; otherwise the first nbval
-# kernels and pytest processes of a clean clone compile torch and scipy side by side).
+# The Python install and npm ci run side by side (-j2: npm ci, 5-11 s, mostly waits on the
+# network while uv unpacks).
 setup:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NODE_STAMP)
 

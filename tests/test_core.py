@@ -993,18 +993,6 @@ def test_widget_benchmark_update_replaces_cases_and_recomputes_the_summary():
         bw.update_results(old, {"date": new["date"], "cases": [case("z/09", 0.1)]}, "r")
 
 
-def test_bytecode_warm_up_imports_and_skips_what_is_missing():
-    import math
-
-    from lab.tooling import warm
-
-    out = warm.warm(("json", "no_such_module_of_optlab"))
-    assert out["json"] >= 0 and math.isnan(out["no_such_module_of_optlab"])
-    with pytest.raises(TypeError, match="modules"):
-        warm.warm("json")
-    assert "torch" in warm.MODULES and "lab" in warm.MODULES
-
-
 def test_prefill_starts_another_kernel_when_one_dies_at_start(tmp_path, monkeypatch):
     """A kernel that dies before its first reply (a port taken by another process's kernel)
     is started again, up to KERNEL_START_TRIES times; any other error is raised at once."""
