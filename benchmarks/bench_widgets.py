@@ -61,7 +61,6 @@ def main() -> None:
         paths = [ROOT / p for p in QUICK]
     else:
         paths = toc_notebooks(ROOT)
-    medians, failed, over = [], [], []
     for path in paths:
         rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         name = str(rel).removeprefix("book/").removesuffix(".ipynb")
@@ -70,7 +69,6 @@ def main() -> None:
                 res = measure_notebook(path)
             except Exception as err:  # a notebook that fails to execute is reported, not fatal
                 case.metric("error", f"{type(err).__name__}: {str(err)[:200]}")
-                failed.append(name)
                 continue
             case.metric("execute_s", round(res["execute_s"], 1))
             if res["tries"] > 1:  # the harness's kernel stalled and the notebook ran again
@@ -90,9 +88,6 @@ def main() -> None:
             case.metric("memo_hits", res["memo_hits"])
             case.metric("slowest", res["slowest"])
             case.metric("meets_target", res["meets_target"])
-            medians.append(res["median_s"])
-            if not res["meets_target"]:
-                over.append(name)
             print(
                 f"   {name}: median {res['median_s'] * 1e3:.0f} ms, max {res['max_s'] * 1e3:.0f} ms"
                 f" over {res['moves']} moves ({res['memo_hits']} from the memo);"
@@ -106,17 +101,31 @@ def main() -> None:
         path.write_text(json.dumps(merged, indent=1) + "\n")
         print(f"updated {path}")
         return
-    with bench.case("all notebooks", target=TARGET) as case:
-        case.metric("notebooks", len(paths))
-        case.metric("over_target", ", ".join(over) or "none")
-        if failed:
-            case.metric("failed", ", ".join(failed))
-        if medians:
-            case.record("fast", "median of the notebooks' medians", statistics.median(medians))
+    metrics, median = summarise_cases([c.as_dict() for c in bench.cases])
+    with bench.case(SUMMARY, target=TARGET) as case:
+        for key, value in metrics.items():
+            case.metric(key, value)
+        if median is not None:
+            case.record("fast", MEDIAN_ROW, median)
     bench.finish(args.output)
 
 
 SUMMARY = "all notebooks"
+MEDIAN_ROW = "median of the notebooks' medians"
+
+
+def summarise_cases(cases: list[dict]) -> tuple[dict, float | None]:
+    """The summary of the notebook cases: ``({"notebooks", "over_target"[, "failed"]}, the
+    median of their median moves or None)``."""
+    medians = [
+        r["seconds"] for c in cases for r in c.get("rows", [])[:1] if "median_ms" in c["metrics"]
+    ]
+    over = [c["case"] for c in cases if c["metrics"].get("meets_target") is False]
+    failed = [c["case"] for c in cases if "error" in c["metrics"]]
+    metrics = {"notebooks": len(cases), "over_target": ", ".join(over) or "none"}
+    if failed:
+        metrics["failed"] = ", ".join(failed)
+    return metrics, statistics.median(medians) if medians else None
 
 
 def update_results(old: dict, new: dict, reason: str) -> dict:
@@ -128,11 +137,7 @@ def update_results(old: dict, new: dict, reason: str) -> dict:
     if unknown:
         raise SystemExit(f"not in the results file (run the full benchmark instead): {unknown}")
     cases = [fresh.get(c["case"], c) for c in old["cases"] if c["case"] != SUMMARY]
-    medians = [
-        r["seconds"] for c in cases for r in c.get("rows", [])[:1] if "median_ms" in c["metrics"]
-    ]
-    over = [c["case"] for c in cases if c["metrics"].get("meets_target") is False]
-    failed = [c["case"] for c in cases if "error" in c["metrics"]]
+    metrics, median = summarise_cases(cases)
     before = next((c for c in old["cases"] if c["case"] == SUMMARY), {}).get("metrics", {})
     when = _dt.datetime.fromisoformat(new["date"]).strftime("%Y-%m-%d")
     note = f"{', '.join(fresh)} ({when}, {reason.strip()})"
@@ -140,19 +145,13 @@ def update_results(old: dict, new: dict, reason: str) -> dict:
         "case": SUMMARY,
         "target": TARGET,
         "size": {},
-        "rows": [{"role": "fast", "name": "median of the notebooks' medians"}],
+        "rows": [] if median is None else [{"role": "fast", "name": MEDIAN_ROW, "seconds": median}],
         "metrics": {
-            "notebooks": len(cases),
-            "over_target": ", ".join(over) or "none",
-            **({"failed": ", ".join(failed)} if failed else {}),
+            **metrics,
             "re_measured": "; ".join(x for x in (before.get("re_measured"), note) if x),
         },
         "ratios": {},
     }
-    if medians:
-        summary["rows"][0]["seconds"] = statistics.median(medians)
-    else:
-        summary["rows"] = []
     return {**old, "cases": [*cases, summary]}
 
 

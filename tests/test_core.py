@@ -1001,34 +1001,28 @@ def test_prefill_starts_another_kernel_when_one_dies_at_start(tmp_path, monkeypa
 
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), path)
-    calls = []
+    died = "Kernel died before replying to kernel_info"
 
-    def flaky(nb, **kw):
-        calls.append(1)
-        if len(calls) < 2:
-            raise RuntimeError("Kernel died before replying to kernel_info")
-        return types.SimpleNamespace(err=None)
+    def executions(*errors):
+        """A stand-in for single_nb_execution raising ``errors`` in turn, then succeeding."""
+        calls = []
 
-    monkeypatch.setattr(utils, "single_nb_execution", flaky)
-    out = cache._execute(str(path), 10)
-    assert len(calls) == 2 and out[3] is None
+        def run(nb, **kw):
+            calls.append(1)
+            if len(calls) <= len(errors):
+                raise RuntimeError(errors[len(calls) - 1])
+            return types.SimpleNamespace(err=None)
 
-    def dead(nb, **kw):
-        calls.append(1)
-        raise RuntimeError("Kernel died before replying to kernel_info")
+        monkeypatch.setattr(utils, "single_nb_execution", run)
+        return calls
 
-    calls.clear()
-    monkeypatch.setattr(utils, "single_nb_execution", dead)
+    calls = executions(died)
+    assert cache._execute(str(path), 10)[3] is None and len(calls) == 2
+    calls = executions(*[died] * cache.KERNEL_START_TRIES)
     with pytest.raises(RuntimeError, match="kernel_info"):
         cache._execute(str(path), 10)
     assert len(calls) == cache.KERNEL_START_TRIES
-
-    def other(nb, **kw):
-        calls.append(1)
-        raise RuntimeError("something else")
-
-    calls.clear()
-    monkeypatch.setattr(utils, "single_nb_execution", other)
+    calls = executions("something else")
     with pytest.raises(RuntimeError, match="something else"):
         cache._execute(str(path), 10)
     assert len(calls) == 1
