@@ -7,16 +7,17 @@ Cases:
    M = 10, P = 5, B = 32), timed per run; the max parameter difference in float64 is reported.
 1. Whole runs of 800 rounds with exponential straggler delays (mean 2 client forwards; server
    step = 0.1): rounds and simulated time to training loss 1.0, final loss and accuracy, for
-   vanilla ZO SplitFed (tau = 1), MU-SplitFed (tau = 4; adaptive tau with the per-round server
-   budget ``tau_ref = 4``; adaptive tau without it, the configuration of issue 17 that
-   diverged), and a first-order FedAvg peer (one local SGD step of the full MLP per round,
+   vanilla ZO SplitFed (tau = 1), MU-SplitFed (tau = 4; adaptive tau with the server step
+   coupled as ``eta_s / sqrt(tau)``, the default; adaptive tau at a fixed server step, the
+   configuration of issue 17 that diverged), and a first-order FedAvg peer (one local SGD step of the full MLP per round,
    lr 0.1, same participants and batches; its clock counts a forward+backward as 2 client
    forwards).
-2. Peak memory of one client update, zeroth-order vs first-order (``client_memory``), for the
-   chapter's client and a 3-block client of width 256 (CPU tensor tracker; CUDA memory stats
-   with ``--gpu``).
-3. (not with ``--quick``) The same configuration as case 1 for 2000 rounds: adaptive tau with
-   and without the budget, and tau = 4.
+2. Peak memory of one client update (``client_memory``): the zeroth-order split client, a
+   first-order client of the same half, and FedAvg's client (the whole model, its own loss; the
+   paper's Fig. 4 baseline), for the chapter's model and a 64-256-256-256-10 model cut after
+   block 1 and block 3 (CPU tensor tracker; CUDA memory stats with ``--gpu``).
+3. (not with ``--quick``) The same configuration as case 1 for 2000 rounds: adaptive tau and
+   tau = 4, each coupled and at a fixed server step (issue 29: fixed tau = 4 degrades late).
 4. ``--gpu``: the fast path on CUDA with 100 clients.
 
     python benchmarks/bench_splitfed.py            # CPU
@@ -91,14 +92,14 @@ def main() -> None:
     base = dict(rounds=T, eval_every=10, delay_mean=delay, **STEPS)
     with bench.case(
         f"{T} rounds, delay mean {delay}: time to loss {TARGET} and final loss",
-        target="adaptive tau stable (final loss < 0.5) and sooner than vanilla", rounds=T,
+        target="adaptive tau stable and sooner than vanilla", rounds=T,
         delay_mean=delay,
     ) as case:  # fmt: skip
         whole_run(case, "reference", "vanilla ZO SplitFed (tau = 1)", tau=1)
         whole_run(case, "fast", "MU-SplitFed tau = 4", tau=4)
         whole_run(case, "fast", "MU-SplitFed adaptive tau", tau=1, adaptive_tau=True)
         whole_run(
-            case, "fast", "adaptive tau without the budget", tau=1, adaptive_tau=True, tau_ref=None
+            case, "fast", "adaptive tau at a fixed step", tau=1, adaptive_tau=True, coupling="fixed"
         )
         t0 = time.perf_counter()
         r_fo, l_fo = sf.fedavg_first_order(data, sf.MUSplitFedConfig(**base))
@@ -112,20 +113,28 @@ def main() -> None:
         )  # fmt: skip
 
     with bench.case(
-        "peak client memory of one update, zeroth- vs first-order",
-        target="zeroth-order peak <= 0.5x first-order (paper Fig. 4: 0.13)", batch=32,
+        "peak client memory of one update: zeroth-order split client vs FedAvg",
+        target="zeroth-order peak <= 0.5x FedAvg's (paper Fig. 4: 0.13)", batch=32,
     ) as case:  # fmt: skip
-        X = data["train"][0][:32]
-        deep, _ = sf.split_model(sf.make_mlp((64, 256, 256, 256, 10), seed=0), 3)
+        X, y = data["train"][0][:32], data["train"][1][:32]
+        models = {
+            "chapter model 64-32-32-10, cut 1": (sf.make_mlp((64, 32, 32, 10), seed=0), 1),
+            "64-256-256-256-10, cut 1": (sf.make_mlp((64, 256, 256, 256, 10), seed=0), 1),
+            "64-256-256-256-10, cut 3": (sf.make_mlp((64, 256, 256, 256, 10), seed=0), 3),
+        }
         devices = ["cpu"] + (["cuda"] if bench.gpu and torch.cuda.is_available() else [])
         for dev in devices:
-            for label, net in (("chapter client", c), ("3-block client of width 256", deep)):
-                zo = sf.client_memory(net, X, mode="zo", device=dev)
-                fo = sf.client_memory(net, X, mode="fo", device=dev)
+            for label, (whole, cut) in models.items():
+                half, _ = sf.split_model(whole, cut)
+                zo = sf.client_memory(half, X, mode="zo", device=dev)
+                fo = sf.client_memory(half, X, mode="fo", device=dev)
+                fedavg = sf.client_memory(whole, X, mode="fo", y=y, device=dev)
                 case.record(
                     "fast", f"{label} ({dev})", device=dev, zo_peak_bytes=zo["peak_bytes"],
-                    fo_peak_bytes=fo["peak_bytes"], param_bytes=zo["param_bytes"],
-                    zo_over_fo=zo["peak_bytes"] / fo["peak_bytes"], method=zo["method"],
+                    fo_peak_bytes=fo["peak_bytes"], fedavg_peak_bytes=fedavg["peak_bytes"],
+                    param_bytes=zo["param_bytes"],
+                    zo_over_fedavg=zo["peak_bytes"] / fedavg["peak_bytes"],
+                    fo_over_fedavg=fo["peak_bytes"] / fedavg["peak_bytes"], method=zo["method"],
                 )  # fmt: skip
 
     if not quick:
@@ -136,10 +145,11 @@ def main() -> None:
         ) as case:  # fmt: skip
             whole_run(case, "fast", "MU-SplitFed adaptive tau", tau=1, adaptive_tau=True)
             whole_run(
-                case, "reference", "adaptive tau without the budget", tau=1, adaptive_tau=True,
-                tau_ref=None,
+                case, "reference", "adaptive tau at a fixed step", tau=1, adaptive_tau=True,
+                coupling="fixed",
             )  # fmt: skip
             whole_run(case, "peer", "MU-SplitFed tau = 4", tau=4)
+            whole_run(case, "peer", "tau = 4 at a fixed step", tau=4, coupling="fixed")
 
     if bench.gpu and torch.cuda.is_available():
         many = sf.load_digits_clients(100, seed=0)

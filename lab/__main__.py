@@ -2,10 +2,13 @@
 
 ``info``                      versions, device, CUDA and triton availability, thread settings
 ``run <slug> [--full]``       execute a chapter's notebooks headless into ``_build/run/<slug>/``
-``assign <slug>``             student notebook + autograder into ``_build/assign/<slug>/``
-``grade <slug> <nb|folder>``  grade a notebook, or every notebook of a folder (grades.csv)
+``assign <slug> [--out DIR]`` student notebook + autograder into ``_build/assign/<slug>/`` (or DIR)
+``grade <slug> <nb|folder>``  grade a notebook, or a folder of them, each in its own process with
+                              ``--timeout``/``--memory-mb``, ``--jobs N`` at a time (grades.csv,
+                              feedback/ for students, instructor/ for you)
 ``exercises <slug>``          regenerate ``book/<slug>/exercises.ipynb`` (the book's student page)
 ``bench [<slug>...] [--gpu]`` run the benchmarks and merge one run record
+``claims [<slug>...]``        print chapters' claim records (run or read); ``--compare`` a published one
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3
     from nbclient import NotebookClient
 
     from lab.core.progress import progress
+    from lab.tooling.kernels import kernel_manager
 
     notebooks = chapter_notebooks(slug)
     out = Path(out) if out else ROOT / "_build" / "run" / slug
@@ -103,6 +107,7 @@ def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3
         t0 = time.perf_counter()
         client = NotebookClient(
             nb,
+            km=kernel_manager("python3"),  # IPC sockets: no "TCP without encryption" warning
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": path.parent}},
@@ -193,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         "assign", help="write the student notebook and autograder into _build/assign/<slug>/"
     )
     p.add_argument("slug")
+    p.add_argument("--out", type=Path, help="write here instead of _build/assign/<slug>/")
     p = sub.add_parser(
         "grade", help="grade a notebook (or a folder of them: grades.csv) with the autograder"
     )
     p.add_argument("slug")
     p.add_argument("notebook", help="a submitted .ipynb, or a folder of them")
+    _grade_options(p)
     p = sub.add_parser(
         "exercises", help="regenerate book/<slug>/exercises.ipynb (the book's student page)"
     )
@@ -206,6 +213,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("slugs", nargs="*")
     p.add_argument("--gpu", action="store_true", help="the GPU sizes (needs CUDA)")
     p.add_argument("--quick", action="store_true", help="small sizes (< 20 s each)")
+    from lab.tooling.claimsjson import CLI_DESCRIPTION, CLI_EPILOG
+
+    p = sub.add_parser(
+        "claims",
+        help="run chapters' notebooks (or read a build), print or --compare their claim records",
+        description=CLI_DESCRIPTION,
+        epilog=CLI_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("slugs", nargs="*", metavar="slug", help="chapters (default: every chapter)")
+    p.add_argument("--full", action="store_true", help="FULL = True (paper scale; for a GPU)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from-build",
+        action="store_true",
+        help="do not execute: read _build/run/<slug>/, else _build/html/_static/claims.json",
+    )
+    source.add_argument(
+        "--build",
+        metavar="PATH",
+        help="do not execute: read a claims.json, a build folder or executed notebooks",
+    )
+    p.add_argument("--compare", metavar="PUBLISHED", help="a published claims.json to diff against")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write this run as a claims.json")
     args = parser.parse_args(argv)
 
     try:
@@ -226,59 +257,41 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.cmd == "bench":
         path = bench(args.slugs, gpu=args.gpu, quick=args.quick)
         return 1 if json.loads(path.read_text())["failed"] else 0
+    if args.cmd == "claims":
+        from lab.tooling import claimsjson
+
+        return claimsjson.cli(args, run=run)
 
     from lab.tooling import grading
 
     check_slug(args.slug, ROOT)
     if args.cmd == "assign":
-        build = grading.assign(args.slug)
+        build = grading.assign(args.slug, args.out)
         print(f"student notebook: {build.student}\nautograder:       {build.autograder}")
     elif args.cmd == "grade":
-        zips = sorted((grading.ROOT / "_build" / "assign" / args.slug / "autograder").glob("*.zip"))
-        autograder = zips[-1] if zips else grading.assign(args.slug).autograder
-        target = Path(args.notebook).resolve()
-        if target.is_dir():
-            return _grade_class(grading, autograder, target)
-        result = grading.grade(autograder, target)
-        for q, (s, m) in result["questions"].items():
-            print(f"{q}: {s:g} / {m:g}")
-        print(f"total: {result['score']:g} / {result['max']:g}")
+        from lab.tooling import classroom
+
+        return classroom.cli(args)
     elif args.cmd == "exercises":
         print(grading.exercise_page(args.slug))
     return 0
 
 
-def _grade_class(grading, autograder: Path, folder: Path) -> int:
-    """Grade every ``*.ipynb`` in ``folder``; write ``grades.csv`` there; print a summary."""
-    import csv
+def _grade_options(p: argparse.ArgumentParser) -> None:
+    from lab.tooling.classroom import DEFAULT_MAX_OUTPUT_MB, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
 
-    from lab.core.progress import progress
-
-    submissions = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
-    if not submissions:
-        raise ValueError(f"no .ipynb submissions in {folder}")
-    rows, questions = [], []
-    for nb in progress(submissions, desc="grading", unit="nb"):
-        try:
-            result = grading.grade(autograder, nb)
-        except RuntimeError as exc:  # a notebook that does not run scores 0, with the reason
-            rows.append({"submission": nb.name, "total": 0, "max": "", "error": str(exc)[-300:]})
-            continue
-        row = {"submission": nb.name, "total": result["score"], "max": result["max"], "error": ""}
-        for q, (score, _) in result["questions"].items():
-            row[q] = score
-            if q not in questions:
-                questions.append(q)
-        rows.append(row)
-    out = folder / "grades.csv"
-    with out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["submission", *questions, "total", "max", "error"])
-        writer.writeheader()
-        writer.writerows(rows)
-    for row in rows:
-        print(f"{row['submission']}: {row['total']:g} / {row['max'] or '?'} {row['error'][:80]}")
-    print(f"wrote {out}")
-    return 0
+    p.add_argument("--autograder", type=Path, help="the autograder zip (default: lab assign's)")
+    p.add_argument(
+        "--out", type=Path, help="where grades.csv and feedback go (default: the folder)"
+    )
+    p.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded at once")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per submission")
+    p.add_argument(
+        "--memory-mb", type=float, default=DEFAULT_MEMORY_MB, help="per process; 0: no limit"
+    )
+    p.add_argument(
+        "--max-output-mb", type=float, default=DEFAULT_MAX_OUTPUT_MB, help="printed output"
+    )
 
 
 if __name__ == "__main__":

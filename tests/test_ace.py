@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from lab import ace
+from lab.ace.converged import converged_run, load_converged
 from lab.ace.experiments import load_sweep, run_sweep, sweep_mse
 
 
@@ -340,3 +343,76 @@ def test_cuda_matches_cpu_trajectory():
         gs = [eng.step(((model(X) - Y) ** 2).sum(-1).mean())["gamma"] for _ in range(200)]
         res[dev] = np.array(gs)
     np.testing.assert_allclose(res["cuda"], res["cpu"], rtol=1e-5, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------------------
+# Parity with the authors' code (tests/fixtures/official/ace_official.json)
+# ----------------------------------------------------------------------------------------
+OFFICIAL = Path(__file__).parent / "fixtures" / "official" / "ace_official.json"
+
+
+def test_official_fixture_has_its_provenance():
+    prov = json.loads(OFFICIAL.read_text())["provenance"]
+    assert prov["repository"] == "andreimano/ACE" and len(prov["commit"]) == 40
+    for key in ("file", "functions", "setup", "command", "versions"):
+        assert prov[key], key
+
+
+def test_equality_ace_reproduces_the_official_loop():
+    """Equality mode: our coefficients and multipliers equal the authors' run_epoch over 12
+    steps (Adam with c = 0 and c = 1, SGD); tolerance 1e-12 (measured: bit for bit)."""
+    parity = ace.official_parity(OFFICIAL)
+    equality = {k: v for k, v in parity.items() if k.startswith("equality")}
+    assert len(equality) == 3
+    for name, diff in equality.items():
+        assert diff["gamma"].max() < 1e-12 and diff["lambda"].max() < 1e-12, name
+
+
+def test_resilient_ace_differs_from_the_official_loop():
+    """Resilient mode follows the paper (rho/2 ||u||^2, ascent on |gamma| - u); the authors'
+    loop does not (a listed deviation): the same first step, different ones after."""
+    diff = ace.official_parity(OFFICIAL)["resilient adam"]
+    assert diff["gamma"][0] < 1e-12 and diff["gamma"][-1] > 1e-3
+
+
+def test_official_parity_rejects_bad_paths(tmp_path):
+    with pytest.raises(TypeError, match="path"):
+        ace.official_parity(3)
+    with pytest.raises(FileNotFoundError):
+        ace.official_parity(tmp_path / "missing.json")
+
+
+# ----------------------------------------------------------------------------------------
+# The stored long runs (lab/ace/data/converged.json)
+# ----------------------------------------------------------------------------------------
+def test_stored_converged_runs_regenerate_short():
+    """One stored robustness entry (the strict model, 600 steps) comes back from its command."""
+    stored = load_converged()
+    key = "robustness|strict|0.5|64|0"
+    fresh = converged_run("robustness", "strict", 0.5, 64, 0)
+    for field in ("test_mse", "degradation"):
+        np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=1e-3)
+    assert set(stored["runs"]) == {
+        "|".join([k, m, f"{e:g}", str(n), str(s)]) for k, m, e, n, s in ace.converged_jobs()
+    }
+
+
+@pytest.mark.slow
+def test_claim_entries_of_the_stored_converged_runs_regenerate():
+    """Every stored long run comes back from its command (``python -m lab.ace.converged``)."""
+    stored = load_converged()
+    for job in ace.converged_jobs():
+        key = "|".join([job[0], job[1], f"{job[2]:g}", str(job[3]), str(job[4])])
+        steps = stored["runs"][key]["steps"] if job[:2] == ("symmetric", "strict") else None
+        fresh = converged_run(*job, steps=steps)
+        for field in ("test_mse", "test_mse_truncated"):
+            np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=1e-3)
+
+
+def test_converged_run_bad_inputs():
+    with pytest.raises(ValueError, match="kind"):
+        converged_run("long", "strict", 0.0, 16, 0)
+    with pytest.raises(ValueError, match="method"):
+        converged_run("symmetric", "adam", 0.0, 16, 0)
+    with pytest.raises(ValueError, match="steps"):
+        converged_run("symmetric", "strict", 0.0, 16, 0, steps=0)

@@ -353,6 +353,37 @@ def test_exponent_study_fits_and_maps_the_interval():
         ac.exponent_study(2, 1, 200, schedules={"x": 1})
 
 
+def test_exact_pg_batch_equals_the_reference_per_mdp():
+    mdps = [ac.random_mdp(6, 3, 0.9, s) for s in (0, 1, 2)]
+    for actor in (ac.StepSchedule(0.1, 2 / 3), (1.0, 0.5)):
+        k, gaps = ac.exact_pg_batch(mdps, 400, actor, eval_points=15)
+        assert gaps.shape == (3, k.size)
+        for i, m in enumerate(mdps):
+            step = actor if isinstance(actor, ac.StepSchedule) else ac.StepSchedule(*actor)
+            ref = ac.exact_pg_ascent(m, 400, step, eval_points=15)
+            np.testing.assert_allclose(ref.k, k)
+            np.testing.assert_allclose(ref.gap, gaps[i], atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="K"):
+        ac.exact_pg_batch(mdps, 0)
+    with pytest.raises(TypeError, match="mdps"):
+        ac.exact_pg_batch("mdp", 10)
+    with pytest.raises(ValueError, match="eval_points"):
+        ac.exact_pg_batch(mdps, 10, eval_points=1)
+
+
+def test_exponent_study_runs_the_exact_gradient_baseline():
+    sched = dict(list(ac.SCHEDULES.items())[:1])
+    st = ac.exponent_study(3, 2, 600, schedules=sched, eval_points=20, show_progress=False)
+    (name,) = sched
+    k, gaps = ac.exact_pg_batch([ac.random_mdp(6, 3, 0.9, s) for s in range(3)], 600,
+                                sched[name][0], eval_points=20)  # fmt: skip
+    np.testing.assert_allclose(st.exact_gap[name], gaps)
+    d = st.rate_gap[name]
+    diffs = st.gap_ci[name].exponents - st.exact_ci[name].exponents
+    assert d["paired"] and d["n"] == 3 and d["estimate"] == pytest.approx(diffs.mean())
+    assert d["lo"] <= d["estimate"] <= d["hi"]
+
+
 # ------------------------------------------------------------------------------------------
 # the widgets' precomputed runs (issue 21)
 def test_run_grid_equals_cached_run_exactly():

@@ -296,6 +296,43 @@ def test_figures_keep_trace_counts(corpus, chain):
 # ------------------------------------------------------------------------------------------
 # bad input
 # ------------------------------------------------------------------------------------------
+def test_ridge_oracle_gain_matches_sklearn_and_validates(corpus):
+    from sklearn.linear_model import Ridge
+
+    out = ar.ridge_oracle_gain(corpus, ["STOI", "PESQ-NB"], ["SNR", "PESQ-WB"], alpha=10.0)
+    tr, te = corpus.train, corpus.test
+    x = corpus.features
+    x = (x - x[tr].mean(0)) / (x[tr].std(0) + 1e-12)
+    j = corpus.index("STOI")
+    y = corpus.labels
+    pred = Ridge(alpha=10.0).fit(x[tr], y[tr, j]).predict(x[te])
+    want = np.mean(np.abs(pred - y[te, j])) / y[tr, j].std()
+    assert out["without"]["STOI"] == pytest.approx(want, rel=1e-5)  # the same ridge, closed form
+    # a target is never given its own true value
+    own = ar.ridge_oracle_gain(corpus, ["STOI"], ["STOI", "PESQ-WB"])
+    assert own["with"]["STOI"] == pytest.approx(
+        ar.ridge_oracle_gain(corpus, ["STOI"], ["PESQ-WB"])["with"]["STOI"]
+    )
+    prev = ar.ridge_oracle_gain(corpus, ["PESQ-WB", "STOI"], "previous")
+    assert prev["with"]["PESQ-WB"] == pytest.approx(prev["without"]["PESQ-WB"])  # nothing before it
+    assert prev["with"]["STOI"] < prev["without"]["STOI"]
+    assert out["gain_of_means"] == pytest.approx(
+        1 - np.mean(list(out["with"].values())) / np.mean(list(out["without"].values()))
+    )
+    with pytest.raises(ValueError, match="targets"):
+        ar.ridge_oracle_gain(corpus, ["T60"], "previous")
+    with pytest.raises(TypeError, match="targets"):
+        ar.ridge_oracle_gain(corpus, "STOI", "previous")
+    with pytest.raises(ValueError, match="given"):
+        ar.ridge_oracle_gain(corpus, ["STOI"], "next")
+    with pytest.raises(ValueError, match="given"):
+        ar.ridge_oracle_gain(corpus, ["STOI"], ["nope"])
+    with pytest.raises(ValueError, match="alpha"):
+        ar.ridge_oracle_gain(corpus, ["STOI"], "previous", alpha=0)
+    with pytest.raises(TypeError, match="corpus"):
+        ar.ridge_oracle_gain(None, ["STOI"], "previous")
+
+
 def test_pesq_no_utterances_is_reraised_with_the_utterance_id(clean, monkeypatch):
     import pesq as pesq_module
 

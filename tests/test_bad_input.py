@@ -8,10 +8,13 @@ a callable without one gets it in its first named parameter. A call may return n
 ``ValueError``/``TypeError`` (or a subclass; ``FileNotFoundError`` for a path): that is a clear
 answer. Anything else (``AttributeError``, ``IndexError``, ``RuntimeError``,
 ``ZeroDivisionError``, ``KeyError``...) or a call that runs past ``TIMEOUT_S`` is an
-*offender*.
+*offender*. Two silent shapes are offenders too: a **number** (or an array of numbers) returned
+for ``None`` in a required argument (junk read as NaN or as an empty input), and a **generator**
+that refuses its junk only when iterated (the check must come when the function is called).
 
-Exempt by type: result containers (dataclasses, NamedTuples, enums: they hold what they are
-given), exception types, modules, and objects re-exported from outside ``lab`` (torch, numpy...).
+Exempt by type: result containers (dataclasses without ``__post_init__``, NamedTuples, enums: they
+hold what they are given), exception types, modules, and objects re-exported from outside ``lab``
+(torch, numpy...). A dataclass with ``__post_init__`` computes on its fields and is probed.
 The build tooling (``lab.tooling``) is not probed: notebooks and users do not call it.
 
 ``lab.core`` and every chapter (all of them are in ``tests/migration.py`` since their second
@@ -94,7 +97,9 @@ def _is_exempt(obj: object) -> bool:
     if not module.startswith("lab.") or module.startswith("lab.tooling"):
         return True
     if inspect.isclass(obj):
-        if dataclasses.is_dataclass(obj) or issubclass(obj, BaseException | enum.Enum):
+        if dataclasses.is_dataclass(obj) and not hasattr(obj, "__post_init__"):
+            return True  # a container; one with __post_init__ computes on its fields
+        if issubclass(obj, BaseException | enum.Enum):
             return True
         if issubclass(obj, tuple) and hasattr(obj, "_fields"):  # NamedTuple
             return True
@@ -142,6 +147,14 @@ def _plan(func: Callable) -> tuple[int, list[str]] | None:
     return (1, []) if named else None
 
 
+def _required(func: Callable) -> bool:
+    """Whether the junk went into required arguments (not into a parameter with a default,
+    where ``None`` may mean "the default")."""
+    params = inspect.signature(func).parameters.values()
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return any(p.default is inspect.Parameter.empty and p.kind not in kinds for p in params)
+
+
 class _Timeout(BaseException):
     """Raised by the alarm: a BaseException so that a callee's ``except Exception`` misses it."""
 
@@ -150,7 +163,9 @@ def _on_alarm(signum, frame):
     raise _Timeout
 
 
-def probe_call(func: Callable, n_pos: int, kwonly: list[str], junk_index: int) -> str | None:
+def probe_call(
+    func: Callable, n_pos: int, kwonly: list[str], junk_index: int, required: bool = True
+) -> str | None:
     """Call ``func`` with junk number ``junk_index`` in ``n_pos`` leading positionals and in the
     keyword arguments ``kwonly``; return the offence, or None for a clear answer.
 
@@ -158,7 +173,7 @@ def probe_call(func: Callable, n_pos: int, kwonly: list[str], junk_index: int) -
     caches on a loaded machine); a second timeout is an offence.
     """
     for _ in range(2):
-        offence = _call_once(func, n_pos, kwonly, junk_index)
+        offence = _call_once(func, n_pos, kwonly, junk_index, required)
         if offence is not _TIMED_OUT:
             return offence
     return f"no answer within {TIMEOUT_S} s (twice)"
@@ -167,7 +182,24 @@ def probe_call(func: Callable, n_pos: int, kwonly: list[str], junk_index: int) -
 _TIMED_OUT = "timed out"
 
 
-def _call_once(func: Callable, n_pos: int, kwonly: list[str], junk_index: int) -> str | None:
+def _is_number(result: object) -> bool:
+    """A number or an array of numbers (bools excluded: a yes/no answer is not a value read
+    from the junk)."""
+    if isinstance(result, bool | np.bool_):
+        return False
+    if isinstance(result, int | float | complex | np.number):
+        return True
+    dtype = getattr(result, "dtype", None)  # numpy arrays and torch tensors
+    if dtype is None:
+        return False
+    if isinstance(result, np.ndarray):
+        return result.dtype.kind in "iufc"
+    return bool(getattr(dtype, "is_floating_point", False)) or "int" in str(dtype)
+
+
+def _call_once(
+    func: Callable, n_pos: int, kwonly: list[str], junk_index: int, required: bool = True
+) -> str | None:
     args = [_junk()[junk_index][1] for _ in range(n_pos)]
     kwargs = {k: _junk()[junk_index][1] for k in kwonly}
     alarm = threading.current_thread() is threading.main_thread()  # signals need the main thread
@@ -176,8 +208,13 @@ def _call_once(func: Callable, n_pos: int, kwonly: list[str], junk_index: int) -
         signal.alarm(TIMEOUT_S)
     try:
         result = func(*args, **kwargs)
+        if required and _junk()[junk_index][0] == "None" and _is_number(result):
+            return f"returns {type(result).__name__} for None (no check)"
         if inspect.isgenerator(result):  # a lazy function: run it a little
-            next(result, None)
+            try:
+                next(result, None)
+            except ACCEPTED:
+                return "a generator that checks its arguments only when iterated"
         elif isinstance(result, contextlib.AbstractContextManager):  # its work is in __enter__
             with result:
                 pass
@@ -223,8 +260,9 @@ def probe_module(module_name: str) -> Iterator[tuple[str, str, str | None]]:
         plan = _plan(func)
         if plan is None:
             continue
+        required = _required(func)
         for i, junk_name in enumerate(JUNK_NAMES):
-            yield name, junk_name, probe_call(func, plan[0], plan[1], i)
+            yield name, junk_name, probe_call(func, plan[0], plan[1], i, required)
 
 
 def run_probe(module_names: list[str], tmp_path: Path, monkeypatch) -> tuple[int, list[str]]:
@@ -278,6 +316,41 @@ def test_probe_classifies_answers(tmp_path, monkeypatch):
     assert probe_call(slow, 1, [], 0) == "no answer within 1 s (twice)"
 
 
+def test_probe_reports_silent_shapes():
+    """A number returned for None in a required argument, and a generator that checks its
+    arguments only when iterated, are offences; the same shapes done right are not."""
+    none = JUNK_NAMES.index("None")
+
+    def reads_none_as_nan(x):
+        return int(np.isnan(np.asarray(x, dtype=float)).sum())  # 1 for None, no error
+
+    def checks_first(x):
+        if x is None:
+            raise TypeError("x must be an array")
+        return 0
+
+    def defaulted(x=None):  # None is the default: a number back is an answer
+        return 0.0
+
+    assert probe_call(reads_none_as_nan, 1, [], none).startswith("returns int for None")
+    assert probe_call(checks_first, 1, [], none) is None
+    assert probe_call(defaulted, 0, ["x"], none, required=False) is None
+    assert probe_call(lambda x: x is None, 1, [], none) is None  # a yes/no answer
+
+    def late(x):
+        if x is None:
+            raise ValueError("x must be an array")
+        yield x
+
+    def early(x):
+        if x is None:
+            raise ValueError("x must be an array")
+        return late(x)
+
+    assert "only when iterated" in probe_call(late, 1, [], none)
+    assert probe_call(early, 1, [], none) is None
+
+
 def test_exemptions_by_type():
     from typing import NamedTuple
 
@@ -288,8 +361,19 @@ def test_exemptions_by_type():
     class Pair(NamedTuple):
         a: int
 
+    @dataclasses.dataclass
+    class Computes:  # __post_init__ works on the fields: probed like any constructor
+        x: float
+
+        def __post_init__(self):
+            self.y = 1 / self.x
+
     for obj in (Result, Pair, ValueError, np.mean, math.sqrt, np):
         assert _is_exempt(obj), obj
+    Result.__module__ = Computes.__module__ = "lab.example"  # as if defined in lab
+    assert _is_exempt(Result) and not _is_exempt(Computes)
+    assert probe_call(Computes, 1, [], JUNK_NAMES.index("str")) is None  # 1 / "junk": TypeError
+    assert probe_call(Computes, 1, [], JUNK_NAMES.index("empty array")) is None
     import lab.eos
 
     assert not _is_exempt(lab.eos.gd)

@@ -344,6 +344,25 @@ def test_bad_input_new_functions():
         experiments.constraint_counterexample(widths=(0.1, -0.1))
 
 
+def test_hyper_cleaning_checks_its_fields(cleaning):
+    """HyperCleaning computes in __post_init__: junk fields raise ValueError/TypeError naming the
+    field, not AttributeError."""
+    fields = [cleaning.A, cleaning.ytr, cleaning.G, cleaning.yval, cleaning.y_clean,
+              cleaning.errors, cleaning.corrupted, cleaning.w_true]  # fmt: skip
+    again = bl.HyperCleaning(*fields)
+    np.testing.assert_allclose(again.w0, cleaning.w0)
+    with pytest.raises(ValueError, match="A"):
+        bl.HyperCleaning(None, *fields[1:])
+    with pytest.raises(ValueError, match="ytr"):
+        bl.HyperCleaning(fields[0], fields[1][:-1], *fields[2:])
+    with pytest.raises(ValueError, match="G"):
+        bl.HyperCleaning(fields[0], fields[1], fields[2][:, :-1], *fields[3:])
+    with pytest.raises(TypeError, match="A"):
+        bl.HyperCleaning("junk", *fields[1:])
+    with pytest.raises(ValueError, match="mode"):
+        bl.HyperCleaning(*fields, mode="pessimistic")
+
+
 @pytest.mark.cuda
 def test_izom_batched_cuda(cleaning):
     rng = np.random.default_rng(0)

@@ -342,6 +342,43 @@ def test_seed_helpers():
     with pytest.raises(ValueError, match="name"):
         cvrp.seed_gaps(t, "c")
     r = cvrp.seed_rule("new", "old")
-    assert r.decide({"better": [1, 2], "worse": [3, 4]}) == "reproduced"
-    assert r.decide({"better": [1, 3.5], "worse": [3, 4]}) == "reproduced qualitatively"
-    assert r.decide({"better": [5, 3.5], "worse": [3, 4]}) == "not reproduced at this size"
+    # a paired interval over seeds: a consistent gain reproduces, an ordering of means does not
+    assert r.decide(cvrp.seed_comparison([1.0, 2.0, 1.5], [3.0, 4.0, 3.4])) == "reproduced"
+    assert r.decide(cvrp.seed_comparison([1.0, 3.5, 3.0], [3.0, 3.0, 3.1])) == (
+        "not reproduced at this size"
+    )
+    assert r.flags(cvrp.seed_comparison([1.0, 2.0], [3.0, 4.0])) == []
+    one = cvrp.seed_comparison([7.0], [5.0, 6.0, 5.5])  # one checkpoint against three seeds
+    assert one["n"] == 3 and one["estimate"] == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="better and worse"):
+        cvrp.seed_comparison([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="better"):
+        cvrp.seed_comparison([np.nan, 1.0], [1.0, 2.0])
+    with pytest.raises(TypeError):
+        cvrp.seed_rule(1, "old")
+
+
+def test_instance_comparison():
+    g = {
+        "capacities": [10, 20],
+        "gap_instances": {
+            "s": np.array([[1.0, 1.2, 0.9, 1.1], [5.0, 5.0, 5.0, 5.0]]),
+            "a": np.array([[3.0, 3.1, 2.9, 3.3], [1.0, 1.0, 1.0, 1.0]]),
+            "b": np.array([[1.5, 1.4, 1.6, 1.5], [1.0, 1.0, 1.0, 1.0]]),
+        },
+    }
+    ci = cvrp.instance_comparison(g, "s", ["a", "b"], 10)
+    assert ci["rival"] == "b" and ci["n"] == 4  # the least favourable rival
+    assert ci["estimate"] == pytest.approx(np.mean([-0.5, -0.2, -0.7, -0.4]))
+    assert cvrp.seed_rule().decide(ci) == "reproduced"
+    assert cvrp.seed_rule().decide(cvrp.instance_comparison(g, "b", ["s"], 10)) != "reproduced"
+    with pytest.raises(ValueError, match="capacity"):
+        cvrp.instance_comparison(g, "s", ["a"], 30)
+    with pytest.raises(ValueError, match="rivals"):
+        cvrp.instance_comparison(g, "s", ["s"], 10)
+    with pytest.raises(ValueError, match="better"):
+        cvrp.instance_comparison(g, "z", ["a"], 10)
+    with pytest.raises(TypeError, match="rivals"):
+        cvrp.instance_comparison(g, "s", "a", 10)
+    with pytest.raises(TypeError, match="table"):
+        cvrp.instance_comparison([], "s", ["a"], 10)

@@ -641,7 +641,7 @@ def test_cobweb_and_critical_fit_figures():
     fig = figures.critical_fit_figure("xy", (3.0, 4.0), steps=10_000)
     assert "k^−0.5" in fig.layout.title.text
     with pytest.raises(ValueError, match="model_name must be one of"):
-        figures.critical_run("nope")
+        eos.critical_run("nope")
     with pytest.raises(ValueError, match="window must span"):
         figures.critical_fit_figure("xy", (3.0, 3.1), steps=10_000)
 
@@ -868,12 +868,123 @@ def test_drift_law_is_exact_on_xy_and_close_on_product():
     w0 = eos.point_on_manifold(xy, 2.3, 1e-3)
     run = eos.gd(xy, w0, 1.0, 3000)
     law = eos.drift_law(xy, run.w, window=(500, 3000))
+    assert law.period == 2 and law.power == 2.0 and np.all(np.diff(law.t) == 2)
     assert law.cosine.min() > 1 - 1e-9  # along -grad_M lambda (a 1-D manifold)
     assert law.spread < 0.05
     p5 = eos.ProductModel(5)
     start = eos.starts_on_manifold(p5, 5.05, 1, 1e-3, seed=0)[0]
     law5 = eos.drift_law(p5, eos.gd(p5, start, 0.4, 1500).w, window=(200, 1500))
     assert law5.cosine.min() > 0.999 and law5.kappa.min() > 0
+
+
+def test_drift_law_one_step_chords_alternate_and_cancel_over_a_period():
+    p5 = eos.ProductModel(5)
+    start = eos.starts_on_manifold(p5, 5.75, 1, 1e-3, seed=0)[0]
+    w = eos.gd(p5, start, 0.4, 3000).w
+    one = eos.drift_law(p5, w, window=(2000, 3000), period=1)
+    two = eos.drift_law(p5, w, window=(2000, 3000))
+    # the one-step kappa zigzags with the sign of the normal coordinate ...
+    dev = one.kappa - np.median(one.kappa)
+    assert np.mean(np.sign(dev[1:]) != np.sign(dev[:-1])) > 0.9
+    assert (
+        np.mean(np.sign(dev) == np.sign(one.perp)) > 0.9
+        or np.mean(np.sign(dev) == -np.sign(one.perp)) > 0.9
+    )
+    # ... and the first-order term cancels over one period
+    assert two.spread < 0.1 * one.spread
+    # the two-step chord is the sum of two one-step chords: same kappa-weighted energy
+    law1 = eos.drift_law(p5, w, window=(2000, 2002), period=1)
+    law2 = eos.drift_law(p5, w, window=(2000, 2002))
+    e1 = law1.perp**2  # the same gradient at both steps, to first order
+    assert law2.kappa[0] == pytest.approx((law1.kappa * e1).sum() / e1.sum(), rel=2e-2)
+    # the rival law (drift proportional to |theta_perp|) is not constant while |theta_perp| decays
+    rival = eos.drift_law(p5, w, window=(200, 3000), power=1)
+    assert rival.spread > 10 * eos.drift_law(p5, w, window=(200, 3000)).spread
+
+
+def test_batched_sharpness_gradient_matches_the_reference():
+    from lab.eos.experiments import _sharpness_gradients
+
+    rng = np.random.default_rng(7)
+    for model in [eos.ProductModel(5), eos.XYModel(), eos.ProductModel(4, 2.0)]:
+        star = np.abs(eos.lambda_min(model)[1])
+        P = eos.project_to_manifold(
+            model, star + 0.1 * np.abs(rng.standard_normal((20, model.dim)))
+        )
+        ref = np.array([eos.sharpness_gradient_on_manifold(model, p) for p in P])
+        np.testing.assert_allclose(
+            _sharpness_gradients(model, P), ref, atol=1e-10 * np.abs(ref).max()
+        )
+
+
+def test_tail_rates_match_the_limit_not_the_exit_or_the_start():
+    p5 = eos.ProductModel(5)
+    runs = eos.manifold_runs(
+        p5, 0.39, eos.starts_on_manifold(p5, 5.25, 2, 1e-3, seed=3), 3000, dense=3000
+    )
+    tail = eos.tail_rates(runs)
+    assert np.all(np.isfinite(tail.rate)) and np.all(tail.window[:, 0] > runs.exit_times())
+    assert np.all(np.abs(runs.perp[0, runs.t >= tail.window[0, 0]]) < 1e-3)
+    assert np.max(np.abs(tail.rate - tail.predicted(tail.sharpness_end))) < 1e-4
+    assert np.min(np.abs(tail.rate - tail.predicted(tail.sharpness_start))) > 1e-2
+    assert np.all(tail.sharpness_exit > tail.sharpness_end)  # the sharpness still falls after tau
+    # a run that never exits (the critical step) has no window
+    crit = eos.manifold_runs(
+        p5, 0.4, eos.starts_on_manifold(p5, 5.1, 1, 1e-3, seed=1), 500, dense=500
+    )
+    none = eos.tail_rates(crit)
+    assert np.isnan(none.rate).all() and (none.window == -1).all()
+    with pytest.raises(TypeError, match="runs must be a ManifoldRuns"):
+        eos.tail_rates("runs")
+    with pytest.raises(ValueError, match="floor must be < below"):
+        eos.tail_rates(runs, below=1e-6, floor=1e-6)
+
+
+def test_outcomes_of_notebook_one_and_their_controls():
+    xy = eos.XYModel()
+    w0 = eos.point_on_manifold(xy, 2.6, 1e-3)
+    sub = eos.subcritical_outcome(eos.gd(xy, w0, 0.85, 3000), 1e-3)
+    assert 0 < sub["exit_step"] < 200 and 2.0 < sub["sharpness"] < 2 / 0.85
+    assert sub["rate"] == pytest.approx(sub["predicted"], abs=1e-4)
+    crit = eos.subcritical_outcome(eos.gd(xy, w0, 1.0, 3000), 1e-3)
+    assert crit["exit_step"] is None and math.isnan(crit["rate"])
+    sup = eos.supercritical_outcome(xy, eos.gd(xy, w0, 1.05, 4000))
+    assert sup["imbalance"] < 1e-10 and sup["gap"] < 1e-8 and abs(sup["midpoint"] - 1) < 0.03
+    beyond = eos.supercritical_outcome(xy, eos.gd(xy, w0, 1.25, 4000))
+    assert not beyond["gap"] < 1e-8
+    with pytest.raises(TypeError, match="run must be a Trajectory"):
+        eos.subcritical_outcome(np.zeros(3), 1e-3)
+    with pytest.raises(ValueError, match="r0 must be > 0"):
+        eos.subcritical_outcome(eos.gd(xy, w0, 0.85, 10), 0.0)
+    with pytest.raises(ValueError, match="at must be an integer in"):
+        eos.supercritical_outcome(xy, eos.gd(xy, w0, 1.05, 10), at=100)
+
+
+def test_euclidean_tangent_hessian_misses_the_curvature_of_m():
+    k5 = eos.flattest_constants(5, 1.0)
+    p5 = eos.ProductModel(5)
+    riem = np.linalg.eigvalsh(eos.riemannian_hessian(p5, k5.theta_star))
+    flat = np.linalg.eigvalsh(eos.euclidean_tangent_hessian(p5, k5.theta_star))
+    np.testing.assert_allclose(riem, k5.nu, rtol=1e-4)
+    # the second fundamental form term -<grad lambda, n> II is 2 nu here: the signs flip
+    np.testing.assert_allclose(flat, -k5.nu, rtol=1e-4)
+    with pytest.raises(ValueError, match="h must lie in"):
+        eos.euclidean_tangent_hessian(p5, k5.theta_star, h=1.0)
+    with pytest.raises(TypeError, match="model must be"):
+        eos.euclidean_tangent_hessian("p5", k5.theta_star)
+
+
+def test_critical_and_regime_runs_are_cached_drivers():
+    a = eos.critical_run("xy", 2000, eta_factor=0.99)
+    assert a is eos.critical_run("xy", 2000, eta_factor=0.99)
+    assert a.eta == pytest.approx(0.99)
+    assert set(eos.CRITICAL_MODELS) == {"xy", "depth-3 product", "depth-4 product, y = 2"}
+    with pytest.raises(ValueError, match="eta_factor must lie in"):
+        eos.critical_run("xy", 100, eta_factor=2.0)
+    regime, run = eos.regime_run(0.85, steps=300)
+    assert regime == "subcritical" and run.steps_run == 300
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        eos.regime_run(-1.0)
 
 
 def test_attractor_period_doubling_cascade_and_chaos():
@@ -920,8 +1031,14 @@ def test_bad_inputs_of_the_paper_functions():
         eos.convexity_modulus(3, 1.0, 0.5)
     with pytest.raises(ValueError, match="sharpness must exceed"):
         eos.starts_on_manifold(p5, 4.0)
-    with pytest.raises(ValueError, match="w must hold at least 2"):
+    with pytest.raises(ValueError, match="w must hold at least period"):
         eos.drift_law(p5, np.ones((1, 5)))
+    with pytest.raises(ValueError, match="period must be an integer in"):
+        eos.drift_law(p5, np.ones((4, 5)), period=0)
+    with pytest.raises(ValueError, match="power must lie in"):
+        eos.drift_law(p5, np.ones((4, 5)), power=0.0)
+    with pytest.raises(ValueError, match="room for one chord"):
+        eos.drift_law(p5, np.ones((10, 5)), window=(0, 1))
     with pytest.raises(ValueError, match="eta must be > 0"):
         eos.attractor(eos.XYModel(), 0.0)
     with pytest.raises(ValueError, match="steps must be an integer in"):

@@ -262,7 +262,16 @@ def test_compare_and_sweep_use_the_batched_runs(data, monkeypatch):
             for s in kw["seeds"]
         ]
         assert np.allclose(res[name]["worst"], [a["worst"] for a in accs], atol=0.02)
-    assert set(res) == {"groupdro", "medro", "medro_code", "medro_gate", "medro_chosen"}
+    assert set(res) == {
+        "groupdro",
+        "medro",
+        "medro_code",
+        "medro_gate",
+        "medro_chosen",
+        "medro_gate_train",
+    }
+    # the gate's control is fitted on the training split: a different gate than the val one
+    assert res["medro_gate_train"]["worst"].shape == res["medro_gate"]["worst"].shape
     sweep = medro.gamma_sweep(data, [0.0, 2.0], **kw)
     assert sweep["worst"].shape == (2, 2)
     one = medro.group_accuracy(medro.train(data, "medro", gamma=2.0, seed=0, steps=30), data.test)

@@ -117,6 +117,24 @@ def test_poisson_icdf_is_poisson():
     assert omiso.poisson_icdf(np.array([0.0]), np.array([0.5]))[0] == 0
 
 
+@pytest.mark.parametrize(
+    "rate, u, match",
+    [
+        (None, np.array([0.5]), "rate"),
+        (np.array([np.nan]), np.array([0.5]), "rate"),
+        (np.array([-1.0]), np.array([0.5]), "rate"),
+        (np.array([1.0]), np.array([1.5]), "u"),
+        (np.array([1.0, 2.0]), np.array([0.5]), "u"),
+        ("junk", np.array([0.5]), "rate"),
+    ],
+)
+def test_poisson_icdf_refuses_junk(rate, u, match):
+    """None, NaN and negative rates (and uniforms outside [0, 1] or of another shape) raise
+    instead of returning counts."""
+    with pytest.raises((ValueError, TypeError), match=match):
+        omiso.poisson_icdf(rate, u)
+
+
 def test_same_seed_same_session_and_drift_moves_effects():
     a = omiso.UtahArraySim(seed=2, drift=0.02)
     b = omiso.UtahArraySim(seed=2, drift=0.02)

@@ -166,12 +166,17 @@ def test_changelog_starts_at_the_package_version():
 def test_the_colab_cell_is_generated_from_config():
     src = colab.cell_source(ROOT)
     req = colab.install_requirement(ROOT)
-    assert req == f"{PYPROJECT['project']['name']} @ git+{URL}@{BRANCH}"
+    assert req == f"{PYPROJECT['project']['name']}[{colab.EXTRA}] @ git+{URL}@{BRANCH}"
     assert "[dev]" not in req and f'"{req}"' in src
     from packaging.requirements import Requirement
 
     parsed = Requirement(req)
-    assert parsed.name == "optlab" and not parsed.extras and parsed.url == f"git+{URL}@{BRANCH}"
+    assert parsed.name == "optlab" and parsed.url == f"git+{URL}@{BRANCH}"
+    # the [book] extra: every package a notebook imports (tests/test_outside_repo.py)
+    assert (
+        parsed.extras == {colab.EXTRA}
+        and colab.EXTRA in PYPROJECT["project"]["optional-dependencies"]
+    )
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -268,11 +273,28 @@ def test_binder_files_name_the_package_and_a_cpu_torch():
     lock = (ROOT / "constraints.txt").read_text()
     locked = re.search(r"^torch==(\S+)$", lock, re.M).group(1)
     assert pinned in SpecifierSet(f"=={locked}"), "Binder's torch differs from the lock's"
-    # the lock, relative to the requirements file (pip resolves -c/-r against it)
-    assert "-c ../constraints.txt" in lines
-    assert (ROOT / "binder" / "../constraints.txt").resolve() == (ROOT / "constraints.txt")
-    # the package itself, from the repository root (repo2docker runs pip there), no extras
-    assert "." in lines and not any("[dev]" in ln for ln in lines)
+    # generated from pyproject.toml and the lock (python -m lab.tooling.colab); every line
+    # pinned to the lock's version, so repo2docker can cache the install between commits:
+    # no line may refer to a local file (its rule, repo2docker/buildpacks/python)
+    text = (ROOT / "binder" / "requirements.txt").read_text()
+    assert text == colab.binder_requirements(ROOT), "run python -m lab.tooling.colab"
+    from packaging.utils import canonicalize_name
+
+    pins = {canonicalize_name(k): v for k, v in re.findall(r"^([\w.-]+)==(\S+)$", lock, re.M)}
+    for ln in lines[1:]:
+        req = Requirement(ln)
+        assert len(req.specifier) == 1 and str(req.specifier).startswith("=="), ln
+        version = str(req.specifier)[2:].removesuffix("+cpu")
+        locked = pins.get(canonicalize_name(req.name))
+        assert locked == version, f"{ln}: the lock has {locked}"
+    for ln in lines:
+        local = ln.startswith(("-r", "-c", "--requirement", "--constraint", ".", "-e"))
+        assert not local and "file://" not in ln, f"{ln}: a local reference breaks caching"
+    assert not any("[dev]" in ln or ln.startswith("optlab") for ln in lines)
+    # the package itself: postBuild, after repo2docker has copied the repository
+    post = ROOT / "binder" / "postBuild"
+    assert post.stat().st_mode & 0o111, "binder/postBuild must be executable"
+    assert "pip install --no-deps --no-cache-dir ." in post.read_text()
     runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
     assert re.fullmatch(r"python-3\.\d+", runtime)
     assert Version(runtime.removeprefix("python-")) in SpecifierSet(
@@ -340,7 +362,8 @@ def test_plain_pip_install_imports_every_chapter(tmp_path):
 @pytest.mark.slow
 def test_binder_requirements_install_imports_every_chapter(tmp_path):
     """The Binder environment the way repo2docker builds it: ``pip install -r
-    binder/requirements.txt`` from the repository root, in a fresh venv.
+    binder/requirements.txt`` from the repository root, in a fresh venv, then ``binder/postBuild``
+    (the package itself).
 
     PyTorch's CPU index is not reachable from the project's machines: pip is told not to retry
     it (``--retries 0``) and takes the same CPU wheel from the machine's own wheel folder.
@@ -365,6 +388,11 @@ def test_binder_requirements_install_imports_every_chapter(tmp_path):
         text=True,
         timeout=1800,
         cwd=repo,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        ["bash", "binder/postBuild"], capture_output=True, text=True, timeout=600, cwd=repo, env=env
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     freeze = subprocess.run(
@@ -506,6 +534,54 @@ def test_built_site_has_a_404_page_a_logo_and_the_title_once():
     assert (HTML / "_static" / "logo.svg").is_file() and (
         HTML / "_static" / "logo-dark.svg"
     ).is_file()
+
+
+def test_the_404_page_comes_from_sphinx_notfound_page_with_the_site_root(tmp_path):
+    """lab.tooling.site loads sphinx-notfound-page and gives it the site's root path: a small
+    Sphinx project with the book's theme gets a 404 page whose every local link, stylesheet and
+    script is absolute under that root (it works at any missing path), fetched from nowhere."""
+    from lab.tooling.site import not_found_body, site_root_path
+
+    root = site_root_path("", URL)
+    assert root == f"/{NAME}/" and site_root_path("https://example.org/docs", URL) == "/docs/"
+    with pytest.raises(TypeError, match="html_baseurl"):
+        site_root_path(None, URL)
+    with pytest.raises(ValueError, match="root"):
+        not_found_body("t", "optlab")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        'project = "t"\nextensions = ["lab.tooling.site"]\nhtml_theme = "sphinx_book_theme"\n'
+        f"html_theme_options = {{'repository_url': {URL!r}}}\nroot_doc = 'intro'\n"
+    )
+    (src / "intro.rst").write_text("Intro\n=====\n\n.. toctree::\n\n   other\n")
+    (src / "other.rst").write_text("Other\n=====\n\ntext\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-q",
+            "-W",
+            "-b",
+            "html",
+            str(src),
+            str(tmp_path / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = (tmp_path / "html" / "404.html").read_text()
+    assert "Page not found" in page and f'<base href="{root}" />' in page
+    links = re.findall(r'(?:href|src)="([^"#][^"]*)"', page)
+    local = [u for u in links if not u.startswith(("http://", "https://", "mailto:"))]
+    assert local and all(u.startswith(root) for u in local), [
+        u for u in local if not u.startswith(root)
+    ]
+    assert f'href="{root}intro.html"' in page and f'href="{root}search.html"' in page
+    assert not [u for u in links if u.startswith("http") and "github.com" not in u]
 
 
 def test_the_pages_state_the_budget_ceiling_of_the_budget_test():

@@ -1,13 +1,11 @@
 """Tests of lab.strategic: online strategic classification with Massart noise.
 
-The first part tests the paper's model and Algorithm 1 (reference vs fast path, closed forms,
-invariants); the second part the first reconstruction kept as an extra baseline
-(``lab.strategic.legacy``). CPU, float64, a few seconds.
+The paper's model and Algorithm 1 (reference vs fast path, closed forms, invariants); the first
+reconstruction, kept as an extra baseline, is tested in ``tests/test_strategic_legacy.py``. CPU, float64, a few seconds.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -105,6 +103,113 @@ def test_pnorm_and_mirror_step():
         assert np.linalg.norm(v - P) <= np.min(np.linalg.norm(S - v, axis=1)) + 1e-12
 
 
+def _cvxpy_prox(w, g, alpha, u, c, p):
+    import cvxpy as cp
+
+    x = cp.Variable(w.size)
+    objective = g @ x + cp.power(cp.pnorm(x - w, p), 2) / (2 * (p - 1) * alpha)
+    cp.Problem(cp.Minimize(objective), [cp.norm(x, 2) <= 1, u @ x >= c]).solve(solver="CLARABEL")
+    return x.value
+
+
+def _prox_instance(rng, d, theta_max=1.4):
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    theta = rng.uniform(0.03, theta_max)
+    v = rng.standard_normal(d)
+    v -= (v @ u) * u
+    v /= np.linalg.norm(v)
+    a = rng.uniform(0, theta)
+    w = math.cos(a) * u + math.sin(a) * v  # a unit iterate inside the cone
+    g = rng.standard_normal(d) * rng.uniform(0.1, 3.0)
+    return w, g, 10 ** rng.uniform(-3, -0.5), u, math.cos(theta)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # cvxpy approximates the p-norm by SOCs
+def test_prox_step_is_the_papers_argmin():
+    """Alg. 3 l.6 / Alg. 4 l.8: the minimiser over W of <g, w> + ||w - w_i||_p^2 / (2(p-1)a),
+    against cvxpy (whose p-norm is accurate to about 1e-6) on random instances."""
+    rng = np.random.default_rng(7)
+    for trial in range(36):
+        d = (2, 3, 4, 6)[trial % 4]
+        p = st.pnorm_exponent(d)
+        w, g, alpha, u, c = _prox_instance(rng, d)
+        mine = st.prox_step(w, g, alpha, u, c, p, normalise=False)
+        assert np.linalg.norm(mine) <= 1 + 1e-10 and mine @ u >= c - 1e-10  # in W
+        np.testing.assert_allclose(mine, _cvxpy_prox(w, g, alpha, u, c, p), atol=2e-5)
+        unit = st.prox_step(w, g, alpha, u, c, p)
+        np.testing.assert_allclose(unit, mine / np.linalg.norm(mine), atol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_prox_step_fallback_solver(monkeypatch):
+    """Where Newton's method does not converge, the general solver gives the same argmin."""
+    from lab.strategic import reference
+
+    monkeypatch.setattr(reference, "_prox_newton", lambda w, g, *a: (w.copy(), False))
+    rng = np.random.default_rng(8)
+    for trial in range(6):
+        d = (2, 4)[trial % 2]
+        p = st.pnorm_exponent(d)
+        w, g, alpha, u, c = _prox_instance(rng, d, theta_max=0.1)  # thin cones
+        mine = st.prox_step(w, g, alpha, u, c, p, normalise=False)
+        np.testing.assert_allclose(mine, _cvxpy_prox(w, g, alpha, u, c, p), atol=2e-5)
+
+
+def test_batched_prox_equals_the_reference():
+    """The fast path's batched Newton (one KKT system per row) = the reference's step."""
+    from lab.strategic import fast, reference
+
+    rng = np.random.default_rng(11)
+    for d in (2, 3, 5):
+        p = st.pnorm_exponent(d)
+        rows = [_prox_instance(rng, d) for _ in range(40)]
+        W, G, _, U, C = (np.array([r[i] for r in rows]) for i in range(5))
+        sol, ok = fast._prox_rows(W, G, 0.05, U, C, p)
+        assert ok.mean() > 0.9
+        ref = np.stack([reference._prox_argmin(W[i], G[i], 0.05, U[i], C[i], p) for i in range(40)])
+        np.testing.assert_allclose(sol[ok], ref[ok], atol=1e-10)
+        np.testing.assert_allclose(fast._project_rows(W + G, U, C),
+                                   [st.project_cone_ball(W[i] + G[i], U[i], C[i]) for i in range(40)],
+                                   atol=1e-14)  # fmt: skip
+
+
+def test_prox_step_closed_forms():
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        d = int(rng.integers(2, 6))
+        w, g, alpha, u, c = _prox_instance(rng, d)
+        # p = 2: the Euclidean projection of w - alpha g onto W, then normalised
+        z = st.project_cone_ball(w - alpha * g, u, c)
+        np.testing.assert_allclose(st.prox_step(w, g, alpha, u, c, 2.0), z / np.linalg.norm(z),
+                                   atol=1e-10)  # fmt: skip
+        # and the earlier mirror step (the ablation) coincides with it in p = 2
+        np.testing.assert_allclose(st.mirror_step(w, g, alpha, w, -1.0, 2.0),
+                                   st.prox_step(w, g, alpha, w, -1.0, 2.0), atol=1e-10)  # fmt: skip
+        # g = 0: the iterate does not move
+        p = st.pnorm_exponent(d)
+        np.testing.assert_array_equal(st.prox_step(w, 0 * g, alpha, u, c, p), w / np.linalg.norm(w))
+    # p < 2: the proximal step from w_i is not the mirror step centred elsewhere
+    w, g, alpha, u, c = _prox_instance(np.random.default_rng(1), 4)
+    p = st.pnorm_exponent(4)
+    assert np.linalg.norm(st.prox_step(w, g, alpha, u, c, p)
+                          - st.mirror_step(w, g, alpha, u, c, p)) > 1e-4  # fmt: skip
+
+
+def test_prox_step_bad_input():
+    w, u = np.array([1.0, 0.0]), np.array([1.0, 0.0])
+    with pytest.raises(ValueError, match="alpha"):
+        st.prox_step(w, w, 0.0, u, 0.5, 1.5)
+    with pytest.raises(ValueError, match="p"):
+        st.prox_step(w, w, 0.1, u, 0.5, 2.5)
+    with pytest.raises(ValueError, match="cos_min"):
+        st.prox_step(w, w, 0.1, u, 1.5, 1.5)
+    with pytest.raises(ValueError, match="center"):
+        st.prox_step(w, w, 0.1, 2 * u, 0.5, 1.5)
+    with pytest.raises(ValueError, match="g"):
+        st.prox_step(w, np.ones(3), 0.1, u, 0.5, 1.5)
+
+
 def test_schedule_shapes():
     for T in (100, 5000, 50_000):
         ph = st.schedule(T, 2, 0.2, 0.2)
@@ -116,6 +221,57 @@ def test_schedule_shapes():
         assert all(abs(b2 / b1 - 0.5) < 1e-12 for b1, b2 in zip(bs, bs[1:], strict=False))
     ph = st.schedule(50_000, 2, 0.2, 0.4)  # the cap keeps refinement within T/8
     assert ph[1].iterations <= 50_000 // 8
+
+
+def test_schedule_marks_the_batch_the_horizon_cuts():
+    c = st.Constants()
+    for T in (3000, 6000, 50_000):
+        ph = st.schedule(T, 2, 0.2, 0.2)
+        assert all(p.complete for p in ph[:-1])
+        last = ph[-1]
+        # Prop. 4's length T_k (uncut), as in the schedule
+        T_k = math.ceil(c.c6 * 4**last.k * 1.2 * 2 * math.log(2) * math.log(T) ** 2 / 0.6**4)
+        assert last.complete == (last.iterations == T_k), (T, last)
+    assert not st.schedule(6000, 2, 0.2, 0.2)[-1].complete  # the chapter's default is cut
+
+
+def test_prop4_outcomes_scores_complete_batches_only():
+    Phase = st.reference.Phase
+    phases = [
+        Phase("init", 0, 5, 2, 0.0, 0.0, math.pi / 2),
+        Phase("refine", 0, 5, 1, 0.1, 0.1, math.pi / 2),
+        Phase("enhance", 1, 5, 2, 0.1, 0.1, math.pi / 4),
+        Phase("enhance", 2, 5, 2, 0.05, 0.1, math.pi / 8),
+        Phase("enhance", 3, 2, 2, 0.025, 0.1, math.pi / 16, complete=False),
+    ]
+    # outputs: w~0, refinement, batch 1, 2, 3 (cut)
+    angles = np.array(
+        [
+            [1.0, 0.5, 0.3, 0.05, 0.9],  # both batches within their bounds (0.39, 0.20)
+            [1.0, 0.9, 0.2, 0.1, 0.0],  # batch 1's precondition fails (0.9 > pi/4)
+            [1.0, 0.7, 0.5, 0.3, 0.0],  # batch 1 misses its bound; batch 2 starts outside
+        ]
+    )
+    p4 = st.prop4_outcomes(angles, phases)
+    assert p4.k.tolist() == [1, 2]  # the cut batch 3 is left out
+    np.testing.assert_array_equal(p4.precondition, [[True, True], [False, True], [True, False]])
+    np.testing.assert_array_equal(p4.within, [[True, True], [True, True], [False, False]])
+    assert p4.conditional_share == pytest.approx(3 / 4)
+    assert p4.chain_share == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="angles"):
+        st.prop4_outcomes(angles[:, :2], phases)
+    with pytest.raises(TypeError, match="phases"):
+        st.prop4_outcomes(angles, "phases")
+
+
+def test_horizon_study_curves():
+    env = st.StrategicMassart(d=2, gamma=0.2, eta=0.2)
+    final, curves = st.horizon_study(env, [300, 600], [0, 1], device="cpu", curves=True)
+    assert final.shape == (2, 2) and [c.shape for c in curves] == [(300,), (600,)]
+    np.testing.assert_allclose([c[-1] for c in curves], final.mean(0))
+    np.testing.assert_array_equal(st.horizon_study(env, [300, 600], [0, 1], device="cpu"), final)
+    with pytest.raises(TypeError, match="curves"):
+        st.horizon_study(env, [300], [0], curves="yes")
 
 
 @pytest.fixture(scope="module")
@@ -202,250 +358,3 @@ def test_fast_path_cuda_matches_cpu():
     a = st.strategic_massart_batch(env, 1500, seeds=[0, 1], device="cpu")
     b = st.strategic_massart_batch(env, 1500, seeds=[0, 1], device="cuda")
     np.testing.assert_allclose(a.regret, b.regret, atol=1e-8)
-
-
-# ------------------------------------------------------------------------------------------
-# the first reconstruction (lab.strategic.legacy), an extra baseline
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def env():
-    return legacy.StrategicEnv(n_mc=100_000)
-
-
-@pytest.fixture(scope="module")
-def long_run(env):
-    return legacy.explore_fit_shift(env, 2**15, seed=0, n_dirs=180)
-
-
-# ------------------------------------------------------------------------------------------
-# best responses
-# ------------------------------------------------------------------------------------------
-def test_best_response_invariants():
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        X = rng.standard_normal((2000, 2))
-        w = rng.standard_normal(2)
-        tau, r = rng.uniform(-1, 1), rng.uniform(0, 1.5)
-        Xt = legacy.best_response(X, w, tau, r)
-        u = w / np.linalg.norm(w)
-        s = X @ u
-        band = (s >= tau - r) & (s < tau)
-        moved = np.any(Xt != X, axis=1)
-        np.testing.assert_array_equal(moved, band)  # moved fraction = band mass, exactly
-        assert np.all(legacy.accepts(Xt[band], w, tau))  # every mover gets in
-        assert np.all(np.linalg.norm(Xt - X, axis=1) <= r + 1e-8)
-        # movers go straight along w (no sideways component)
-        d = Xt[band] - X[band]
-        np.testing.assert_allclose(d[:, 0] * u[1] - d[:, 1] * u[0], 0, atol=1e-12)
-    X = rng.standard_normal((500, 3))
-    np.testing.assert_array_equal(legacy.best_response(X, [1.0, 0, 0], 0.2, 0.0), X)  # r = 0
-    np.testing.assert_array_equal(legacy.best_response(X, [1.0, 0, 0], -np.inf, 2.0), X)  # all pass
-
-
-def test_floating_point_trap_on_the_boundary():
-    """Movers projected exactly onto the bar (tie = 0) round to the wrong side; the nudge fixes it."""
-    rng = np.random.default_rng(1)
-    X = rng.standard_normal((100_000, 2))
-    w = np.array([math.cos(0.6), math.sin(0.6)])
-    tau = 0.8
-    s = X @ w
-    band = (s >= tau - 0.5) & (s < tau)
-    exact = legacy.best_response(X, w, tau, 0.5, tie=0.0)
-    lost = ~legacy.accepts(exact[band], w, tau)
-    assert lost.mean() > 0.05  # a real fraction of movers paid and were rejected
-    nudged = legacy.best_response(X, w, tau, 0.5)
-    assert np.all(legacy.accepts(nudged[band], w, tau))
-    # agents sitting exactly on the bar already pass and do not move
-    on = np.array([[tau * w[0], tau * w[1]]])
-    if legacy.accepts(on, w, tau)[0]:
-        np.testing.assert_array_equal(legacy.best_response(on, w, tau, 0.5), on)
-    # and the trap shows up in the regret of the clairvoyant rule
-    env = legacy.StrategicEnv(n_mc=50_000)
-    assert env.regret(*legacy.clairvoyant(env)) == 0.0
-    assert env.regret(*legacy.clairvoyant(env), tie=0.0) > 1e-3
-
-
-# ------------------------------------------------------------------------------------------
-# environment, clairvoyant rule, closed form
-# ------------------------------------------------------------------------------------------
-def test_clairvoyant_is_optimal(env):
-    w, tau = legacy.clairvoyant(env)
-    assert tau == env.b_star + env.r
-    shifts = np.linspace(0, 2 * env.r, 21)
-    losses = [env.expected_loss(env.w_star, env.b_star + s) for s in shifts]
-    assert int(np.argmin(losses)) == 10  # s = r
-    assert env.regret(w, tau) == 0.0
-
-
-@pytest.mark.parametrize("noise", legacy.NOISE_PROFILES)
-def test_unshifted_gap_closed_form(noise):
-    env = legacy.StrategicEnv(noise=noise, n_mc=200_000)
-    gap = env.expected_loss(env.w_star, env.b_star) - env.expected_loss(*legacy.clairvoyant(env))
-    assert abs(gap - legacy.closed_form_unshifted_gap(env)) < 0.005
-    assert abs(env.regret(env.w_star, env.b_star) - gap) < 1e-12
-
-
-def test_feedback_mask(env):
-    rng = np.random.default_rng(2)
-    Xt, seen, info = env.step(env.w_star, -np.inf, rng, 1000)
-    np.testing.assert_array_equal(Xt, info["X"])  # no one moves when all pass
-    np.testing.assert_array_equal(seen, info["y"])  # every label revealed
-    Xt, seen, info = env.step(env.w_star, env.b_star + env.r, rng, 5000)
-    np.testing.assert_array_equal(seen != 0, info["accepted"])
-    np.testing.assert_array_equal(seen[info["accepted"]], info["y"][info["accepted"]])
-
-
-def test_massart_noise_rate(env):
-    rng = np.random.default_rng(3)
-    X, y = env.sample(200_000, rng)
-    flips = y != env.bayes(X)
-    right = X[:, 0] > 0
-    assert abs(flips[right].mean() - 0.35) < 0.005 and abs(flips[~right].mean() - 0.05) < 0.005
-
-
-# ------------------------------------------------------------------------------------------
-# 0-1 ERM and the surrogate
-# ------------------------------------------------------------------------------------------
-def _brute_1d(s, y):
-    cands = np.concatenate([[s.min() - 1], (np.sort(s)[1:] + np.sort(s)[:-1]) / 2, [s.max() + 1]])
-    return min(int(np.sum(np.where(s >= c, 1, -1) != y)) for c in cands)
-
-
-def test_erm01_1d_exact():
-    rng = np.random.default_rng(4)
-    for _ in range(200):
-        n = rng.integers(1, 30)
-        s = np.round(rng.standard_normal(n), 1)  # ties included
-        y = rng.choice([-1.0, 1.0], n)
-        theta, err = legacy.erm01_1d(s, y)
-        assert err == _brute_1d(s, y)
-        assert err == int(np.sum(np.where(s >= theta, 1, -1) != y))
-        theta2, err2 = legacy.erm01_1d(np.exp(s), y)  # monotone transform
-        assert err2 == err
-    s = rng.standard_normal(100)
-    assert legacy.erm01_1d(s, np.where(s >= 0.3, 1.0, -1.0))[1] == 0
-
-
-def test_erm01_fast_matches_reference():
-    rng = np.random.default_rng(5)
-    for _ in range(50):
-        n = int(rng.integers(5, 200))
-        X = rng.standard_normal((n, 2))
-        y = np.where(X @ [0.6, 0.8] >= 0.1, 1.0, -1.0) * np.where(rng.random(n) < 0.2, -1, 1)
-        w1, b1 = legacy.erm01_halfspace(X, y, n_dirs=90)
-        w2, b2 = legacy.erm01_halfspace(X, y, n_dirs=90, backend="torch", device="cpu")
-        np.testing.assert_allclose(w1, w2, atol=1e-12)
-        assert abs(b1 - b2) < 1e-12
-
-
-def test_erm01_recovers_boundary_and_logistic_does_not():
-    env = legacy.StrategicEnv(n_mc=1000)
-    X, y = env.sample(10_000, np.random.default_rng(6))
-    w, b = legacy.erm01_halfspace(X, y, n_dirs=180)
-    assert abs(math.atan2(w[1], w[0]) - 0.6) < 0.03 and abs(b - env.b_star) < 0.05
-    wl, bl = legacy.logistic_halfspace(X, y)
-    assert abs(bl - env.b_star) > 0.2  # biased by asymmetric Massart noise
-    # with symmetric (uniform) noise both recover it
-    env_u = legacy.StrategicEnv(noise="uniform", n_mc=1000)
-    X, y = env_u.sample(10_000, np.random.default_rng(7))
-    wl, bl = legacy.logistic_halfspace(X, y)
-    assert abs(math.atan2(wl[1], wl[0]) - 0.6) < 0.05 and abs(bl - env.b_star) < 0.05
-
-
-# ------------------------------------------------------------------------------------------
-# the online learner
-# ------------------------------------------------------------------------------------------
-def test_epoch_schedule():
-    for T, L0, c_e in itertools.product([64, 1000, 2**15 + 7], [16, 64], [0.3, 1.0, 3.0]):
-        sched = legacy.epoch_schedule(T, L0, c_e, 2)
-        lengths = [a + b for a, b in sched]
-        assert sum(lengths) == T
-        assert all(lengths[k] == L0 * 2**k for k in range(len(lengths) - 1))
-        assert all(b >= 0 for _, b in sched)
-        explore = sum(a for a, _ in sched)
-        # geometric sum: <= c_e sqrt(2 d T) sqrt(2) / (sqrt(2) - 1) + one ceil per epoch
-        assert explore <= 4.9 * c_e * math.sqrt(2 * T) + len(sched)
-        assert explore >= min(T, 0.5 * c_e * math.sqrt(2 * T))
-
-
-def test_prefix_property_and_determinism(env, long_run):
-    short = legacy.explore_fit_shift(env, 2**12, seed=0, n_dirs=180)
-    np.testing.assert_array_equal(short["regret"], long_run["regret"][: 2**12])
-    again = legacy.explore_fit_shift(env, 2**12, seed=0, n_dirs=180)
-    np.testing.assert_array_equal(short["loss"], again["loss"])
-
-
-def test_partial_feedback_in_run(long_run):
-    assert np.all(long_run["seen"][long_run["explore"]])
-    assert not np.all(long_run["seen"][~long_run["explore"]])
-
-
-def test_regret_rate_and_baseline(env):
-    Ts = np.array([2**k for k in range(11, 16)])
-    R = np.array(
-        [
-            np.cumsum(legacy.explore_fit_shift(env, Ts[-1], seed=s, n_dirs=180)["regret"])[Ts - 1]
-            for s in range(3)
-        ]
-    )
-    slope = legacy.regret_slope(Ts, R)
-    assert 0.35 <= slope <= 0.65, slope
-    naive = np.cumsum(legacy.naive_unshifted(env, Ts[-1])["regret"])[Ts - 1]
-    assert legacy.regret_slope(Ts, naive) > 0.99
-    forgot = np.cumsum(legacy.explore_fit_shift(env, Ts[-1], shift=False, n_dirs=180)["regret"])[
-        Ts - 1
-    ]
-    assert legacy.regret_slope(Ts, forgot) > 0.85
-
-
-def test_regret_slope_exact():
-    T = np.array([10.0, 100, 1000])
-    assert abs(legacy.regret_slope(T, 3 * T**0.5) - 0.5) < 1e-12
-    assert abs(legacy.regret_slope(T, np.vstack([T, 3 * T])) - 1.0) < 1e-12
-
-
-@pytest.mark.slow
-def test_convergence_at_128k():
-    env = legacy.StrategicEnv()
-    out = legacy.explore_fit_shift(env, 2**17, seed=0)
-    assert out["w_err"][-1] < 0.05 and out["b_err"][-1] < 0.05
-
-
-# ------------------------------------------------------------------------------------------
-# bad input
-# ------------------------------------------------------------------------------------------
-def test_bad_inputs(env):
-    X = np.zeros((3, 2))
-    with pytest.raises(ValueError, match="r must be >= 0"):
-        legacy.best_response(X, [1.0, 0.0], 0.0, -0.1)
-    with pytest.raises(ValueError, match="w must be nonzero"):
-        legacy.best_response(X, [0.0, 0.0], 0.0, 0.1)
-    with pytest.raises(ValueError, match="length d = 2"):
-        legacy.best_response(X, [1.0, 0.0, 0.0], 0.0, 0.1)
-    with pytest.raises(ValueError, match="eta_max must lie in"):
-        legacy.StrategicEnv(eta_max=0.5)
-    with pytest.raises(ValueError, match="noise must be one of"):
-        legacy.StrategicEnv(noise="pink")
-    with pytest.raises(ValueError, match="T must be >= L0"):
-        legacy.explore_fit_shift(env, 10)
-    with pytest.raises(TypeError, match="env must be a StrategicEnv"):
-        legacy.clairvoyant("env")
-    with pytest.raises(ValueError, match="y must contain only"):
-        legacy.erm01_1d([0.0, 1.0], [0.0, 1.0])
-    with pytest.raises(ValueError, match="regrets must be > 0|T_grid and regrets"):
-        legacy.regret_slope([1, 2], [0.0, 1.0])
-    with pytest.raises(TypeError, match="T must be an integer"):
-        legacy.naive_unshifted(env, 10.5)
-
-
-@pytest.mark.cuda
-def test_erm01_cuda_matches_reference():
-    rng = np.random.default_rng(8)
-    X = rng.standard_normal((3000, 2))
-    y = np.where(X @ [0.6, 0.8] >= 0.1, 1.0, -1.0) * np.where(rng.random(3000) < 0.2, -1, 1)
-    w1, b1 = legacy.erm01_halfspace(X, y)
-    w2, b2 = legacy.erm01_halfspace(X, y, backend="torch", device="cuda")
-    np.testing.assert_allclose(w1, w2, atol=1e-12)
-    assert abs(b1 - b2) < 1e-12

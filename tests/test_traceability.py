@@ -342,6 +342,39 @@ def test_recall_curve_sound_and_dp_below_ceiling():
 def test_l2_counterexample_rate():
     rate = tr.l2_erm_rate([25, 100, 400], d=200, reps=10)
     assert np.all(np.diff(rate.excess) < 0)
+    # noisy ERM (noise of norm 0.3): its excess risk stays on a plateau the 1/n rate would cross
+    noisy = tr.l2_erm_rate([25, 100, 400], d=200, reps=10, sigma=0.3)
+    assert noisy.excess[-1] > 3 * rate.excess[-1]
+    with pytest.raises(ValueError, match="sigma"):
+        tr.l2_erm_rate([25, 100], d=200, reps=2, sigma=-1.0)
+
+
+def test_clipped_mean_learner():
+    """The clipped mean lies in the box, equals ERM where |z̄| is large, stays proportional to z̄
+    elsewhere, and is another α-learner in the recall curve (listed before the DP learner)."""
+    s = tr.sparse_instance(50, 400, 400, 0.15, 2.0, 0)
+    th = tr.clipped_mean_box(s.Z, 2.0, 3.0)
+    r = tr.box_radius(400, 2.0)
+    zbar = s.Z.mean(0)
+    assert np.all(np.abs(th) <= r + 1e-15)
+    big = np.abs(zbar) * 3.0 * np.sqrt(50) >= 1
+    np.testing.assert_allclose(th[big], r * np.sign(zbar[big]))
+    np.testing.assert_allclose(th[~big], r * 3.0 * np.sqrt(50) * zbar[~big])
+    assert (
+        tr.excess_risk_box(th, s.mu, s.k, 2.0)
+        >= tr.excess_risk_box(tr.erm_box(s.Z, 2.0), s.mu, s.k, 2.0) - 1e-12
+    )
+    curve = tr.recall_curve(
+        50, 400, 0.15, 2.0, sigmas=(0.0,), clip_scales=(3.0,), eps=(1.0,), reps=3, n_ref=200
+    )
+    assert curve.labels == [("noisy", 0.0), ("clipped", 3.0), ("dp", 1.0)]
+    assert curve.traced[1] > 3 * 0.05
+    only = tr.recall_curve(50, 400, 0.15, 2.0, sigmas=(), clip_scales=(3.0,), reps=3, n_ref=200)
+    np.testing.assert_allclose(only.traced, curve.traced[1:2])
+    with pytest.raises(ValueError, match="scale"):
+        tr.clipped_mean_box(s.Z, 2.0, 0.0)
+    with pytest.raises(ValueError, match="clip_scales"):
+        tr.recall_curve(50, 400, 0.15, 2.0, clip_scales=(-1.0,), reps=2)
 
 
 @pytest.mark.parametrize(

@@ -396,6 +396,18 @@ def test_fisher_rate_driver_is_consistent():
         wf.fisher_rate_1d(target="mixture")
 
 
+def test_fisher_rate_step_schedule():
+    """eta_power sets the schedule eta0 / T^eta_power; a fixed step (0) leaves the time-averaged
+    Fisher information on its plateau, the paper's schedule (1/2) makes it fall."""
+    fixed = wf.fisher_rate_1d(horizons=(4.0, 16.0), eta_power=0.0, n_grid=321, dt=0.02)
+    paper = wf.fisher_rate_1d(horizons=(4.0, 16.0), n_grid=321, dt=0.02)
+    np.testing.assert_allclose(fixed.eta, [1.0, 1.0])
+    np.testing.assert_allclose(paper.eta, [0.5, 0.25])
+    assert fixed.exponent > paper.exponent
+    with pytest.raises(ValueError, match="eta_power"):
+        wf.fisher_rate_1d(horizons=(4.0, 8.0), eta_power=-0.5)
+
+
 def test_step_functions_validate_and_match_the_run(pot):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((7, 2))

@@ -34,6 +34,7 @@ from lab.ace.models import METHODS, make_toy_model, rotation_matrices, swirl_dat
 from lab.ace.optim import ACE
 from lab.core.checks import check_choice, check_int, check_positive, check_real
 from lab.core.progress import progress
+from lab.core.runtime import smoke_steps
 
 __all__ = [
     "GammaSlopes",
@@ -192,6 +193,7 @@ def train_toy(
     hidden: int = 32,
     test_N: int = 1000,
     record_every: int = 10,
+    stop_gamma: float | None = None,
     dtype=torch.float32,
     show_progress: bool = False,
 ) -> dict[str, Any]:
@@ -200,7 +202,8 @@ def train_toy(
     Methods: ``strict`` (equivariant layers only), ``unconstrained`` (homotopy model, gamma
     trained freely), ``equality`` (ACE, Algorithm 1), ``resilient`` (ACE, Algorithm 2).
     Adam on the weights; gamma on Adam (same ``lr``) or on SGD (``gamma_lr``, default
-    ``100 * lr``).
+    ``100 * lr``). With ``stop_gamma``, training stops at the first multiple of 100 steps where
+    ``max_i |gamma_i| < stop_gamma`` (``steps`` is then the cap; ``final["steps"]`` says when).
 
     Returns
     -------
@@ -217,6 +220,8 @@ def train_toy(
     gamma_opt = check_choice("gamma_opt", gamma_opt, ("adam", "sgd"))
     gamma_lr = 100 * lr if gamma_lr is None else check_positive("gamma_lr", gamma_lr)
     record_every = check_int("record_every", record_every, 1)
+    if stop_gamma is not None:
+        stop_gamma = check_positive("stop_gamma", stop_gamma)
     x, y = swirl_dataset(N, eps, seed, noise=noise)
     xt, yt = swirl_dataset(test_N, eps, seed + 1_000_003, noise=0.0)
     X, Y = torch.tensor(x, dtype=dtype), torch.tensor(y, dtype=dtype)
@@ -248,6 +253,7 @@ def train_toy(
             hist["eq_error"].append(so2_equivariance_error(model, Xt[:200], n=8))
 
     record(0)
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few steps (FULL's code paths on a CPU)
     it = progress(range(1, steps + 1), desc=method, disable=None if show_progress else True)
     for k in it:
         loss = ((model(X) - Y) ** 2).sum(-1).mean()
@@ -259,8 +265,14 @@ def train_toy(
             loss.backward()
             for o in opts:
                 o.step()
-        if k % record_every == 0 or k == steps:
+        done = stop_gamma is not None and k % 100 == 0 and gammas
+        done = done and max(abs(float(g.detach())) for g in gammas) < stop_gamma
+        if k % record_every == 0 or k == steps or done:
             record(k)
+        if done:
+            break
+    else:
+        k = steps
     out: dict[str, Any] = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
     if ace is not None:
         truncated = ace.truncate()
@@ -277,6 +289,7 @@ def train_toy(
         "eq_error": so2_equivariance_error(model, Xt[:200], n=8),
         "eq_error_truncated": so2_equivariance_error(truncated, Xt[:200], n=8),
         "gamma": [float(g.detach()) for g in gammas],
+        "steps": int(k),
     }
     out.update(model=model, truncated=truncated, ace=ace, x_test=Xt, y_test=Yt)
     return out

@@ -31,7 +31,12 @@ from .reference import (
     _record,
 )
 
-__all__ = ["BatchHistory", "single_timescale_ac_batch", "single_timescale_ac_torch"]
+__all__ = [
+    "BatchHistory",
+    "exact_pg_batch",
+    "single_timescale_ac_batch",
+    "single_timescale_ac_torch",
+]
 
 
 def single_timescale_ac_torch(
@@ -514,3 +519,79 @@ def _pg_many(mdp, K, actors, eval_points):
                   optimal_action_prob=p_opt[c], theta=theta[c], J_star=J_star)
         for c in range(C)
     ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact-gradient baseline on many MDPs at once (the exponent study's "no critic, no noise")
+# ---------------------------------------------------------------------------------------------
+def exact_pg_batch(
+    mdps: Any,
+    K: int = 20_000,
+    actor: StepSchedule | tuple = StepSchedule(0.1, 2 / 3),  # noqa: B008
+    *,
+    eval_points: int = 40,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact softmax policy-gradient ascent with the actor's steps on ``M`` MDPs at once.
+
+    ``theta_{k+1} = theta_k + eta_k grad J(theta_k)`` (eq. (PG)), ``eta_k = actor(k)``: what the
+    actor of :func:`single_timescale_ac_batch` does in expectation with a perfect critic and no
+    sampling noise. Its gap is the exponent study's baseline: with the same steps, it tells how
+    much of the actor-critic's rate is the steps' own (``1 / sum_j eta_j``) and how much the
+    critic costs. MDP ``i`` follows :func:`~lab.actor_critic.reference.exact_pg_ascent` exactly
+    (tested).
+
+    Parameters
+    ----------
+    mdps : TabularMDP or sequence of TabularMDP
+        MDPs sharing ``n_states``, ``n_actions`` and ``gamma``.
+    K : int
+        Steps (>= 1).
+    actor : StepSchedule or (c, p)
+        The actor's step schedule.
+    eval_points : int
+        Evaluation points, log-spaced as in :func:`single_timescale_ac_batch` (same ``k``).
+
+    Returns
+    -------
+    k : ndarray (n_eval,)
+        Steps at the evaluation points.
+    gaps : ndarray (M, n_eval)
+        Exact optimality gap ``J* - J(pi_k)`` of each MDP.
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    from lab.core.checks import check_int
+
+    from .reference import _as_schedule
+
+    mdps = _check_mdps(mdps)
+    K = check_int("K", K, 1, 10**9)
+    actor = _as_schedule("actor", actor)
+    eval_points = check_int("eval_points", eval_points, 2, 10_000)
+    S, g = mdps[0].n_states, mdps[0].gamma
+    P = np.stack([m.P for m in mdps])  # (M, S, A, S)
+    R = np.stack([m.R for m in mdps])
+    rho = np.stack([m.rho for m in mdps])
+    J_star = np.array([_optimum(m)[0] for m in mdps])
+    I = np.eye(S)
+    steps = actor(np.arange(K))
+    ks = _eval_points(K, eval_points)
+    theta, gaps, j = np.zeros(R.shape), [], 0
+    for k in range(K + 1):
+        z = np.exp(theta - theta.max(-1, keepdims=True))
+        pi = z / z.sum(-1, keepdims=True)
+        P_pi = np.einsum("msa,msat->mst", pi, P)
+        r_pi = np.einsum("msa,msa->ms", pi, R)
+        V = np.linalg.solve(I - g * P_pi, r_pi[..., None])[..., 0]  # Bellman
+        while j < len(ks) and ks[j] == k:
+            gaps.append(J_star - np.einsum("ms,ms->m", V, rho))
+            j += 1
+        if k == K:
+            break
+        Q = R + g * np.einsum("msat,mt->msa", P, V)
+        # occupancy: (I - gamma P_pi^T) d = (1 - gamma) rho
+        d = np.linalg.solve(I - g * np.swapaxes(P_pi, -1, -2), ((1 - g) * rho)[..., None])[..., 0]
+        d = np.clip(d, 0.0, None)
+        # eq. (PG): d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma), ascended with the actor's step
+        theta = theta + steps[k] * d[..., None] * pi * (Q - V[..., None]) / (1.0 - g)
+    return ks.astype(float), np.stack(gaps, 1)

@@ -209,10 +209,11 @@ def stall_figure(
 
 
 def exponent_figure(study):
-    """Mean gap over MDPs against samples for each schedule of an :class:`ExponentStudy`, and the
-    sample-complexity exponent intervals beside the paper's 3 and the prior art's 4.
+    """Mean gap over MDPs against samples for each schedule of an :class:`ExponentStudy` and for
+    its exact-gradient baseline (same actor steps, no critic, no noise; dashed), and the
+    sample-complexity exponent intervals of both beside the paper's 3 and the prior art's 4.
 
-    ``2 * n_schedules + 2`` traces (a curve and an interval per schedule, two reference lines).
+    Two traces per schedule, two per distinct baseline and two reference lines.
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
@@ -230,37 +231,53 @@ def exponent_figure(study):
         column_widths=[0.6, 0.4],
         subplot_titles=("gap J* − J(π_k), mean over MDPs", "samples ∝ ε^−q: interval of q"),
     )
-    names = list(study.histories)
-    for i, name in enumerate(names):
+
+    def interval(label, q, lo, hi, colour, symbol):
+        q_plot = min(q, 10.0)
+        return go.Scatter(
+            x=[q_plot],
+            y=[label],
+            mode="markers",
+            marker=dict(color=colour, size=10, symbol=symbol),
+            error_x=dict(
+                type="data",
+                symmetric=False,
+                array=[min(hi, 10.0) - q_plot],
+                arrayminus=[q_plot - lo],
+            ),
+            showlegend=False,
+        )
+
+    labels, seen = [], {}
+    for i, name in enumerate(study.histories):
         h = study.histories[name]
         c = colours[i % len(colours)]
         fig.add_trace(
             go.Scatter(x=np.maximum(h.k, 1), y=h.mdp_gap.mean(0), name=name, line_color=c), 1, 1
         )
-        q, lo, hi = study.eps_exponent[name]
-        hi_plot = min(hi, 10.0)
-        fig.add_trace(
-            go.Scatter(
-                x=[min(q, 10.0)],
-                y=[name],
-                mode="markers",
-                marker=dict(color=c, size=10),
-                error_x=dict(
-                    type="data",
-                    symmetric=False,
-                    array=[hi_plot - min(q, 10.0)],
-                    arrayminus=[min(q, 10.0) - lo],
+        fig.add_trace(interval(name, *study.eps_exponent[name], c, "circle"), 1, 2)
+        labels.append(name)
+        actor = h.config["actor"]
+        if name in study.exact_gap and actor not in seen:
+            seen[actor] = name
+            label = f"exact gradient, actor {actor.label()}"
+            fig.add_trace(
+                go.Scatter(
+                    x=np.maximum(h.k, 1),
+                    y=study.exact_gap[name].mean(0),
+                    name=label,
+                    line=dict(color=c, dash="dash"),
                 ),
-                showlegend=False,
-            ),
-            1,
-            2,
-        )
+                1,
+                1,
+            )
+            fig.add_trace(interval(label, *study.exact_eps_exponent[name], c, "circle-open"), 1, 2)
+            labels.append(label)
     for q, dash in ((3, "dash"), (4, "dot")):
         fig.add_trace(
             go.Scatter(
                 x=[q, q],
-                y=[names[0], names[-1]],
+                y=[labels[0], labels[-1]],
                 mode="lines",
                 line=dict(color="gray", dash=dash),
                 name=f"q = {q}",
@@ -273,5 +290,5 @@ def exponent_figure(study):
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_xaxes(title_text="exponent q (95% interval over MDPs)", row=1, col=2)
     fig.update_yaxes(showticklabels=False, row=1, col=2)
-    fig.update_layout(height=430, legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(height=460, legend=dict(orientation="h", y=-0.25))
     return fig

@@ -24,6 +24,7 @@ from lab.core.checks import (
     check_real,
 )
 from lab.core.progress import progress
+from lab.core.runtime import smoke_steps
 
 from .mdp import (
     TabularMDP,
@@ -194,7 +195,7 @@ def _record(mdp, J_star, a_star, theta, Q):
 def _check_ac_args(mdp, K, actor, critic, runs, seed, sampler, eval_points):
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP (got {type(mdp).__name__})")
-    K = check_int("K", K, 1, 10**9)
+    K = smoke_steps(check_int("K", K, 1, 10**9), small=2000)  # LAB_SMOKE=1: 2,000
     actor = _as_schedule("actor", actor)
     critic = _as_schedule("critic", critic)
     runs = check_int("runs", runs, 1, 10**7)
@@ -424,7 +425,7 @@ def exact_pg_ascent(
     """
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP (got {type(mdp).__name__})")
-    K = check_int("K", K, 1, 10**8)
+    K = smoke_steps(check_int("K", K, 1, 10**8), small=2000)  # LAB_SMOKE=1: 2,000
     eval_points = check_int("eval_points", eval_points, 2, 10_000)
     if step is None:
         step = (1.0 - mdp.gamma) ** 3 / 8.0

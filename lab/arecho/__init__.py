@@ -42,6 +42,10 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
 * Decoding: greedy only (``beam=1``; the paper's ablation shows beam size barely matters).
 * Baselines: ``ParallelBaseline`` is a tiny UniVERSA (standardised L1 regression) or
   UniVERSA-T (``target="tokens"``); both share the chain's encoder.
+* Parallel baseline loss: the chain is compared with ``ParallelBaseline`` regressing
+  standardised targets with L1, where the official UniVERSA (``universa_base.py``,
+  ``masked_l1_loss``, ftshijt/espnet branch universa_plus) trains L1 on the raw scales; the
+  paper's two steps (UniVERSA -> UniVERSA-T tokens -> ARECHO chain) are not reported apart.
 
 ## Files
 
@@ -106,6 +110,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "SeedStudy",
             "seed_study",
             "mean_interval",
+            "ridge_oracle_gain",
         ],
     },
 )

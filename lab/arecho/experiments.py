@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from lab.core.checks import check_array, check_int
 from lab.core.rates import mean_ci
@@ -42,6 +43,7 @@ __all__ = [
     "SeedStudy",
     "seed_study",
     "mean_interval",
+    "ridge_oracle_gain",
 ]
 
 SEEDS = (0, 1, 2)  # the committed training seeds
@@ -385,6 +387,85 @@ def mean_interval(values: Any, level: float = 0.95) -> dict[str, float]:
     """
     ci = mean_ci(values, level=level)  # the book's one t-interval over seeds
     return {"mean": ci.mean, "lo": ci.low, "hi": ci.high, "n": ci.n}
+
+
+def ridge_oracle_gain(
+    corpus: Corpus,
+    targets: Sequence[str],
+    given: Sequence[str] | str,
+    alpha: float = 10.0,
+) -> dict[str, Any]:
+    """How much knowing true metric values helps a ridge regression: the ceiling of conditioning.
+
+    For each target metric, a ridge regression (closed form, unpenalised intercept, as
+    scikit-learn's ``Ridge``) on the standardised audio features is fitted
+    on the training split with and without the *true* values of the given metrics as extra
+    inputs (standardised); the test errors are those of :func:`errors` (MAE / training sd).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        The labelled corpus.
+    targets : sequence of str
+        Numerical metric names to predict.
+    given : sequence of str or "previous"
+        Metric names given to every target, or ``"previous"``: each target is given the
+        metrics before it in the corpus order (the teacher-forced fixed order).
+    alpha : float
+        Ridge penalty (> 0).
+
+    Returns
+    -------
+    dict
+        ``without`` and ``with`` (``name -> error``), ``gain`` (mean over targets of
+        ``1 - with / without``) and ``gain_of_means`` (``1 - mean(with) / mean(without)``).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    if isinstance(targets, str) or not isinstance(targets, Sequence) or not targets:
+        raise TypeError("targets must be a non-empty sequence of metric names")
+    for t in targets:
+        if t not in corpus.names or corpus.types[corpus.names.index(t)] != "num":
+            raise ValueError(f"targets must be numerical metrics of the corpus, got {t!r}")
+    if isinstance(given, str):
+        if given != "previous":
+            raise ValueError(f"given must be metric names or 'previous', got {given!r}")
+    elif not isinstance(given, Sequence) or any(g not in corpus.names for g in given):
+        raise ValueError(f"given must be metric names of the corpus or 'previous', got {given!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
+        raise ValueError(f"alpha must be a number > 0, got {alpha!r}")
+    tr = corpus.train
+    x = corpus.features
+    x = (x - x[tr].mean(0)) / (x[tr].std(0) + 1e-12)
+    y = corpus.labels
+    z = (y - y[tr].mean(0)) / (y[tr].std(0) + 1e-12)
+    without, with_ = {}, {}
+    with threadpool_limits(1):  # tiny solves: BLAS threads only contend on a shared CPU
+        _ridge_errors(corpus, targets, given, float(alpha), x, y, z, without, with_)
+    a, b = np.array(list(without.values())), np.array(list(with_.values()))
+    return {
+        "without": without,
+        "with": with_,
+        "gain": float(np.mean(1 - b / a)),
+        "gain_of_means": float(1 - b.mean() / a.mean()),
+    }
+
+
+def _ridge_errors(corpus, targets, given, alpha, x, y, z, without, with_) -> None:
+    tr, te = corpus.train, corpus.test
+    for t in targets:
+        j = corpus.names.index(t)
+        g = corpus.names[:j] if given == "previous" else [n for n in given if n != t]
+        cols = [corpus.names.index(n) for n in g]
+        sd = y[tr, j].std()
+        for out, feats in ((without, x), (with_, np.hstack([x, z[:, cols]]))):
+            a = feats[tr] - feats[tr].mean(0)  # ridge with an unpenalised intercept
+            b = y[tr, j] - y[tr, j].mean()
+            w = np.linalg.solve(a.T @ a + alpha * np.eye(a.shape[1]), a.T @ b)
+            pred = y[tr, j].mean() + (feats[te] - feats[tr].mean(0)) @ w
+            out[t] = float(np.mean(np.abs(pred - y[te, j])) / sd)
 
 
 def seed_study(

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.runtime import smoke_steps
 
 from .reference import MODES, PAD, SOS, MetricTokenizer
 
@@ -329,7 +330,7 @@ def train(
         )
     seconds = check_positive("seconds", seconds)
     if steps is not None:
-        steps = check_int("steps", steps, 1)
+        steps = smoke_steps(check_int("steps", steps, 1))  # LAB_SMOKE=1: a few steps
     batch = check_int("batch", batch, 1)
     lr = check_positive("lr", lr)
     label_dropout = check_range("label_dropout", label_dropout, 0.0, 0.95)

@@ -67,6 +67,9 @@ concave kinks. *Hyper-cleaning*: an overparametrised least-squares follower
 - The optimistic certificate samples the ``delta``-ball with finite-difference gradients (an
   upper bound on the distance in the definition); ``experiments.clarke_distance_toy`` adds the
   exact Clarke subdifferential on the kinks of Toy O.
+- The rate of Thm 4 (``izom-rate``) is read on the median over seeds of the squared Moreau
+  gradient at ``x_R``, not on its expectation (a few seeds whose ``R`` is an early iterate
+  carry the mean); the rule has no reproduced tier for that reason.
 - The paper has no experiments: every problem here (Toy P/O, the curved map of
   ``problems.toy_curved``, the rotating-line lower level, the constrained counterexample,
   hyper-cleaning) is the chapter's own.

@@ -68,7 +68,18 @@ class HyperCleaning:
     rho: float | None = None
 
     def __post_init__(self):
+        self.A = check_array("A", self.A, ndim=2, min_size=1)
         n, p = self.A.shape
+        if p < n:
+            raise ValueError(f"A must have at least as many columns as rows, got shape {(n, p)}")
+        self.ytr = check_array("ytr", self.ytr, shape=(n,))
+        self.G = check_array("G", self.G, ndim=2, shape=(None, p), min_size=1)
+        self.yval = check_array("yval", self.yval, shape=(self.G.shape[0],))
+        self.y_clean = check_array("y_clean", self.y_clean, shape=(n,))
+        self.errors = check_array("errors", self.errors, shape=(n,))
+        self.corrupted = check_array("corrupted", self.corrupted, shape=(n,), dtype=bool)
+        self.w_true = check_array("w_true", self.w_true, shape=(p,))
+        self.mode = check_choice("mode", self.mode, ("optimistic",))
         self.m = n
         nv = self.G.shape[0]
         K = np.zeros((p + n, p + n))

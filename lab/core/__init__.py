@@ -1,7 +1,7 @@
 """Shared machinery, written once: what notebooks and users import from every chapter.
 
 - :mod:`lab.core.runtime`: ``device()``, ``resolve_device()``, ``seed()``, ``setup()``, the CPU
-  thread policy.
+  thread policy, smoke mode (``LAB_SMOKE=1``: ``smoke()``, ``smoke_steps()``, ``smoke_items()``).
 - :mod:`lab.core.data`: shared data sets (``digits()``: split, standardised on training rows).
 - :mod:`lab.core.rates`: rate fits (``power_law_fit``, ``exponential_fit``, ``exponent_ci``) and the
   t-interval of a mean over seeds (``mean_ci``).
@@ -44,6 +44,9 @@ from .runtime import (
     seed,
     setup,
     small_problem_threads,
+    smoke,
+    smoke_items,
+    smoke_steps,
 )
 
 __all__ = [
@@ -71,4 +74,7 @@ __all__ = [
     "seed",
     "setup",
     "small_problem_threads",
+    "smoke",
+    "smoke_items",
+    "smoke_steps",
 ]

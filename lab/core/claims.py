@@ -41,14 +41,37 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .rules import (
+    NOT_REPRODUCED,
+    QUALITATIVE,
+    REPRODUCED,
+    VERDICTS,
+    Condition,
+    Rule,
+    _is_bool,
+    at_least,
+    at_most,
+    between,
+    ci_above,
+    ci_below,
+    ci_within,
+    format_value,
+    holds,
+    paired,
+    rule,
+    within,
+)
+
 __all__ = [
     "CLAIM_MIME",
+    "DIAGNOSES",
     "NOT_REPRODUCED",
     "QUALITATIVE",
+    "RECORD_SCHEMA",
     "REPRODUCED",
     "SOURCES_OURS",
     "VERDICTS",
@@ -56,6 +79,8 @@ __all__ = [
     "Claim",
     "ClaimMismatch",
     "Condition",
+    "Control",
+    "Diagnosis",
     "Record",
     "Rule",
     "at_least",
@@ -65,18 +90,20 @@ __all__ = [
     "ci_above",
     "ci_below",
     "ci_within",
+    "control",
+    "diagnosis",
     "format_value",
     "holds",
+    "is_paper_sourced",
+    "paired",
     "rule",
     "within",
 ]
 
 CLAIM_MIME = "application/vnd.optlab.claim+json"
+#: version of a record's payload: 2 added ``controls``, ``diagnosis`` and ``flags``
+RECORD_SCHEMA = 2
 
-REPRODUCED = "reproduced"
-QUALITATIVE = "reproduced qualitatively"
-NOT_REPRODUCED = "not reproduced at this size"
-VERDICTS = (REPRODUCED, QUALITATIVE, NOT_REPRODUCED)
 _VERDICT_ALIASES = {
     "reproduced": REPRODUCED,
     "qualitatively": QUALITATIVE,
@@ -87,12 +114,22 @@ _VERDICT_ALIASES = {
 }
 SOURCES_OURS = "ours"
 
+#: why a claim did not reproduce (or only qualitatively): the fixed vocabulary of diagnoses
+DIAGNOSES = {
+    "scale": "the gap to the paper shrinks with size (measured at two or more sizes)",
+    "noise-floor": "the paper's margin is below what our seeds resolve (standard error shown)",
+    "official-code": "the paper's official implementation, run on our instance, agrees",
+    "deviation": "a named entry of the chapter's deviations from the paper drives it",
+    "open": "no diagnosis yet",
+}
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class ClaimMismatch(RuntimeError):
-    """The verdict computed by a claim's rule differs from the verdict the notebook expects."""
+    """The verdict computed by a claim's rule differs from the verdict the notebook expects,
+    or the rule also reproduces the claim's control (it cannot discriminate)."""
 
 
 def _verdict(value: Any, name: str = "expect") -> str:
@@ -104,204 +141,130 @@ def _verdict(value: Any, name: str = "expect") -> str:
     return _VERDICT_ALIASES[value.strip().lower()]
 
 
-def _is_bool(value: Any) -> bool:
-    """A Python or numpy boolean (numpy 2 names its type ``bool``)."""
-    return isinstance(value, bool) or (
-        type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+def is_paper_sourced(source: str) -> bool:
+    """True unless the claim is the chapter's own (``"ours"``) or a contrast with other work
+    (``"contrast: ..."``)."""
+    s = _text(source, "source").lower()
+    return s != SOURCES_OURS and not s.startswith("contrast")
+
+
+def _text(value: Any, name: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    if not empty and not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+# ----------------------------------------------------------------------------------------
+# Controls and diagnoses
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Control:
+    """The nearest rival of a claim, measured in the same cell (see :func:`control`)."""
+
+    name: str
+    measured: Any
+    text: str
+
+
+def control(name: str, measured: Any, *, text: str | None = None) -> Control:
+    """A control: a named, plausible wrong answer that the claim's own rule must reject.
+
+    Pass it to :meth:`Claim.record` (``control=``, one or a list). The record stores its name,
+    value, text and the verdict the claim's rule gives it; a paper claim that reproduces while
+    its control reproduces too raises :class:`ClaimMismatch` (the rule cannot discriminate).
+    Pick the **nearest rival**: the prior art the paper improves on, the method without its key
+    ingredient, or the model the claim should not hold for; never random output, zeros or an
+    untrained model.
+
+    Parameters
+    ----------
+    name
+        What the rival is ("GD flow (no noise)", "one-step chords", "Adam").
+    measured
+        Its value, of the same kind as the claim's (the rule reads it the same way).
+    text
+        How the page shows it (default: ``measured`` formatted); build it from computed values.
+    """
+    return Control(
+        _text(name, "name"),
+        measured,
+        format_value(measured) if text is None else _text(text, "text", empty=True),
     )
 
 
-def _real(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        and not hasattr(value, "__float__")
-    ):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    out = float(value)
-    if math.isnan(out):
-        raise ValueError(f"{name} must be a number, got NaN")
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a claim did not reproduce (see :func:`diagnosis`)."""
+
+    kind: str
+    evidence: str
+    data: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "evidence": self.evidence, "data": _jsonable(self.data)}
+
+
+def _numbers(name: str, values: Any) -> list[float]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    out = [float(v) for v in values]
+    if any(math.isnan(v) for v in out):
+        raise ValueError(f"{name} must not contain NaN")
     return out
 
 
-# ----------------------------------------------------------------------------------------
-# Conditions and rules
-# ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Condition:
-    """A test on a measured value with the sentence that describes it.
+def diagnosis(kind: str, evidence: str = "", **data: Any) -> Diagnosis:
+    """Why a verdict is "not reproduced at this size" or "reproduced qualitatively".
 
-    ``test`` returns True when the measured value satisfies the condition; a value of the wrong
-    kind (a NaN, a missing interval) never satisfies it.
+    Parameters
+    ----------
+    kind
+        One of :data:`DIAGNOSES`:
+
+        - ``"scale"``: the gap shrinks with size; needs ``sizes=`` and ``values=`` (two or more
+          sizes measured in the notebook or at ``FULL``, the trend the record shows);
+        - ``"noise-floor"``: the paper's margin is below what the seeds resolve; needs ``se=``
+          (the standard error, computed);
+        - ``"official-code"``: the official implementation agrees on our instance; needs
+          ``fixture=`` (the path of its recorded outputs under ``tests/fixtures/official/``);
+        - ``"deviation"``: needs ``deviation=``, the name of an entry of the chapter's
+          "Deviations from the paper" list;
+        - ``"open"``: none of these yet (allowed, counted and shown on the scorecard).
+    evidence
+        The sentence the page shows, built from measured values (required except for "open").
+    **data
+        The measured evidence (stored in the record).
     """
-
-    text: str
-    test: Callable[[Any], bool] = field(repr=False, compare=False)
-
-    def __call__(self, measured: Any) -> bool:
-        try:
-            return bool(self.test(measured))
-        except (TypeError, ValueError, IndexError, KeyError):
-            return False
-
-
-def _num(x: Any) -> float:
-    v = float(x)
-    if math.isnan(v):
-        raise ValueError("NaN")
-    return v
-
-
-def within(target: float, *, rel: float | None = None, abs: float | None = None) -> Condition:  # noqa: A002
-    """``|measured - target| <= tol``, with ``tol = max(abs, rel * |target|)``."""
-    t = _real(target, "target")
-    if rel is None and abs is None:
-        raise ValueError("within() needs rel= or abs= (a tolerance >= 0)")
-    r = 0.0 if rel is None else _real(rel, "rel")
-    a = 0.0 if abs is None else _real(abs, "abs")
-    if r < 0 or a < 0:
-        raise ValueError(f"rel and abs must be >= 0, got rel={rel!r}, abs={abs!r}")
-    tol = max(a, r * math.fabs(t))
-    parts = []
-    if abs is not None:
-        parts.append(f"± {format_value(a)}")
-    if rel is not None:
-        parts.append(f"± {format_value(100 * r)}%")
-    return Condition(
-        f"within {' or '.join(parts)} of {format_value(t)}",
-        lambda m: math.fabs(_num(m) - t) <= tol,
-    )
-
-
-def between(lo: float, hi: float) -> Condition:
-    """``lo <= measured <= hi``."""
-    a, b = _real(lo, "lo"), _real(hi, "hi")
-    if a > b:
-        raise ValueError(f"between() needs lo <= hi, got lo={lo!r}, hi={hi!r}")
-    return Condition(f"in [{format_value(a)}, {format_value(b)}]", lambda m: a <= _num(m) <= b)
-
-
-def at_least(x: float) -> Condition:
-    """``measured >= x``."""
-    a = _real(x, "x")
-    return Condition(f"≥ {format_value(a)}", lambda m: _num(m) >= a)
-
-
-def at_most(x: float) -> Condition:
-    """``measured <= x``."""
-    a = _real(x, "x")
-    return Condition(f"≤ {format_value(a)}", lambda m: _num(m) <= a)
-
-
-def holds(text: str = "the statement holds") -> Condition:
-    """The measured value is the boolean ``True`` (a check that was run and passed)."""
-    if not isinstance(text, str) or not text:
-        raise TypeError("text must be a non-empty string")
-    return Condition(text, lambda m: _is_bool(m) and bool(m))
-
-
-def _ci(m: Any) -> tuple[float, float]:
-    if isinstance(m, dict):
-        lo, hi = m["lo"], m["hi"]
-    else:
-        lo, hi = m[-2], m[-1]
-    return _num(lo), _num(hi)
-
-
-def ci_within(lo: float, hi: float) -> Condition:
-    """The measured confidence interval ``(lo_m, hi_m)`` (or ``(estimate, lo_m, hi_m)``, or a
-    dict with ``lo``/``hi``) lies inside ``[lo, hi]``."""
-    a, b = _real(lo, "lo"), _real(hi, "hi")
-    if a > b:
-        raise ValueError(f"ci_within() needs lo <= hi, got lo={lo!r}, hi={hi!r}")
-    return Condition(
-        f"confidence interval inside [{format_value(a)}, {format_value(b)}]",
-        lambda m: a <= _ci(m)[0] and _ci(m)[1] <= b,
-    )
-
-
-def ci_above(x: float) -> Condition:
-    """The whole measured confidence interval lies above ``x`` (excludes it)."""
-    a = _real(x, "x")
-    return Condition(f"confidence interval above {format_value(a)}", lambda m: _ci(m)[0] > a)
-
-
-def ci_below(x: float) -> Condition:
-    """The whole measured confidence interval lies below ``x`` (excludes it)."""
-    a = _real(x, "x")
-    return Condition(f"confidence interval below {format_value(a)}", lambda m: _ci(m)[1] < a)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Tiers of conditions: the first that the measured value satisfies gives the verdict.
-
-    ``reproduced`` and ``qualitatively`` are :class:`Condition`s (or None: that tier is never
-    awarded); a value that satisfies neither is "not reproduced at this size".
-    """
-
-    reproduced: Condition | None = None
-    qualitatively: Condition | None = None
-
-    def decide(self, measured: Any) -> str:
-        """The verdict for ``measured``."""
-        if self.reproduced is not None and self.reproduced(measured):
-            return REPRODUCED
-        if self.qualitatively is not None and self.qualitatively(measured):
-            return QUALITATIVE
-        return NOT_REPRODUCED
-
-    @property
-    def text(self) -> str:
-        """The rule in words (shown beside the verdict)."""
-        parts = []
-        if self.reproduced is not None:
-            parts.append(f"reproduced if {self.reproduced.text}")
-        if self.qualitatively is not None:
-            parts.append(f"qualitatively if {self.qualitatively.text}")
-        parts.append("otherwise not reproduced")
-        return "; ".join(parts)
-
-
-def rule(reproduced: Condition | None = None, qualitatively: Condition | None = None) -> Rule:
-    """A verdict rule (see :class:`Rule`); at least one tier must be given."""
-    for name, cond in (("reproduced", reproduced), ("qualitatively", qualitatively)):
-        if cond is not None and not isinstance(cond, Condition):
-            raise TypeError(
-                f"{name} must be a Condition (within, between, at_least, at_most, holds, "
-                f"ci_within, ci_above, ci_below), got {type(cond).__name__}"
+    if not isinstance(kind, str) or kind not in DIAGNOSES:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, DIAGNOSES))}, got {kind!r}")
+    evidence = _text(evidence, "evidence", empty=kind == "open")
+    if kind == "scale":
+        if "sizes" not in data or "values" not in data:
+            raise ValueError("a 'scale' diagnosis needs sizes= and values= (the measured trend)")
+        sizes, values = _numbers("sizes", data["sizes"]), _numbers("values", data["values"])
+        if len(sizes) < 2 or len(sizes) != len(values):
+            raise ValueError(
+                "a 'scale' diagnosis needs two or more sizes and one value per size, got "
+                f"{len(sizes)} sizes and {len(values)} values"
             )
-    if reproduced is None and qualitatively is None:
-        raise ValueError("rule() needs a reproduced= or qualitatively= condition")
-    return Rule(reproduced, qualitatively)
+    elif kind == "noise-floor":
+        if "se" not in data:
+            raise ValueError("a 'noise-floor' diagnosis needs se= (the standard error)")
+        se = float(data["se"])
+        if not se >= 0:
+            raise ValueError(f"se must be a number >= 0, got {data['se']!r}")
+    elif kind == "official-code":
+        _text(data.get("fixture", ""), "fixture")
+    elif kind == "deviation":
+        _text(data.get("deviation", ""), "deviation")
+    return Diagnosis(kind, evidence or DIAGNOSES["open"], dict(data))
 
 
 # ----------------------------------------------------------------------------------------
 # Values
 # ----------------------------------------------------------------------------------------
-def format_value(value: Any, digits: int = 4) -> str:
-    """A short, stable text for a measured value (``digits`` significant digits)."""
-    if _is_bool(value):
-        return "yes" if bool(value) else "no"
-    if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
-    if isinstance(value, float) or hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0:
-        v = float(value)
-        if math.isnan(v) or math.isinf(v):
-            return str(v)
-        if v == 0:
-            return "0"
-        if 1e-3 <= abs(v) < 1e5:
-            return f"{v:.{digits}g}"
-        mant, exp = f"{v:.{max(digits - 2, 1)}e}".split("e")
-        return f"{mant}×10^{int(exp)}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {format_value(v, digits)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return "(" + ", ".join(format_value(v, digits) for v in value) + ")"
-    return str(value)
-
-
 def _jsonable(value: Any) -> Any:
     if _is_bool(value):
         return bool(value)
@@ -323,7 +286,13 @@ def _jsonable(value: Any) -> Any:
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Record:
-    """What a notebook recorded about one claim (the payload the book renders)."""
+    """What a notebook recorded about one claim (the payload the book renders).
+
+    ``controls`` holds each control's ``name``, ``measured``, ``text`` and ``verdict`` (decided
+    by the claim's rule); ``diagnosis`` is ``{"kind", "evidence", "data"}`` for a verdict other
+    than reproduced (None otherwise or when none was given); ``flags`` lists what the rule's
+    reading of the value calls for (``sign-test``: a threshold at 0 or 1 on one number).
+    """
 
     chapter: str
     id: str
@@ -337,6 +306,9 @@ class Record:
     expected: str
     size: str
     notes: str = ""
+    controls: list = field(default_factory=list)
+    diagnosis: dict | None = None
+    flags: list = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -345,7 +317,7 @@ class Record:
 
     def as_dict(self) -> dict:
         """The JSON payload (the ``application/vnd.optlab.claim+json`` output)."""
-        return {**asdict(self), "key": self.key, "schema": 1}
+        return {**asdict(self), "key": self.key, "schema": RECORD_SCHEMA}
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return {
@@ -354,23 +326,49 @@ class Record:
             "text/html": self._html(),
         }
 
+    def _beside(self) -> str:
+        """The control(s) and what the rule said, or the diagnosis (one line, or empty)."""
+        if self.controls:
+            return "; ".join(
+                f"control {c['name']}: {c['text']} ({c['verdict']})" for c in self.controls
+            )
+        if self.diagnosis:
+            return f"diagnosis {self.diagnosis['kind']}: {self.diagnosis['evidence']}"
+        return ""
+
     def summary(self) -> str:
         """One line: the claim, what was measured and the verdict."""
+        beside = self._beside()
         return (
             f"claim {self.key} [{self.source}]: {self.statement}\n"
             f"  paper: {self.paper or '—'} | measured ({self.size}): {self.text}\n"
             f"  verdict: {self.verdict} (expected: {self.expected}) | rule: {self.rule}"
+            + (f"\n  {beside}" if beside else "")
         )
 
     def _html(self) -> str:
         e = html.escape
+        beside = self._beside()
         return (
             f'<div class="optlab-claim" id="claim-{e(self.chapter)}-{e(self.id)}" '
             'style="border-left:4px solid #888;padding:4px 10px;margin:6px 0">'
             f"<b>Claim {e(self.id)}</b> ({e(self.source)}): {e(self.statement)}<br>"
             f"paper: {e(self.paper or '—')} · measured ({e(self.size)}): {e(self.text)}<br>"
-            f"<b>{e(self.verdict)}</b> <small>rule: {e(self.rule)}</small></div>"
+            f"<b>{e(self.verdict)}</b> <small>rule: {e(self.rule)}</small>"
+            + (f"<br><small>{e(beside)}</small>" if beside else "")
+            + "</div>"
         )
+
+
+def _controls(control: Any) -> list[Control]:
+    if control is None:
+        return []
+    items = [control] if isinstance(control, Control) else control
+    if not isinstance(items, (list, tuple)) or not all(isinstance(c, Control) for c in items):
+        raise TypeError(
+            f"control must be a claims.control(...) or a list of them, got {type(control).__name__}"
+        )
+    return list(items)
 
 
 @dataclass
@@ -396,7 +394,15 @@ class Claim:
         """The verdict the rule gives ``measured`` (nothing is recorded)."""
         return self.rule.decide(measured)
 
-    def record(self, measured: Any, *, text: str | None = None, notes: str = "") -> None:
+    def record(
+        self,
+        measured: Any,
+        *,
+        text: str | None = None,
+        notes: str = "",
+        control: Control | Sequence[Control] | None = None,
+        diagnosis: Diagnosis | None = None,
+    ) -> None:
         """Record the measured value, decide the verdict, display the record.
 
         The record is displayed once (the claim card) and kept in :attr:`recorded`; nothing is
@@ -405,25 +411,48 @@ class Claim:
         Parameters
         ----------
         measured
-            The measured value the rule tests (a number, a boolean, an interval...).
+            The measured value the rule tests (a number, a boolean, an interval...; two
+            stochastic methods compare through :func:`paired`).
         text
             How the page shows the measurement (default: ``measured`` formatted); build it
             from computed values (an f-string), never type a number.
         notes
             An optional sentence shown under the claim (what was tried, the size used).
+        control
+            The nearest rival(s) (:func:`control`), judged by the same rule. A paper-sourced
+            claim that reproduces needs one that does not (the contract test enforces it).
+        diagnosis
+            Why a verdict other than reproduced came out (:func:`diagnosis`); ignored when the
+            verdict is reproduced.
 
         Raises
         ------
         ClaimMismatch
             When the computed verdict differs from the expected one (at the default size; at
-            ``full`` size only when ``expect_full`` was given, otherwise a warning).
+            ``full`` size only when ``expect_full`` was given, otherwise a warning), or when a
+            reproduced paper claim's control reproduces too.
         """
         if text is not None and not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
         if not isinstance(notes, str):
             raise TypeError(f"notes must be a string, got {type(notes).__name__}")
+        controls = _controls(control)
+        if diagnosis is not None and not isinstance(diagnosis, Diagnosis):
+            raise TypeError(
+                f"diagnosis must be a claims.diagnosis(...), got {type(diagnosis).__name__}"
+            )
         verdict = self.rule.decide(measured)
         expected = self.expect_full if (self.full and self.expect_full) else self.expect
+        judged = [
+            {
+                "name": c.name,
+                "measured": _jsonable(c.measured),
+                "text": c.text,
+                "verdict": self.rule.decide(c.measured),
+            }
+            for c in controls
+        ]
+        flags = self.rule.flags(measured)
         rec = Record(
             chapter=self.chapter,
             id=self.id,
@@ -437,6 +466,9 @@ class Claim:
             expected=expected,
             size="full" if self.full else "default",
             notes=notes,
+            controls=judged,
+            diagnosis=None if verdict == REPRODUCED or diagnosis is None else diagnosis.as_dict(),
+            flags=flags,
         )
         self.recorded = rec
         if self.display:
@@ -446,12 +478,22 @@ class Claim:
                 display(rec)
             except ImportError:  # pragma: no cover - IPython is a dependency of the book
                 pass
+        problems = []
         if verdict != expected:
-            message = (
+            problems.append(
                 f"claim {rec.key}: the rule gives '{verdict}' but the notebook expects "
                 f"'{expected}' (measured: {rec.text}; rule: {rec.rule}). Update the expected "
                 "verdict and the page's prose on purpose; never move the rule."
             )
+        rivals = [c for c in judged if c["verdict"] == REPRODUCED]
+        if verdict == REPRODUCED and is_paper_sourced(self.source) and rivals:
+            problems.append(
+                f"claim {rec.key}: the rule also reproduces the control "
+                f"'{rivals[0]['name']}' ({rivals[0]['text']}): it cannot tell the method from "
+                "its rival. Re-specify the claim (a sharper rule, fixed before measuring) or "
+                "the control."
+            )
+        for message in problems:
             if self.full and not self.expect_full:
                 warnings.warn(message, stacklevel=2)
             elif os.environ.get("LAB_CLAIMS_MISMATCH", "error") == "warn":
@@ -544,13 +586,3 @@ def chapter(slug: str, *, full: bool = False, display: bool = True) -> Chapter:
     if not _is_bool(full):
         raise TypeError(f"full must be a bool, got {type(full).__name__}")
     return Chapter(slug=slug, full=bool(full), display=bool(display))
-
-
-def parse_records(outputs: Sequence[dict]) -> list[dict]:
-    """The claim payloads found in a list of notebook outputs (used by the book's tooling)."""
-    found = []
-    for out in outputs:
-        data = out.get("data", {}) if isinstance(out, dict) else {}
-        if CLAIM_MIME in data:
-            found.append(data[CLAIM_MIME])
-    return found

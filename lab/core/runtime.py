@@ -11,6 +11,11 @@ what ``pytest -n 2`` and parallel notebook execution do; a 1024^2 matmul loses 2
 one thread but still gains 1.5x under that contention. ``setup`` therefore uses one thread on
 CPU (every notebook default is a small problem); ``small_problem_threads`` scopes the same
 policy to one block; ``setup(threads=n)`` overrides it.
+
+Smoke mode, ``LAB_SMOKE=1``: every loop of the chapters' experiment drivers stops after a few
+iterations (``smoke_steps``, ``smoke_items``), so that ``FULL = True``'s code paths (shapes,
+dtypes, device handling, the claims' recording) run in seconds on a CPU. The numbers it gives
+are meaningless; ``tests/test_full_smoke.py`` uses it. Unset, nothing changes.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,9 +35,13 @@ __all__ = [
     "small_problem_threads",
     "setup",
     "cuda_available",
+    "smoke",
+    "smoke_steps",
+    "smoke_items",
 ]
 
 _VALID_DEVICES = ("cpu", "cuda")
+_SMOKE_ON = ("1", "true", "yes", "on")
 
 
 def cuda_available() -> bool:
@@ -198,3 +207,71 @@ def setup(seed_value: int = 0, *, threads: int | str = "auto", verbose: bool = T
     if verbose:
         print(f"lab: device={dev.type}, torch threads={torch.get_num_threads()}, seed={seed_value}")
     return dev
+
+
+def smoke() -> bool:
+    """True when ``LAB_SMOKE`` is ``1``/``true``/``yes``/``on`` (smoke mode; see the module).
+
+    Read on every call, so a test can switch it with ``monkeypatch.setenv``.
+    """
+    return os.environ.get("LAB_SMOKE", "").strip().lower() in _SMOKE_ON
+
+
+def smoke_steps(n: int, small: int = 3) -> int:
+    """A loop count: ``n`` itself, or ``min(n, small)`` in smoke mode (``LAB_SMOKE=1``).
+
+    Drivers wrap the counts that ``FULL`` makes long (steps, epochs, rounds, samples drawn in a
+    loop) so that a smoke run walks the same code with the same shapes in seconds.
+
+    Parameters
+    ----------
+    n : int
+        The loop count (``>= 0``); returned unchanged (same object) outside smoke mode.
+    small : int
+        The count in smoke mode (``>= 1``).
+
+    Raises
+    ------
+    TypeError
+        If ``n`` or ``small`` is not an integer.
+    ValueError
+        If ``n < 0`` or ``small < 1``.
+
+    Examples
+    --------
+    >>> smoke_steps(20_000)  # outside smoke mode
+    20000
+    """
+    from .checks import check_int
+
+    check_int("n", n, 0)
+    small = check_int("small", small, 1)
+    if not smoke():
+        return n
+    return min(int(n), small)
+
+
+def smoke_items(items: Sequence[Any], small: int = 2) -> Sequence[Any]:
+    """A sequence to loop over: ``items`` itself, or its first ``small`` items in smoke mode.
+
+    For seeds, sweep grids and lists of settings (the slice keeps the type: a tuple stays a
+    tuple, a numpy array an array). Two by default, so that a confidence interval over seeds
+    still has two values.
+
+    Raises
+    ------
+    TypeError
+        If ``items`` cannot be sliced or ``small`` is not an integer.
+    ValueError
+        If ``small < 1``.
+    """
+    from .checks import check_int
+
+    small = check_int("small", small, 1)
+    if not hasattr(items, "__getitem__") or not hasattr(items, "__len__"):
+        raise TypeError(
+            f"items must be a sequence (list, tuple, range, array) (got {type(items).__name__})"
+        )
+    if not smoke():
+        return items
+    return items[:small]

@@ -70,6 +70,12 @@ See: book/coreset/01-facility-location.ipynb
   TinyImageNet, ImageNet and SNLI; CREST's dropping of learned examples is not implemented.
 - ``alignment_study`` perturbs every logistic-regression weight (the model has no
   normalisation layer); the network path perturbs the normalisation layers as the paper does.
+- Selection runs over the whole pool; the official selection is per class (CREST's
+  ``get_orders_and_weights(..., equal_num=True)``).
+- The Newton-step error of ``alignment_study`` solves ``(H_S + l2 I) N_S = g_S`` with
+  ``l2 = 0.01``; a coreset of ``B`` points gives a Hessian of rank at most ``B (c - 1)``, below
+  the dimension ``c (d + 1)``, so the ridge dominates the Newton step and both selectors'
+  relative errors exceed 1 (the paper aligns curvature, not ridge-regularised steps).
 
 ## File map
 

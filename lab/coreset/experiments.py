@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
 from lab.core.progress import progress
 from lab.core.rates import mean_ci
+from lab.core.runtime import smoke_steps
 from lab.coreset.models import WHERE, CoresetTrainer, History, make_mlp
 from lab.coreset.reference import (
     METHODS,
@@ -271,6 +272,8 @@ def digits_run(
         check_int("select_every", select_every, 1),
         check_choice("where", where, WHERE),
     ]
+    # LAB_SMOKE=1: one evaluation's worth of steps (every request maps to the same short run)
+    args[3] = smoke_steps(args[3], small=args[6])
     if method != "posterior":
         # K, sigma and where only shape the posterior samples: the other methods share a run
         args[4], args[5], args[9] = 4, 0.05, "norm"

@@ -40,6 +40,14 @@ tour).
   whole POMO decoder (query, glimpse, pointer), routing edges at the thirds of ``[10, 200]``
   (73, 137).
 * LayerNorm replaces POMO's instance norm.
+* Expert placement: in the official model (``SINGLEModel.py``, ``VRPModel.py`` of
+  CIAM-Group/Rethinking_Constraint_Tightness) each expert is a stack of transformer layers
+  after the shared layers, with one shared decoder; here the experts are light POMO decoders
+  behind one shared encoder, so they cannot re-encode the instance per capacity interval.
+* Tightening factor: the fixed model is trained at C = 30 with n = 20 and tested down to
+  C = 10, a 3x tightening (about six customers per route at training, two at test); the paper
+  trains at C = 50 with n = 100 and tests at C = 10, a 5x tightening (about ten customers per
+  route to two).
 * Reference solver: PyVRP (HGS) with a short fixed time budget per instance, not HGS run to
   convergence; gaps are to that reference.
 * Training budget: 5,000 steps of 32 instances per checkpoint on one CPU core (the paper:
@@ -81,6 +89,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "gap_table",
             "seed_gaps",
             "seed_rule",
+            "seed_comparison",
+            "instance_comparison",
             "reference_lengths",
             "REFERENCE_SETTINGS",
             "training_table",

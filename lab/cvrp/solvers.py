@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.core.checks import check_array, check_int, check_positive
+from lab.core.runtime import smoke
 
 PYVRP_SCALE = 10_000  # PyVRP works on integers: coordinates x 10^4, distances rounded
 _OFFSET = 1  # PyVRP 0.14 numbers clients 0..n-1 in activities; our customers are 1..n
@@ -117,6 +118,8 @@ def solve_pyvrp(xy, demand, capacity, seconds: float = 0.1, seed: int = 0):
     demand = check_array("demand", demand, ndim=1)
     capacity = check_positive("capacity", capacity)
     seconds = check_positive("seconds", seconds)
+    if smoke():  # LAB_SMOKE=1: a hundredth of a second per instance (FULL's code paths on a CPU)
+        seconds = min(seconds, 0.01)
     seed = check_int("seed", seed, 0, 2**31 - 1)
     if xy.shape != (len(demand), 2):
         raise ValueError(f"xy must have shape ({len(demand)}, 2) (got {xy.shape})")

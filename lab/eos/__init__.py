@@ -74,9 +74,11 @@ $\sqrt{(\eta - 1)(\eta + 3)}/(2\eta)$ in the residual) and period-doubles at $\e
 * **Sharpness of a run**: ``Trajectory.sharpness`` is the sharpness of the minimiser reached by
   *gradient flow* from $\theta_t$ (closed forms, cheap); the paper's curves use the orthogonal
   projection (``project_to_manifold``). They agree to first order in $\theta^\perp$.
-* **Our additions**: the two-layer model $\langle u, v\rangle$ (a sphere of flattest minimisers),
-  the xy period-doubling step $\sqrt5 - 1$ and the chaos beyond it (Sec. 6 leaves higher
-  periods open), and the small network of notebook 3 (the contrast with Cohen et al. 2021).
+* **Our additions**: the xy period-doubling step $\sqrt5 - 1$ and the chaos beyond it (Sec. 6
+  leaves higher periods open), the depth-4 product with $y = 2$ among the critical models, and
+  the small network of notebook 3 (the contrast with Cohen et al. 2021). The two-layer model
+  $\langle u, v\rangle$ stays in the package but backs no claim: GD moves $u \pm v$ along fixed
+  directions, so its runs are the xy model's after a rotation (the same numbers, not evidence).
 
 ## Files
 
@@ -84,10 +86,12 @@ $\sqrt{(\eta - 1)(\eta + 3)}/(2\eta)$ in the residual) and period-doubles at $\e
 |---|---|
 | ``models.py`` | ``XYModel``, ``ProductModel``, ``InnerProductModel``: ``f``, ``∇f``, ``∇²f``, closed forms, the one GD kernel |
 | ``reference.py`` | numpy float64: ``gd`` (eq. 6), sharpness, ``project_to_manifold`` (App. F), ``manifold_coordinates`` (Sec. 4) |
-| ``geometry.py`` | App. B: ``flattest_constants``, ``riemannian_hessian``, ``convexity_modulus``, ``geodesic_ball_points`` |
+| ``geometry.py`` | App. B: ``flattest_constants``, ``riemannian_hessian``, ``convexity_modulus``, ``geodesic_ball_points``, ``euclidean_tangent_hessian`` (a control) |
 | ``regimes.py`` | Sec. 5: ``classify_regime``, ``regime_thresholds``, ``period_two_orbit``; beyond: ``attractor`` |
 | ``fast.py`` | torch: ``gd_batched`` (CPU/CUDA, same kernel as ``gd``), ``sharpness_hvp`` |
-| ``experiments.py`` | drivers for the notebooks: rate fits, ``manifold_runs`` (Figs 2-4), ``drift_law``, ``mlp_digits_gd`` |
+| ``experiments.py`` | drivers for the notebooks: rate fits, ``manifold_runs`` (Figs 2-4), ``drift_law`` (chords over one period), ``critical_run`` |
+| ``outcomes.py`` | what the claims judge, for a run and its control alike: ``tail_rates``, ``subcritical_outcome``, ``supercritical_outcome`` |
+| ``network.py`` | notebook 3: ``mlp_digits_gd`` (full-batch GD on a small MLP, sharpness by HVPs) |
 | ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels) |
 
 See: book/eos/01-three-regimes.ipynb
@@ -126,6 +130,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "convexity_modulus",
             "riemannian_hessian",
             "geodesic_ball_points",
+            "euclidean_tangent_hessian",
         ],
         "regimes": [
             "RegimeThresholds",
@@ -139,14 +144,17 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "experiments": [
             "ManifoldRuns",
             "DriftLaw",
-            "MLPRun",
+            "CRITICAL_MODELS",
             "envelope",
             "fit_power_law",
             "fit_linear_rate",
             "starts_on_manifold",
             "manifold_runs",
             "drift_law",
-            "mlp_digits_gd",
+            "critical_run",
+            "regime_run",
         ],
+        "outcomes": ["TailRates", "tail_rates", "subcritical_outcome", "supercritical_outcome"],
+        "network": ["MLPRun", "mlp_digits_gd"],
     },
 )

@@ -1,13 +1,13 @@
 """Drivers that the notebooks call: rate fits, the paper's three curves per regime, the drift law,
-and the small network of notebook 3. Each returns a small result dataclass.
+and the critical runs of the model widget. Each returns a small result dataclass. The outcomes
+that the claims judge are in ``outcomes.py``, the small network of notebook 3 in ``network.py``.
 
-See: book/eos/02-rates-and-bifurcation.ipynb, book/eos/03-real-network.ipynb
+See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,29 +17,28 @@ from scipy.optimize import brentq
 
 from lab.core.checks import check_array, check_int, check_positive, check_range
 from lab.core.rates import exponential_fit, power_law_fit
-from lab.core.runtime import resolve_device
-from lab.eos.fast import sharpness_hvp
 from lab.eos.geometry import _tangent_basis
-from lab.eos.models import ProductModel, ScalarModel, _check_model, _check_point
+from lab.eos.models import ProductModel, ScalarModel, XYModel, _check_model, _check_point
 from lab.eos.reference import (
     _sharpness_of,
     gd,
     manifold_coordinates,
+    point_on_manifold,
     project_to_manifold,
-    sharpness_gradient_on_manifold,
 )
 
 __all__ = [
     "ManifoldRuns",
     "DriftLaw",
-    "MLPRun",
+    "CRITICAL_MODELS",
     "envelope",
     "fit_power_law",
     "fit_linear_rate",
     "starts_on_manifold",
     "manifold_runs",
     "drift_law",
-    "mlp_digits_gd",
+    "critical_run",
+    "regime_run",
 ]
 
 
@@ -322,21 +321,27 @@ def manifold_runs(
 
 @dataclass
 class DriftLaw:
-    """The drift along ``M`` against Thm 4.1's prediction, step by step (``drift_law``).
+    """The drift along ``M`` against Thm 4.1's prediction, chord by chord (``drift_law``).
 
-    Thm 4.1: ``θ∥_{t+1} ≈ exp_{θ∥_t}(-κ (θ⊥_t)² ∇_M λ(θ∥_t))`` with ``κ = η / (2 c(η, θ∥))``.
+    Thm 4.1: ``θ∥_{t+1} ≈ exp_{θ∥_t}(-κ (θ⊥_t)² ∇_M λ(θ∥_t))`` with ``κ = η / (2c(η, θ∥))``.
+    Over a chord of ``period`` steps the predicted step is ``-κ Σ_s (θ⊥_s)² ∇_M λ``.
 
     Attributes
     ----------
     t : ndarray of int
-        Steps of the window.
+        First step of each chord.
     kappa : ndarray
-        Measured ``κ_t = -<Δθ∥_t, ∇_M λ> / ((θ⊥_t)² ‖∇_M λ‖²)``: constant if the drift is
-        proportional to the oscillation energy ``(θ⊥)²`` and along ``-∇_M λ``.
+        Measured ``κ_t = -<θ∥_{t+period} - θ∥_t, ∇_M λ> / (Σ_s |θ⊥_s|^power ‖∇_M λ‖²)``: constant
+        if the drift is proportional to ``Σ |θ⊥|^power`` and along ``-∇_M λ``.
     cosine : ndarray
-        Cosine between ``Δθ∥_t`` and ``-∇_M λ(θ∥_t)`` (1: Riemannian gradient descent on λ).
+        Cosine between the chord and ``-∇_M λ(θ∥_t)`` (1: Riemannian gradient descent on λ).
     perp : ndarray
-        ``θ⊥_t``.
+        ``θ⊥_t`` at the first step of each chord.
+    period : int
+        Steps per chord: 2 is one period of the oscillation (the one-step chords carry an
+        ``O(θ⊥)`` term that alternates with the sign of ``θ⊥`` and cancels over a period).
+    power : float
+        The exponent of ``|θ⊥|`` in the law (2 in Thm 4.1).
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
@@ -345,6 +350,8 @@ class DriftLaw:
     kappa: np.ndarray
     cosine: np.ndarray
     perp: np.ndarray
+    period: int = 2
+    power: float = 2.0
 
     @property
     def spread(self) -> float:
@@ -352,7 +359,28 @@ class DriftLaw:
         return float(self.kappa.max() / self.kappa.min() - 1.0)
 
 
-def drift_law(model: ScalarModel, w: Any, window: Any = None) -> DriftLaw:
+def _sharpness_gradients(model: ScalarModel, par: np.ndarray) -> np.ndarray:
+    """``sharpness_gradient_on_manifold`` for every row of ``par`` at once.
+
+    ``∇(‖∇f‖²) = 2 ∇²f ∇f``, with ``∇²f ∇f`` from central differences of ``∇f`` along each axis:
+    exact up to round-off for the shipped models, whose ``∇f`` is affine in every coordinate
+    (``f`` is multilinear); the tests compare it with the per-point function.
+    """
+    g = model.grad(par)
+    h = 1e-3
+    hg = np.zeros_like(par)
+    for j in range(par.shape[-1]):
+        e = np.zeros(par.shape[-1])
+        e[j] = h
+        hg += g[:, j : j + 1] * (model.grad(par + e) - model.grad(par - e)) / (2 * h)
+    euclid = 2.0 * hg  # ∇(‖∇f‖²) = 2 ∇²f ∇f
+    n = g / np.linalg.norm(g, axis=-1, keepdims=True)
+    return euclid - np.sum(n * euclid, -1, keepdims=True) * n  # P_TM: drop the normal part
+
+
+def drift_law(
+    model: ScalarModel, w: Any, window: Any = None, *, period: int = 2, power: float = 2.0
+) -> DriftLaw:
     """Measure the drift law of Thm 4.1 on consecutive GD iterates ``w`` (e.g. ``gd(...).w``).
 
     Parameters
@@ -361,7 +389,13 @@ def drift_law(model: ScalarModel, w: Any, window: Any = None) -> DriftLaw:
     w : array_like, shape (T + 1, D)
         Consecutive iterates.
     window : (first, last), optional
-        Steps ``first <= t < last`` to use (default all).
+        Chords start at ``first, first + period, ...`` and end by ``last`` (default all).
+    period : int
+        Steps per chord (default 2, one period of the oscillation; 1 gives the one-step chords,
+        whose ``O(θ⊥)`` term alternates in sign).
+    power : float
+        Exponent of ``|θ⊥|`` in the law (default 2, Thm 4.1's oscillation energy; 1 is the rival
+        "drift proportional to the amplitude").
 
     Returns
     -------
@@ -371,186 +405,81 @@ def drift_law(model: ScalarModel, w: Any, window: Any = None) -> DriftLaw:
     """
     model = _check_model(model)
     W = _check_point(model, "w", w, batch=True)
-    if W.ndim != 2 or W.shape[0] < 2:
-        raise ValueError(f"w must hold at least 2 consecutive iterates (got shape {W.shape})")
+    period = check_int("period", period, 1, 1000)
+    power = check_range("power", power, 0.25, 8.0)
+    if W.ndim != 2 or W.shape[0] < period + 1:
+        raise ValueError(
+            f"w must hold at least period + 1 = {period + 1} consecutive iterates "
+            f"(got shape {W.shape})"
+        )
     lo, hi = 0, W.shape[0] - 1
     if window is not None:
         win = check_array("window", window, shape=(2,))
         lo, hi = int(win[0]), min(int(win[1]), W.shape[0] - 1)
-        if not 0 <= lo < hi:
-            raise ValueError(f"window must be (first, last) with 0 <= first < last (got {window})")
+        if not 0 <= lo < hi or hi - lo < period:
+            raise ValueError(
+                f"window must be (first, last) with 0 <= first < last and room for one chord "
+                f"of {period} steps (got {window})"
+            )
     par, perp = manifold_coordinates(model, W[lo : hi + 1])
-    step = par[1:] - par[:-1]  # Δθ∥_t (a chord: the exponential map to second order)
-    grad = np.array([sharpness_gradient_on_manifold(model, p) for p in par[:-1]])
+    starts = np.arange(0, hi - lo - period + 1, period)
+    step = par[starts + period] - par[starts]  # the chord (the exponential map to 2nd order)
+    grad = _sharpness_gradients(model, par[starts])
     g2 = np.sum(grad * grad, -1)
+    energy = sum(np.abs(perp[starts + s]) ** power for s in range(period))
     along = -np.sum(step * grad, -1)
-    kappa = along / (perp[:-1] ** 2 * g2)  # Thm 4.1: Δθ∥ = -κ (θ⊥)² ∇_M λ
+    kappa = along / (energy * g2)  # Thm 4.1: Δθ∥ = -κ Σ (θ⊥)² ∇_M λ
     cosine = along / (np.linalg.norm(step, axis=-1) * np.sqrt(g2))
-    return DriftLaw(np.arange(lo, hi), kappa, cosine, perp[:-1])
+    return DriftLaw(lo + starts, kappa, cosine, perp[starts], period, float(power))
 
 
 # ---------------------------------------------------------------------------------------------
-# The real-network contrast (notebook 3)
+# Critical runs on several models (notebook 2's widget and claim)
 # ---------------------------------------------------------------------------------------------
 
+#: the models of the critical-rate widget: none is an isometry of another (``<u, v>`` is not
+#: here: its GD is the xy model's after a rotation, so it would repeat the xy numbers)
+CRITICAL_MODELS = {
+    "xy": lambda: XYModel(),
+    "depth-3 product": lambda: ProductModel(3),
+    "depth-4 product, y = 2": lambda: ProductModel(4, 2.0),
+}
 
-@dataclass
-class MLPRun:
-    """History of ``mlp_digits_gd``.
 
-    Attributes
-    ----------
-    loss : ndarray, shape (steps_run + 1,)
-        Full-batch MSE loss ``1/(2n) sum_i ||f(x_i) - y_i||^2``.
-    sharpness : ndarray
-        Top Hessian eigenvalue of the loss (HVP power iteration) at ``sharpness_steps``.
-    sharpness_steps : ndarray of int
-    accuracy : float
-        Final training accuracy.
-    diverged : bool
-    eta : float
-    n_params : int
+@functools.lru_cache(maxsize=16)
+def critical_run(
+    model_name: str,
+    steps: int = 100_000,
+    start_ratio: float = 1.15,
+    r0: float = 1e-3,
+    eta_factor: float = 1.0,
+):
+    """GD at ``eta_factor`` times the critical step ``2 / lambda_min`` from a minimiser
+    ``start_ratio`` times sharper than the flattest one (cached: the fit-window widget refits
+    without rerunning).
 
-    See: book/eos/03-real-network.ipynb
+    See: book/eos/02-rates-and-bifurcation.ipynb
     """
+    if model_name not in CRITICAL_MODELS:
+        raise ValueError(f"model_name must be one of {list(CRITICAL_MODELS)} (got {model_name!r})")
+    eta_factor = check_range("eta_factor", eta_factor, 0.5, 1.5)
+    model = CRITICAL_MODELS[model_name]()
+    lam_min, _ = model.flattest()
+    w0 = point_on_manifold(model, start_ratio * lam_min, r0)
+    return gd(model, w0, eta_factor * 2.0 / lam_min, steps)
 
-    loss: np.ndarray
-    sharpness: np.ndarray
-    sharpness_steps: np.ndarray
-    accuracy: float
-    diverged: bool
-    eta: float
-    n_params: int
 
+@functools.lru_cache(maxsize=256)
+def regime_run(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int = 4000):
+    """``(classify_regime(...), gd(...))`` of the xy model from the minimiser of sharpness
+    ``lambda0`` offset by ``r0`` (cached: the step-size widget of notebook 1 redraws from it).
 
-def mlp_digits_gd(
-    eta: float,
-    steps: int = 500,
-    width: int = 32,
-    n_samples: int = 200,
-    track_every: int = 25,
-    seed: int = 0,
-    device: Any = None,
-    *,
-    classes: tuple[int, int] = (3, 8),
-    hvp_iters: int = 20,
-) -> MLPRun:
-    """Full-batch GD with MSE on a 64-``width``-2 tanh MLP, two digit classes from sklearn.
-
-    The data are scikit-learn's bundled digits through ``lab.core.data.digits`` (no download):
-    the first ``n_samples`` images of the two ``classes`` (default 3 vs 8) in scikit-learn's
-    order, pixels scaled to ``[0, 1]`` (not standardised),
-    one-hot targets, PyTorch-default uniform initialisation. Runs in float64 with one torch
-    thread on CPU (per-op overhead dominates at this size).
-
-    Measured at the defaults (2146 parameters, seed 0): with ``eta = 0.2`` the sharpness
-    rises from 7.2 past ``2/eta = 10`` within ~150 steps and then oscillates around it
-    (between 9.4 and 10.9 up to step 1000: the edge of stability of Cohen et al. 2021);
-    with ``eta = 0.1`` it is still sharpening (15.4 < 20 at step 1000). Unlike the scalar models, the network never settles on a
-    flatter minimiser in this budget.
-
-    Parameters
-    ----------
-    eta : float
-        Step size ``> 0``.
-    steps : int
-        GD steps ``>= 1``.
-    width : int
-        Hidden width ``>= 1``.
-    n_samples : int
-        Number of images, ``>= 2`` and at most the number of images of the two classes
-        (357 for 3 and 8).
-    track_every : int
-        Sharpness every this many steps (``0``: never).
-    seed : int
-        Initialisation seed.
-    device : str or torch.device, optional
-        Defaults to ``lab.device()``.
-    classes : (int, int)
-        The two digit classes.
-    hvp_iters : int
-        Power-iteration steps per sharpness estimate.
-
-    Returns
-    -------
-    MLPRun
-
-    See: book/eos/03-real-network.ipynb
+    See: book/eos/01-three-regimes.ipynb
     """
-    import torch
-    from torch.func import grad
-
-    from lab.core.data import digits
-    from lab.core.runtime import small_problem_threads
+    from lab.eos.regimes import classify_regime
 
     eta = check_positive("eta", eta)
     steps = check_int("steps", steps, 1, 10_000_000)
-    width = check_int("width", width, 1, 100_000)
-    n_samples = check_int("n_samples", n_samples, 2, 1797)
-    track_every = check_int("track_every", track_every, 0, 10_000_000)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    hvp_iters = check_int("hvp_iters", hvp_iters, 1, 10_000)
-    if not (isinstance(classes, tuple | list) and len(classes) == 2):
-        raise TypeError(f"classes must be a pair of digits (got {classes!r})")
-    c0 = check_int("classes[0]", classes[0], 0, 9)
-    c1 = check_int("classes[1]", classes[1], 0, 9)
-    if c0 == c1:
-        raise ValueError(f"classes must be two different digits (got {classes!r})")
-    dev = resolve_device(device)
-
-    split = digits(
-        (c0, c1), test_size=0, shuffle=False, standardize=False, dtype="float64"
-    )  # lab.core.data: pixels / 16 in [0, 1], scikit-learn's order, label 1 = classes[1]
-    if n_samples > split.y_train.size:
-        raise ValueError(
-            f"n_samples must be <= {split.y_train.size} for classes {classes!r} (got {n_samples})"
-        )
-    x = torch.as_tensor(split.X_train[:n_samples], dtype=torch.float64, device=dev)
-    yi = split.y_train[:n_samples]
-    y = torch.nn.functional.one_hot(torch.as_tensor(yi), 2).to(torch.float64).to(dev)
-
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-
-    def init(fan_in: int, fan_out: int):
-        bound = 1.0 / math.sqrt(fan_in)
-        w = (torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-        b = (torch.rand(fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-        return w.to(dev), b.to(dev)
-
-    params = (*init(64, width), *init(width, 2))
-    n_params = sum(p.numel() for p in params)
-
-    def loss_fn(ps):
-        w1, b1, w2, b2 = ps
-        out = torch.tanh(x @ w1 + b1) @ w2 + b2
-        return 0.5 * ((out - y) ** 2).sum() / x.shape[0]  # eq: L = 1/(2n) sum ||f(x) - y||^2
-
-    g = grad(loss_fn)
-    losses, sharp, sharp_steps = [], [], []
-    diverged = False
-    ctx = small_problem_threads(1) if dev.type == "cpu" else contextlib.nullcontext()
-    with ctx:
-        for k in range(steps + 1):
-            lv = float(loss_fn(params))
-            if not math.isfinite(lv) or lv > 1e6:
-                diverged = True
-                break
-            losses.append(lv)
-            if track_every and k % track_every == 0:
-                sharp.append(sharpness_hvp(loss_fn, params, iters=hvp_iters, seed=seed))
-                sharp_steps.append(k)
-            if k == steps:
-                break
-            grads = g(params)
-            params = tuple(p - eta * gp for p, gp in zip(params, grads, strict=True))  # eq: GD
-        w1, b1, w2, b2 = params
-        pred = (torch.tanh(x @ w1 + b1) @ w2 + b2).argmax(1).cpu().numpy()
-    return MLPRun(
-        loss=np.array(losses),
-        sharpness=np.array(sharp),
-        sharpness_steps=np.array(sharp_steps, dtype=np.int64),
-        accuracy=float(np.mean(pred == yi)),
-        diverged=diverged,
-        eta=eta,
-        n_params=int(n_params),
-    )
+    model = XYModel()
+    w0 = point_on_manifold(model, lambda0, r0)
+    return classify_regime(model, eta, w0), gd(model, w0, eta, steps)

@@ -8,26 +8,21 @@ See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from lab.core.checks import check_int, check_positive
 from lab.core.style import INK, PALETTE
-from lab.eos.experiments import envelope, fit_power_law
-from lab.eos.models import InnerProductModel, ProductModel, XYModel
-from lab.eos.reference import distance_to_flattest, gd, lambda_min, point_on_manifold
-from lab.eos.regimes import classify_regime
+from lab.eos.experiments import critical_run, envelope, fit_power_law, regime_run
+from lab.eos.models import XYModel
+from lab.eos.reference import distance_to_flattest, lambda_min
 
 BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, YELLOW, BLACK = PALETTE
 GREY = INK  # reference curves (the manifold, y = x) in the book's ink colour
 
 __all__ = [
-    "MODELS",
     "REGIME_COLOURS",
     "cobweb_figure",
     "critical_fit_figure",
-    "critical_run",
     "network_figure",
     "regime_figure",
 ]
@@ -57,11 +52,8 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
 
     eta = check_positive("eta", eta)
     steps = check_int("steps", steps, 1, 10_000_000)
-    model = XYModel()
-    lam_min, _ = lambda_min(model)
-    w0 = point_on_manifold(model, lambda0, r0)
-    regime = classify_regime(model, eta, w0)
-    run = gd(model, w0, eta, steps)
+    lam_min, _ = lambda_min(XYModel())
+    regime, run = regime_run(eta, lambda0, r0, steps)  # lab.eos.experiments: cached
     k = run.k
     colour = REGIME_COLOURS[regime]
 
@@ -242,33 +234,12 @@ def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
     return fig
 
 
-MODELS = {
-    "xy": lambda: XYModel(),
-    "depth-3 product": lambda: ProductModel(3),
-    "<u, v>, m = 3": lambda: InnerProductModel(3, 1.0),
-}
-
-
-@functools.lru_cache(maxsize=16)
-def critical_run(
-    model_name: str, steps: int = 100_000, start_ratio: float = 1.15, r0: float = 1e-3
-):
-    """GD at the critical step ``eta_c = 2 / lambda_min`` from a minimiser ``start_ratio`` times
-    sharper than the flattest one (cached: the fit-window widget refits without rerunning)."""
-    if model_name not in MODELS:
-        raise ValueError(f"model_name must be one of {list(MODELS)} (got {model_name!r})")
-    model = MODELS[model_name]()
-    lam_min, _ = lambda_min(model)
-    w0 = point_on_manifold(model, start_ratio * lam_min, r0)
-    return gd(model, w0, 2.0 / lam_min, steps)
-
-
 def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: int = 100_000):
     """Log-log plot of the distance to the flattest minimiser and of ``lambda - lambda_min`` in
     the critical regime, with power laws fitted on ``10**window[0] <= k <= 10**window[1]``."""
     import plotly.graph_objects as go
 
-    run = critical_run(model, steps)
+    run = critical_run(model, steps)  # lab.eos.experiments: cached
     m = run.model
     lam_min, _ = lambda_min(m)
     k = run.k[1:]

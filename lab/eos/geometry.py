@@ -27,6 +27,7 @@ __all__ = [
     "convexity_modulus",
     "riemannian_hessian",
     "geodesic_ball_points",
+    "euclidean_tangent_hessian",
 ]
 
 
@@ -183,3 +184,36 @@ def geodesic_ball_points(
         target = radius * rng.uniform() ** (1.0 / B.shape[1])  # uniform in the ball's volume
         out[i] = curve[np.searchsorted(length, target, side="right") - 1]
     return out
+
+
+def euclidean_tangent_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-3) -> np.ndarray:
+    """The Euclidean Hessian of ``λ(θ) = ‖∇f(θ)‖²`` restricted to ``T M``, by finite differences.
+
+    The same second differences as ``riemannian_hessian`` but along straight tangent lines
+    ``θ∥ + B c``, without projecting back onto ``M``: it misses the curvature term
+    ``-<∇λ, n> II`` of the Riemannian Hessian (the rival that the ``ν`` claim's control measures).
+
+    Returns
+    -------
+    ndarray, shape (D-1, D-1)
+
+    See: book/eos/02-rates-and-bifurcation.ipynb
+    """
+    model = _check_model(model)
+    p = _check_point(model, "theta_par", theta_par)
+    h = check_range("h", h, 1e-6, 0.1)
+    B = _tangent_basis(model, p)
+
+    def lam(c: np.ndarray) -> float:
+        g = model.grad(p + B @ c)
+        return float(g @ g)  # λ = ‖∇f‖², extended off M
+
+    k = B.shape[1]
+    E = np.eye(k) * h
+    H = np.empty((k, k))
+    for i in range(k):
+        for j in range(i, k):
+            H[i, j] = H[j, i] = (
+                lam(E[i] + E[j]) - lam(E[i] - E[j]) - lam(E[j] - E[i]) + lam(-E[i] - E[j])
+            ) / (4 * h * h)
+    return H

@@ -28,6 +28,12 @@ Deviations from the paper
   are averaged in FP32 (HALO: BF16 reduce-scatter).
 * The paper's Llama-3-8B experiments are replaced by a small MLP on digits with injected
   massive activations (fine-tuning) and trained from scratch (pre-training).
+* Massive activations are injected as weight outliers: ``inject_massive_activations``
+  (``layer``) multiplies four rows of the first weight matrix by ``S`` and divides the next
+  layer's columns by ``S``. Per-tensor INT8 of ``Q(W1 H)`` then has a step larger than every
+  ordinary weight, so the other rows quantize to zero at every HALO level (the Hadamard
+  rotation mixes in-features, not rows); the paper's outliers live in activations and
+  gradients, never in the weights.
 
 Files
 -----

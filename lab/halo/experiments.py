@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.runtime import smoke_steps
 
 from .reference import PLACEMENTS, _check_fmt, rotated_matmul, row_relative_error
 
@@ -229,6 +230,7 @@ def _pretrained_state(width: int, steps: int, seed: int):
         model = _mlp(width)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(seed)
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for _ in range(steps):
         idx = torch.randint(0, len(y), (128,), generator=g)
         loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
@@ -352,6 +354,7 @@ def _finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers, cosine_
     g = torch.Generator().manual_seed(seed + 1)
     losses, cos = [], []
     n_out = max(1, round(0.02 * batch))
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for k in range(steps):
         idx = torch.randint(0, len(ytr), (batch,), generator=g)
         w = torch.ones(batch)
@@ -496,6 +499,7 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed + 1)
     losses = []
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for _ in range(steps):
         idx = torch.randint(0, len(ytr), (batch,), generator=g)
         loss = torch.nn.functional.cross_entropy(model(Xtr[idx]), ytr[idx])

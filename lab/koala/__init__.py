@@ -79,6 +79,12 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
   in ``optimizer.state["nonpositive_S"]`` (no host sync).
 * **KOALA-V's step** uses $H_l = \nabla L + \mathrm{wd}\,\theta$ where the authors' code uses
   the gradient alone (the same at ``weight_decay = 0``).
+* **KOALA-V's covariance update** is $\sigma \leftarrow \sigma - \sigma^2 \max_l
+  \lVert H_l\rVert^2 / S_l$, the scalar EKF update. The authors' ``VanillaKOALA.update``
+  squares $\lVert H_l\rVert^2$ a second time ($\max_l \lVert H_l\rVert^4 / S_l$) and adds
+  $\tfrac12 \mathrm{wd} (\lVert\theta\rVert^2)^2$ to the loss: the first step agrees with
+  theirs, later ones do not (the parity fixture, ``lab/koala/data/koala_official.json``).
+  ``KoalaPP`` matches their ``KOALAPlusPlus.update`` to float64 round-off.
 * **Reference kernels** have no skip rule ($\lVert\nabla\rVert < \varepsilon$ skips a tensor
   in `KoalaPP` only); `koalapp_v_update` raises on $H_{k-1} = 0$.
 * **Experiments.** Noisy quadratics (notebook 1) and scikit-learn's digits with a 4.8k-weight
@@ -94,7 +100,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
 | ``training.py`` | ``train_digits`` (``TrainRun``): the digits MLP of notebook 2 with any of the five optimizers |
-| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``final_accuracies`` (over seeds), ``step_times`` (the step alone, as the benchmark times it), ``state_floats`` |
+| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it), ``state_floats`` |
 | ``figures.py`` | plotly figures for the widgets |
 
 See: book/koala/01-kalman-view.ipynb
@@ -116,13 +122,16 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "fast": ["koalapp_foreach_", "init_state"],
         "optim": ["KoalaPP", "KoalaV", "loss_statistics"],
         "problems": ["NoisyQuadratic"],
-        "training": ["OPTIMIZERS", "DEFAULT_LR", "TrainRun", "train_digits"],
+        "training": ["OPTIMIZERS", "DEFAULT_LR", "DEFAULT_SETTINGS", "TrainRun", "train_digits"],
         "experiments": [
             "METHODS",
             "run_quadratic",
             "tracking_error",
             "covariance_replay",
             "final_accuracies",
+            "seed_runs",
+            "OFFICIAL_FIXTURE",
+            "official_parity",
             "MLP_1M9",
             "StepTimes",
             "step_times",

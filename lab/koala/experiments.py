@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,9 @@ __all__ = [
     "tracking_error",
     "covariance_replay",
     "final_accuracies",
+    "seed_runs",
+    "OFFICIAL_FIXTURE",
+    "official_parity",
     "MLP_1M9",
     "StepTimes",
     "step_times",
@@ -183,6 +187,55 @@ def covariance_replay(
 # ---------------------------------------------------------------------------------------------
 
 
+def seed_runs(
+    optimizer: str,
+    seeds: Any = (0, 1, 2),
+    *,
+    epochs: int = 10,
+    device=None,
+    known: Mapping[int, TrainRun] | None = None,
+    **settings: Any,
+) -> list[TrainRun]:
+    """`train_digits` runs of one optimizer, one per seed (the same seeds pair two optimizers).
+
+    Parameters
+    ----------
+    optimizer : str
+        A name from ``OPTIMIZERS``.
+    seeds : sequence of int
+        Seeds (split, initialisation and batch order all change with the seed).
+    epochs : int
+        Epochs per run.
+    device : str or torch.device, optional
+        As in `train_digits`.
+    known : dict, optional
+        ``{seed: TrainRun}`` already trained with these settings (not re-run).
+    **settings
+        Passed to `train_digits` (``lr``, ``q``, ``r``, ``weight_decay``, ``momentum``...).
+
+    Returns
+    -------
+    list of TrainRun
+        One per seed, in the order of ``seeds``.
+
+    See: book/koala/02-training-digits.ipynb
+    """
+    optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
+    if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers (got {seeds!r})")
+    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    epochs = check_int("epochs", epochs, 1, 10_000)
+    known = {} if known is None else dict(known)
+    return [
+        known[s]
+        if s in known
+        else train_digits(optimizer, epochs=epochs, seed=s, device=device, **settings)
+        for s in seeds
+    ]
+
+
 def final_accuracies(
     optimizers: Any = ("sgd", "adam", "koalav", "koalapp"),
     seeds: Any = (0, 1, 2),
@@ -218,20 +271,92 @@ def final_accuracies(
     optimizers = [check_choice("optimizers[i]", o, OPTIMIZERS) for o in optimizers]
     if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of integers (got {seeds!r})")
-    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
-    if not optimizers or not seeds:
+    if not optimizers:
         raise ValueError("optimizers and seeds must not be empty")
-    epochs = check_int("epochs", epochs, 1, 10_000)
     known = {} if known is None else dict(known)
     out = {}
     for name in optimizers:
-        accs = []
-        for seed in seeds:
-            run = known.get((name, seed))
-            if run is None:
-                run = train_digits(name, epochs=epochs, seed=seed, device=device)
-            accs.append(float(run.test_acc[-1]))
-        out[name] = np.array(accs)
+        mine = {s: run for (o, s), run in known.items() if o == name}
+        runs = seed_runs(name, seeds, epochs=epochs, device=device, known=mine)
+        out[name] = np.array([float(run.test_acc[-1]) for run in runs])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity with the authors' code
+# ---------------------------------------------------------------------------------------------
+
+#: outputs of the authors' ``KOALAPlusPlus.update`` / ``VanillaKOALA.update`` on a small shared
+#: instance, with their provenance (package data: notebook 1 reads it outside a checkout too)
+OFFICIAL_FIXTURE = Path(__file__).resolve().parent / "data" / "koala_official.json"
+
+
+def official_parity(path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """Run `KoalaPP` / `KoalaV` on the instance of the official-code fixture, step for step.
+
+    The fixture holds a tanh MLP 5-4-3, its data and initial weights, and the parameters after
+    each step of the authors' optimizers (float64), fed as their training loop feeds them
+    (``update(loss_mean, mean(per_sample ** 2))``). Ours gets the same batches.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The fixture (default ``OFFICIAL_FIXTURE``).
+
+    Returns
+    -------
+    dict
+        ``case name -> array (steps,)``: the largest ``|theta_ours - theta_official|`` after each
+        step. Case names: ``"KOALAPlusPlus symmetric wd=0"``, ..., ``"VanillaKOALA wd=0"``.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    import json
+
+    import torch
+
+    from lab.koala.optim import KoalaPP, KoalaV
+
+    if path is not None and not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
+    path = OFFICIAL_FIXTURE if path is None else Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no official-code fixture at {path}")
+    data = json.loads(path.read_text())
+    inst = data["instance"]
+    X = torch.tensor(inst["X"], dtype=torch.float64)
+    y = torch.tensor(inst["y"])
+    shapes = [(4, 5), (4,), (3, 4), (3,)]
+    out = {}
+    for case in data["cases"]:
+        ps = [
+            torch.nn.Parameter(torch.tensor(a, dtype=torch.float64).reshape(s))
+            for a, s in zip(inst["init"], shapes, strict=True)
+        ]
+        common = dict(lr=case["lr"], sigma0=case["sigma"], q=case["q"], alpha_r=case["alpha_r"])
+        common["weight_decay"] = case["weight_decay"]
+        if case["optimizer"] == "KOALAPlusPlus":
+            opt = KoalaPP(ps, symmetric=case["is_symmetric"], **common)
+            name = "symmetric" if case["is_symmetric"] else "vanilla"
+            name = f"KOALAPlusPlus {name} wd={case['weight_decay']:g}"
+        else:
+            opt = KoalaV(ps, **common)
+            name = f"VanillaKOALA wd={case['weight_decay']:g}"
+        errors = []
+        for k, ref in enumerate(case["params"]):
+            i0 = (k * inst["batch"]) % len(y)
+            w1, b1, w2, b2 = ps
+            logits = torch.tanh(X[i0 : i0 + inst["batch"]] @ w1.T + b1) @ w2.T + b2
+            per_sample = torch.nn.functional.cross_entropy(
+                logits, y[i0 : i0 + inst["batch"]], reduction="none"
+            )
+            opt.zero_grad()
+            per_sample.mean().backward()
+            opt.step_with_loss(per_sample.mean().detach(), (per_sample.detach() ** 2).mean())
+            ref = ref["params"] if isinstance(ref, dict) else ref
+            ours = torch.cat([p.detach().ravel() for p in ps]).numpy()
+            errors.append(float(np.max(np.abs(ours - np.concatenate(ref)))))
+        out[name] = np.array(errors)
     return out
 
 
@@ -270,8 +395,9 @@ def step_times(
     warm-up block, ``blocks`` blocks of ``steps`` steps are timed and the median per step is kept.
     ``"adam"`` is ``torch.optim.Adam`` with its defaults (on CPU its single-tensor loop),
     ``"adam_foreach"`` the same with ``foreach=True``, ``"sgd"`` SGD with momentum 0.9,
-    ``"koalapp"`` / ``"koalav"`` the lab optimizers (loss 0.5, fixed ``r = 1``). On CPU one
-    torch thread is used.
+    ``"koalapp"`` / ``"koalav"`` the lab optimizers (loss 0.5, fixed ``r = 1``), ``"ekf"`` the
+    full-covariance EKF step that KOALA++ approximates (one dense ``n x n`` ``P`` per tensor:
+    tensors of at most 8,192 entries). On CPU one torch thread is used.
 
     Returns
     -------
@@ -291,8 +417,13 @@ def step_times(
         raise ValueError("shapes must not be empty")
     if isinstance(optimizers, str) or not hasattr(optimizers, "__iter__"):
         raise TypeError(f"optimizers must be a sequence of names (got {optimizers!r})")
-    names = ("adam", "adam_foreach", "sgd", "koalav", "koalapp")
+    names = ("adam", "adam_foreach", "sgd", "koalav", "koalapp", "ekf")
     optimizers = [check_choice("optimizers[i]", o, names) for o in optimizers]
+    if "ekf" in optimizers and max(int(np.prod(s)) for s in shapes) > 8192:
+        raise ValueError(
+            "optimizers: 'ekf' keeps a dense n x n covariance per tensor; tensors of at most "
+            f"8,192 entries (got {max(int(np.prod(s)) for s in shapes)})"
+        )
     blocks = check_int("blocks", blocks, 1, 1000)
     steps = check_int("steps", steps, 1, 100_000)
     seed = check_int("seed", seed, 0)
@@ -311,6 +442,18 @@ def step_times(
             step = torch.optim.Adam(params, lr=1e-6, foreach=name == "adam_foreach" or None).step
         elif name == "sgd":
             step = torch.optim.SGD(params, lr=1e-6, momentum=0.9).step
+        elif name == "ekf":
+            covs = [0.1 * torch.eye(p.numel(), device=dev) for p in params]
+
+            def step():  # eq. (EKF) per tensor, with the dense covariance
+                with torch.no_grad():
+                    for p, P in zip(params, covs, strict=True):
+                        h = p.grad.reshape(-1)
+                        P.diagonal().add_(0.1)  # P_hat = P + Q I
+                        g = P @ h  # P_hat H^T
+                        s = h @ g + 1.0  # S = H P_hat H^T + R
+                        p.sub_((1e-6 * 0.5 / s * g).reshape(p.shape))
+                        P.sub_(torch.outer(g, g) / s)  # P = P_hat - K H P_hat
         else:
             opt = (KoalaV if name == "koalav" else KoalaPP)(params, lr=1e-6, r=1.0)
             step = lambda: opt.step_with_loss(loss)  # noqa: E731

@@ -186,10 +186,12 @@ class KoalaPP(_KalmanBase):
         step, no host syncs); on CPU, the multi-tensor path for a group whose tensors hold
         at most `FOREACH_MAX_MEAN_NUMEL` elements on average, else the loop. On CPU the
         multi-tensor path reads its per-tensor flags on the host and runs ``torch._foreach_*``
-        ops: measured (``benchmarks/bench_koala.py``) at 1.7x Adam's step against the loop's
-        2.6x on the digits MLP (4 tensors, per-call overhead dominates), about equal on 64
-        tensors of 256 x 256, and 5-8% slower than the loop on the 784-1024-1024-10 MLP, whose
-        few large tensors the loop keeps in cache one at a time. Both give the same numbers
+        ops: faster than the loop on the digits MLP (4 tensors, per-call overhead dominates),
+        about equal on 64 tensors of 256 x 256, and slower than the loop on the
+        784-1024-1024-10 MLP, whose few large tensors the loop keeps in cache one at a time
+        (``benchmarks/bench_koala.py``; the latest ratios to Adam's step are in
+        ``benchmarks/results/koala-cpu.json``, shown on the book's performance page). Both give
+        the same numbers
         (bit for bit without weight decay; in float32 with weight decay to about 1e-8).
     skip_nonfinite : bool
         Skip the step on a non-finite loss instead of raising ``FloatingPointError``.

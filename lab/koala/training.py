@@ -12,14 +12,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.runtime import smoke_steps
 
-__all__ = ["OPTIMIZERS", "DEFAULT_LR", "TrainRun", "train_digits"]
+__all__ = ["OPTIMIZERS", "DEFAULT_LR", "DEFAULT_SETTINGS", "TrainRun", "train_digits"]
 
 
 OPTIMIZERS = ("sgd", "adam", "koalav", "koalapp", "koalapp_vanilla")
 
-#: default learning rates per optimizer (tuned coarsely once on seed 0, then frozen)
-DEFAULT_LR = {"sgd": 0.1, "adam": 3e-3, "koalav": 1.0, "koalapp": 1.0, "koalapp_vanilla": 1.0}
+#: default settings per optimizer. SGD-momentum and Adam: learning rates tuned coarsely once on
+#: seed 0, then frozen. KOALA-V and KOALA++: the authors' CIFAR settings
+#: (``Task1_Image_Classification/train.py`` of ``Sumxiaa/KOALA_Plus_Plus``: KOALA-V lr 0.1,
+#: sigma 0.1, q 1; KOALA++ lr 1, sigma 0.1, q 0.1; both weight decay 5e-4).
+DEFAULT_SETTINGS = {
+    "sgd": {"lr": 0.1, "momentum": 0.9},
+    "adam": {"lr": 3e-3},
+    "koalav": {"lr": 0.1, "sigma0": 0.1, "q": 1.0, "weight_decay": 5e-4},
+    "koalapp": {"lr": 1.0, "sigma0": 0.1, "q": 0.1, "weight_decay": 5e-4},
+    "koalapp_vanilla": {"lr": 1.0, "sigma0": 0.1, "q": 0.1, "weight_decay": 5e-4},
+}
+#: default learning rate per optimizer (``DEFAULT_SETTINGS[name]["lr"]``)
+DEFAULT_LR = {name: hp["lr"] for name, hp in DEFAULT_SETTINGS.items()}
 
 
 @dataclass
@@ -64,11 +76,18 @@ def _make_optimizer(name: str, params, lr: float, hp: dict):
     from lab.koala.optim import KoalaPP, KoalaV
 
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+        return torch.optim.SGD(params, lr=lr, momentum=hp["momentum"])
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
     if name == "koalav":
-        return KoalaV(params, lr=lr, sigma0=hp["sigma0"], q=hp["q"], r=hp["r"])
+        return KoalaV(
+            params,
+            lr=lr,
+            sigma0=hp["sigma0"],
+            q=hp["q"],
+            r=hp["r"],
+            weight_decay=hp["weight_decay"],
+        )
     return KoalaPP(
         params,
         lr=lr,
@@ -86,10 +105,11 @@ def train_digits(
     epochs: int = 10,
     batch_size: int = 64,
     lr: float | None = None,
-    sigma0: float = 0.1,
-    q: float = 0.1,
+    sigma0: float | None = None,
+    q: float | None = None,
     r: float | None = None,
-    weight_decay: float = 0.0,
+    weight_decay: float | None = None,
+    momentum: float | None = None,
     lr_drop_epoch: int | None = None,
     lr_drop_factor: float = 0.1,
     hidden: int = 64,
@@ -108,8 +128,12 @@ def train_digits(
         Passes over the 1348 training images, mini-batch size.
     lr : float, optional
         Learning rate (default: ``DEFAULT_LR[optimizer]``).
-    sigma0, q, r, weight_decay : float
-        KOALA hyperparameters (``r=None``: EMA of the mean squared per-sample loss).
+    sigma0, q, r, weight_decay : float, optional
+        KOALA hyperparameters (``r=None``: EMA of the mean squared per-sample loss); ``None``
+        takes ``DEFAULT_SETTINGS[optimizer]`` (the authors' settings; ``weight_decay`` is 0
+        for SGD and Adam).
+    momentum : float, optional
+        SGD's momentum in ``[0, 1)`` (default 0.9; 0 is plain SGD); only for ``"sgd"``.
     lr_drop_epoch : int, optional
         Multiply the learning rate by ``lr_drop_factor`` from this epoch on.
     hidden : int
@@ -135,12 +159,22 @@ def train_digits(
     epochs = check_int("epochs", epochs, 1, 10_000)
     batch_size = check_int("batch_size", batch_size, 1, 100_000)
     lr = DEFAULT_LR[optimizer] if lr is None else check_positive("lr", lr)
+    base = {"sigma0": 0.1, "q": 0.1, "weight_decay": 0.0, "momentum": 0.9}
+    base.update({k: v for k, v in DEFAULT_SETTINGS[optimizer].items() if k != "lr"})
+    given = {"sigma0": sigma0, "q": q, "weight_decay": weight_decay}
     hp = {
-        "sigma0": check_positive("sigma0", sigma0, allow_zero=True),
-        "q": check_positive("q", q, allow_zero=True),
-        "r": None if r is None else check_positive("r", r, allow_zero=True),
-        "weight_decay": check_positive("weight_decay", weight_decay, allow_zero=True),
+        k: check_positive(k, base[k] if v is None else v, allow_zero=True) for k, v in given.items()
     }
+    hp["r"] = None if r is None else check_positive("r", r, allow_zero=True)
+    if momentum is not None and optimizer != "sgd":
+        raise ValueError(f"momentum is SGD's only, got momentum={momentum!r} for {optimizer!r}")
+    hp["momentum"] = check_range(
+        "momentum",
+        base["momentum"] if momentum is None else momentum,
+        0.0,
+        1.0,
+        high_inclusive=False,
+    )
     if lr_drop_epoch is not None:
         lr_drop_epoch = check_int("lr_drop_epoch", lr_drop_epoch, 1, epochs)
     lr_drop_factor = check_range("lr_drop_factor", lr_drop_factor, 0.0, 1.0, low_inclusive=False)
@@ -207,6 +241,7 @@ def _train_digits(
     finite = True
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     t_start = time.perf_counter()
+    rows = smoke_steps(len(ytr), small=3 * batch_size)  # LAB_SMOKE=1: three batches an epoch
     for epoch in range(1, epochs + 1):
         if lr_drop_epoch is not None and epoch == lr_drop_epoch:
             for grp in opt.param_groups:
@@ -214,7 +249,7 @@ def _train_digits(
         perm = torch.randperm(len(ytr), generator=g).to(dev)
         ratio = np.zeros(len(params))
         nb = 0
-        for i in range(0, len(ytr), batch_size):
+        for i in range(0, rows, batch_size):
             idx = perm[i : i + batch_size]
             before = [p.detach().clone() for p in params]
             sync()

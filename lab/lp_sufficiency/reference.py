@@ -39,8 +39,12 @@ def _orth_complement(D: np.ndarray, d: int, tol: float = 1e-9) -> np.ndarray:
 
 
 def span_rank(D, tol: float = 1e-7) -> int:
-    """Rank of the rows of ``D`` after normalising each row (robust to scale)."""
-    D = np.atleast_2d(np.asarray(D, dtype=float))
+    """Rank of the rows of ``D`` after normalising each row (robust to scale).
+
+    ``D`` is a finite 1-D or 2-D array (a 1-D array is one row); ``tol`` > 0.
+    """
+    D = np.atleast_2d(check_array("D", D, ndim=(1, 2)))
+    tol = check_positive("tol", tol)
     if D.size == 0:
         return 0
     norms = np.linalg.norm(D, axis=1)

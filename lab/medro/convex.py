@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..core.checks import check_int, check_positive
+from ..core.runtime import smoke_steps
 from .data import GroupSplit
 
 __all__ = ["convex_risks", "convex_value", "frozen_features", "online_convex", "solve_cvxpy"]
@@ -160,6 +161,7 @@ def online_convex(
     b = torch.zeros(m, dtype=torch.float64, requires_grad=True)
     W = torch.full((m, m), 1.0 / m**2, dtype=torch.float64)
     V_sum, b_sum = torch.zeros_like(V), torch.zeros_like(b)
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for _ in range(steps):
         f = x @ V.T + b  # [n, m]: margin of the "class 1" logit
         logits = torch.stack([torch.zeros_like(f), f], dim=-1).permute(1, 0, 2)  # [m, n, 2]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.checks import check_choice, check_int, check_positive
+from ..core.runtime import smoke_steps
 from .models import check_model
 from .reference import VARIANTS, check_env_batches, check_groups
 
@@ -295,6 +296,7 @@ def train_stacked(
     gam = torch.tensor(gammas, dtype=params[0].dtype, device=dev)
     hist_w, hist_r = [], []
     t0 = time.perf_counter()
+    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for t in range(steps):
         logits = _stacked_logits(params, x)  # [B, m, n, C]
         R, present = group_risks(logits.reshape(B * m, n, C), y, g, n_groups)

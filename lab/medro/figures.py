@@ -29,6 +29,7 @@ LABELS = {
     "medro_code": "MEDRO (code, γ = 1)",
     "medro_gate": "MEDRO + gate",
     "medro_chosen": "MEDRO, chosen on val",
+    "medro_gate_train": "MEDRO + gate fitted on train",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.core.checks import (
+    check_array,
     check_int,
     check_positive,
     check_range,
@@ -41,8 +42,22 @@ def poisson_icdf(rate: np.ndarray, u: np.ndarray) -> np.ndarray:
     ``p_0 = exp(-r)``, ``p_k = p_{k-1} r / k`` (the torch path runs the same arithmetic); rates
     are capped at ``RATE_MAX`` and counts at ``COUNT_MAX``.
 
+    Raises ``ValueError`` for a negative or non-finite rate, a ``u`` outside ``[0, 1]`` or of
+    another shape, and ``TypeError`` for what is not an array of numbers.
+
     See: book/omiso/01-simulated-array.ipynb
     """
+    rate = check_array("rate", rate)  # None and NaN become NaN and are refused here
+    u = check_array("u", u, shape=rate.shape)
+    if rate.size and rate.min() < 0:
+        raise ValueError(f"rate must be >= 0 (a Poisson mean), got minimum {rate.min():g}")
+    if u.size and (u.min() < 0 or u.max() > 1):
+        raise ValueError(f"u must lie in [0, 1] (uniforms), got [{u.min():g}, {u.max():g}]")
+    return _poisson_icdf(rate, u)
+
+
+def _poisson_icdf(rate: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`poisson_icdf` without the argument checks (the simulator's own calls)."""
     rate = np.minimum(np.asarray(rate, dtype=float), RATE_MAX)
     u = np.asarray(u, dtype=float)
     p = np.exp(-rate)  # P(X = 0)
@@ -254,7 +269,7 @@ class UtahArraySim:
             self.uses = 0.99 * self.uses
         self.s = S_DECAY * self.s + S_DRIVE * nz["xi"]  # s_t = 0.98 s_{t-1} + 0.2 xi_t
         self.z_pre = self.s + Z_FAST * nz["nu"]  # z_pre = s_t + 0.5 nu_t
-        y = poisson_icdf(self.rates(self.z_pre), nz["u_pre"]) if record else None
+        y = _poisson_icdf(self.rates(self.z_pre), nz["u_pre"]) if record else None
         self._nz = nz
         return self.z_pre.copy(), y
 
@@ -282,5 +297,5 @@ class UtahArraySim:
         self.uses[a] += 1.0
         self.uses[b] += 1.0
         self.z_pre = None
-        y = poisson_icdf(self.rates(z_post), self._nz["u_post"]) if record else None
+        y = _poisson_icdf(self.rates(z_post), self._nz["u_post"]) if record else None
         return z_post, y

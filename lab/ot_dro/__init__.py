@@ -35,6 +35,9 @@ Deviations from the paper:
   adaptive nonconvex process; the sample-complexity statement (MLMC, O(eps^-4 log^2(1/eps))) is
   probed only through the O(1/M) bias of the mini-batch objective (``nested_bias``); MLMC is
   not implemented.
+* the shift experiments run on a synthetic spurious-feature toy (8 coordinates, a small MLP,
+  in-batch negatives), not on the paper's Colored MNIST / CIFAR / Waterbirds benchmarks with a
+  ResNet-18 and a MoCo queue.
 
 ## Files
 

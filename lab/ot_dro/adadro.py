@@ -78,14 +78,39 @@ def adadro_step(model, batch_p, batch_nu, opt, cfg: AdaDROConfig | None = None) 
     cfg = AdaDROConfig() if cfg is None else cfg
     if not isinstance(cfg, AdaDROConfig):
         raise TypeError(f"cfg must be an AdaDROConfig (got {type(cfg).__name__})")
-    xp, yp = batch_p
-    xq, yq = batch_nu
-    if xp.shape[0] != yp.shape[0] or xq.shape[0] != yq.shape[0]:
-        raise ValueError("features and labels must have the same number of rows")
-    if xq.shape[0] == 0:
-        raise ValueError("batch_nu must be non-empty (empty reference set)")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise TypeError(f"opt must be a torch.optim.Optimizer, got {type(opt).__name__}")
+    pairs = []
+    for name, batch in (("batch_p", batch_p), ("batch_nu", batch_nu)):
+        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+            raise TypeError(
+                f"{name} must be a pair (features Tensor [N, d], labels LongTensor [N]), "
+                f"got {type(batch).__name__}"
+            )
+        x, y = batch
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            raise TypeError(
+                f"{name} must hold two tensors, got {type(x).__name__}, {type(y).__name__}"
+            )
+        if x.ndim != 2 or y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
+            raise ValueError(
+                f"{name} must be (features [N, d], integer labels [N]), got shapes "
+                f"{tuple(x.shape)}, {tuple(y.shape)} and labels of dtype {y.dtype}"
+            )
+        if x.shape[0] != y.shape[0]:
+            raise ValueError("features and labels must have the same number of rows")
+        if x.shape[0] == 0:
+            raise ValueError(f"{name} must be non-empty (no rows)")
+        pairs.append((x, y))
+    (xp, yp), (xq, yq) = pairs
     zp, _ = model(xp)
     zq, logits_q = model(xq)
+    n_classes = logits_q.shape[-1]
+    for name, y in (("batch_p", yp), ("batch_nu", yq)):
+        if bool((y < 0).any()) or bool((y >= n_classes).any()):
+            raise ValueError(f"{name} labels must lie in 0..{n_classes - 1} (the model's classes)")
     if cfg.filter_rule == "none":
         keep = torch.ones(xq.shape[0], dtype=torch.bool, device=xq.device)
     else:

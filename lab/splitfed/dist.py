@@ -36,18 +36,11 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive
 
-from .config import (
-    History,
-    MUSplitFedConfig,
-    StragglerModel,
-    _batch,
-    _client_direction,
-    _loss,
-    _participants,
-    _Tau,
-)
-from .models import _Flat, evaluator, load_digits_clients, make_mlp, split_model
+from .config import History, MUSplitFedConfig
+from .draws import _batch, _client_direction, _participants
+from .models import _Flat, _loss, evaluator, load_digits_clients, make_mlp, split_model
 from .reference import _aggregate, _client_delta, _client_forward, _server_steps
+from .stragglers import StragglerModel, _Tau
 
 __all__ = ["run_rank", "launch_local", "free_port", "record_runs", "load_runs"]
 
@@ -532,6 +525,7 @@ def record_runs(
     delay_mean: float = 3.0,
     time_unit: float = 0.01,
     keep_rounds: int = 6,
+    coupling: str = "sqrt",
 ) -> dict:
     """Run the gloo engine for ``tau in {1, 4}`` x ``order in {completion, rank}`` and save timelines.
 
@@ -547,6 +541,9 @@ def record_runs(
         Run sizes; ``delay_mean`` in units of ``time_unit`` seconds.
     keep_rounds : int
         Rounds of timeline events kept in the file (the per-round records are all kept).
+    coupling : {"sqrt", "fixed"}
+        The server step's coupling to ``tau`` (:class:`MUSplitFedConfig`), stored in the file
+        (the committed runs were recorded with ``"fixed"``, before the coupling existed).
 
     Returns
     -------
@@ -556,12 +553,15 @@ def record_runs(
     """
     import json
 
-    out = {"world_size": world_size, "delay_mean": delay_mean, "time_unit": time_unit, "runs": []}
+    out = {
+        "world_size": world_size, "delay_mean": delay_mean, "time_unit": time_unit,
+        "coupling": coupling, "runs": [],
+    }  # fmt: skip
     for tau in (1, 4):
         for order in ("completion", "rank"):
             cfg = MUSplitFedConfig(
                 tau=tau, rounds=rounds, clients=world_size - 1, participation=1.0, eta_g=1.0,
-                eta_s=0.02, eta_c=0.01,
+                eta_s=0.02, eta_c=0.01, coupling=coupling,
                 delay_mean=delay_mean, eval_every=max(1, rounds // 6),
             )  # fmt: skip
             h = launch_local(cfg, world_size, time_unit=time_unit, order=order, timeout=120)

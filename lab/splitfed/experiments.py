@@ -11,7 +11,8 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_real
 
-from .config import History, StragglerModel
+from .config import History
+from .stragglers import StragglerModel
 
 __all__ = ["rounds_to_target", "retime", "client_memory", "fedavg_first_order"]
 
@@ -129,7 +130,13 @@ class _PeakTensorMemory:
 
 
 def client_memory(
-    client_net: Any, X: Any, *, mode: str = "zo", lam: float = 5e-3, device: Any = None
+    client_net: Any,
+    X: Any,
+    *,
+    mode: str = "zo",
+    lam: float = 5e-3,
+    y: Any = None,
+    device: Any = None,
 ) -> dict[str, Any]:
     """Peak memory of one client update: zeroth-order (MU-SplitFed) or first-order (backprop).
 
@@ -137,7 +144,9 @@ def client_memory(
     ``x_c +- lam u_c`` and steps along ``u_c`` with the scalar ``delta_c`` (eqs. C and U): no
     activation is kept for a backward pass. ``"fo"``: the client's forward is recorded by
     autograd and ``h.backward(dL/dh)`` fills the parameter gradients (first-order SplitFed's
-    client step). The peak counts the parameters, the batch and every tensor alive during the
+    client step); with labels ``y`` the client backpropagates its own cross-entropy instead,
+    which, for ``client_net`` the **whole model**, is FedAvg's client (the paper's Fig. 4
+    baseline). The peak counts the parameters, the batch and every tensor alive during the
     update: on CUDA ``torch.cuda.max_memory_allocated``, on CPU a dispatch-mode tracker of tensor
     storages (the same quantity; RSS would mostly measure the interpreter and torch itself).
 
@@ -151,6 +160,8 @@ def client_memory(
         Zeroth- or first-order client update.
     lam : float
         ZO perturbation size.
+    y : torch.Tensor, optional
+        Labels of ``X`` (``"fo"`` only): backpropagate the mean cross-entropy of the output.
     device : str or torch.device, optional
         Where to measure (default: ``lab.device()``).
 
@@ -166,8 +177,8 @@ def client_memory(
 
     from lab.core.runtime import resolve_device
 
-    from .config import _sphere_rows
-    from .models import _Flat
+    from .draws import _sphere_rows
+    from .models import _Flat, _loss
 
     if not isinstance(client_net, nn.Module):
         raise TypeError(f"client_net must be a torch.nn.Module (got {type(client_net).__name__})")
@@ -177,6 +188,11 @@ def client_memory(
     lam = check_real("lam", lam)
     if not lam > 0:
         raise ValueError(f"lam must be > 0 (got {lam})")
+    if y is not None:
+        if mode != "fo":
+            raise ValueError("y (labels) is only used with mode='fo'")
+        if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.shape != X.shape[:1]:
+            raise TypeError("y must be an int64 torch.Tensor of labels, one per row of X")
     dev = resolve_device(device)
     fc = _Flat(client_net)
     xc = fc.init(X.dtype).to(dev)
@@ -190,10 +206,15 @@ def client_memory(
             delta = (hp - hm).square().mean()  # stands in for the server's scalar delta_c
             return xc - 1e-3 * (delta / (2 * lam)) * u  # eq. (U)
 
+    yd = None if y is None else y.to(dev)
+
     def fo():
         w = xc.clone().requires_grad_(True)
         h = fc(w, Xd)
-        h.backward(torch.ones_like(h))  # dL/dh from the server
+        if yd is None:
+            h.backward(torch.ones_like(h))  # dL/dh from the server
+        else:
+            _loss(h, yd).backward()  # the whole model on the client (FedAvg)
         with torch.no_grad():
             return w - 1e-3 * w.grad
 
@@ -223,7 +244,12 @@ def client_memory(
 
 
 def fedavg_first_order(
-    data: dict[str, Any], cfg: Any, *, widths: tuple[int, ...] = (64, 32, 32, 10), lr: float = 0.1
+    data: dict[str, Any],
+    cfg: Any,
+    *,
+    widths: tuple[int, ...] = (64, 32, 32, 10),
+    lr: float = 0.1,
+    stop_loss: float | None = None,
 ) -> tuple[list[int], list[float]]:
     """First-order FedAvg peer: each participant takes one SGD step on its batch; average.
 
@@ -239,6 +265,8 @@ def fedavg_first_order(
         MLP widths.
     lr : float
         SGD step.
+    stop_loss : float, optional
+        Stop after the first evaluation whose training loss is ``<= stop_loss``.
 
     Returns
     -------
@@ -249,8 +277,9 @@ def fedavg_first_order(
     """
     import torch
 
-    from .config import MUSplitFedConfig, _batch, _loss, _participants
-    from .models import _Flat, make_mlp
+    from .config import MUSplitFedConfig
+    from .draws import _batch, _participants
+    from .models import _Flat, _loss, make_mlp
 
     if not isinstance(cfg, MUSplitFedConfig):
         raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
@@ -259,6 +288,8 @@ def fedavg_first_order(
     lr = check_real("lr", lr)
     if not lr > 0:
         raise ValueError(f"lr must be > 0 (got {lr})")
+    if stop_loss is not None:
+        stop_loss = check_real("stop_loss", stop_loss)
     flat = _Flat(make_mlp(widths, seed=cfg.seed))
     x = flat.init(torch.float32)
     Xtr, ytr = data["train"]
@@ -276,4 +307,6 @@ def fedavg_first_order(
             with torch.no_grad():
                 losses.append(float(_loss(flat(x, Xtr), ytr)))
             rounds.append(t + 1)
+            if stop_loss is not None and losses[-1] <= stop_loss:
+                break
     return rounds, losses

@@ -10,20 +10,11 @@ from typing import Any
 
 from lab.core.checks import check_choice, check_real
 
-from .config import (
-    History,
-    MUSplitFedConfig,
-    StragglerModel,
-    _batch,
-    _bytes,
-    _client_direction,
-    _loss,
-    _participants,
-    _server_directions,
-    _Tau,
-)
-from .models import _bmm_forward, _check_inputs, _Flat, _loss_b, _plain_mlp
+from .config import History, MUSplitFedConfig, _bytes
+from .draws import _batch, _client_direction, _participants, _server_directions
+from .models import _bmm_forward, _check_inputs, _Flat, _loss, _loss_b, _plain_mlp
 from .reference import _maybe_eval, _record
+from .stragglers import StragglerModel, _Tau
 
 __all__ = ["simulate_vectorized"]
 

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import (
+    check_bool,
     check_choice,
     check_int,
     check_positive,
     check_range,
 )
 
-from .config import MUSplitFedConfig, _loss
+from .config import MUSplitFedConfig
 
 __all__ = ["make_mlp", "split_model", "load_digits_clients", "evaluator"]
 
@@ -85,6 +86,7 @@ def load_digits_clients(
     test_size: float = 0.25,
     seed: int = 0,
     dtype: str = "float32",
+    standardize: bool = False,
 ) -> dict[str, Any]:
     """scikit-learn's digits (bundled, no download), split over ``clients``.
 
@@ -102,6 +104,9 @@ def load_digits_clients(
         Seed of the split.
     dtype : {"float32", "float64"}
         Of the features (scaled to ``[0, 1]``).
+    standardize : bool
+        Also standardise every feature with the training set's mean and standard deviation
+        (:func:`lab.core.data.digits`); the split is the same either way.
 
     Returns
     -------
@@ -122,9 +127,10 @@ def load_digits_clients(
     )
     seed = check_int("seed", seed, 0)
     check_choice("dtype", dtype, ["float32", "float64"])
+    standardize = check_bool("standardize", standardize)
     # one generator for the split and the Dirichlet draws that follow it
     rng = np.random.default_rng(seed)
-    data = digits(test_size=test_size, seed=rng, standardize=False, dtype="float64")
+    data = digits(test_size=test_size, seed=rng, standardize=standardize, dtype="float64")
     tr = data.train_index  # rows of load_digits; position i of the training set is row tr[i]
     pos = np.arange(len(tr))
     if clients > len(tr):
@@ -154,6 +160,11 @@ def load_digits_clients(
         "train": pair(data.X_train, data.y_train),
         "test": pair(data.X_test, data.y_test),
     }
+
+
+def _loss(logits: Any, y: Any):
+    """The training loss ``F``: mean cross-entropy, ``log_softmax`` + ``gather`` (fast under vmap)."""
+    return -logits.log_softmax(-1).gather(-1, y[..., None]).mean()
 
 
 # ----------------------------------------------------------------------------------------

@@ -26,20 +26,16 @@ import numpy as np
 
 from lab.core.checks import check_real
 
-from .config import (  # noqa: F401  (re-exported for notebooks and tests)
-    History,
-    MUSplitFedConfig,
-    StragglerModel,
+from .config import History, MUSplitFedConfig, _bytes  # noqa: F401  (re-exported for notebooks)
+from .draws import (  # noqa: F401  (re-exported for notebooks and tests)
     _batch,
-    _bytes,
     _client_direction,
-    _loss,
     _participants,
     _server_directions,
     _sphere_rows,
-    _Tau,
 )
-from .models import _check_inputs, _Flat, _plain_mlp  # noqa: F401
+from .models import _check_inputs, _Flat, _loss, _plain_mlp  # noqa: F401
+from .stragglers import StragglerModel, _Tau
 
 __all__ = ["simulate"]
 

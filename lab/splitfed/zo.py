@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_int, check_positive
+from lab.core.runtime import smoke_steps
 
 __all__ = ["sphere_direction", "spsa", "spsa_error"]
 
@@ -129,7 +130,7 @@ def spsa_error(
     d = check_int("d", d, 1)
     lam = check_positive("lam", lam)
     directions = check_int("directions", directions, 1)
-    draws = check_int("draws", draws, 2)
+    draws = smoke_steps(check_int("draws", draws, 2), small=10)  # LAB_SMOKE=1: ten draws
     curvature = check_positive("curvature", curvature)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be one of ['float32', 'float64'] (got {dtype!r})")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.core.checks import check_array, check_int, check_positive
+from lab.core.runtime import smoke
 
 from .mdp import TabularMDP, _check_mdp, evaluate
 from .tree import Tree, candidate_splits, split_matrix
@@ -170,6 +171,8 @@ def _extract_tree(x: np.ndarray, index: dict, splits, depth: int, m: int) -> Tre
 def _solve(cost, A, lo, hi, integrality, ub, time_limit):
     from scipy.optimize import Bounds, LinearConstraint, milp
 
+    if smoke():  # LAB_SMOKE=1: HiGHS stops after 2 s (an incumbent, FULL's code paths on a CPU)
+        time_limit = min(time_limit, 2.0)
     t0 = time.perf_counter()
     with quiet_highs():
         res = milp(

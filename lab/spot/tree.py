@@ -162,6 +162,11 @@ def enumerate_trees(X: np.ndarray, depth: int, n_actions: int) -> Iterator[Tree]
     X = check_array("X", X, ndim=2)
     depth = check_int("depth", depth, 0, 2)
     n_actions = check_int("n_actions", n_actions, 1)
+    # the arguments are checked above, when the function is called; the trees come lazily
+    return _trees(X, depth, n_actions)
+
+
+def _trees(X: np.ndarray, depth: int, n_actions: int) -> Iterator[Tree]:
     splits = [(-1, 0.0)] + candidate_splits(X)
     for inner in itertools.product(splits, repeat=2**depth - 1):
         feats = [j for j, _ in inner]

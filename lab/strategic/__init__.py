@@ -48,7 +48,8 @@ $\mathrm{Reg}_T = \sum_t \mathrm{Err}(h_t) - T\,\mathrm{Err}(h^*)$.
   $\mathrm{Proj}^+(r) = r + (b_k - \langle w, r\rangle)w$ ($y = +1$),
   $\mathrm{Proj}^-(r) = r - \langle w, r\rangle w$ ($y = -1$); contrastive gradient
   $\hat g = -\eta(\tilde x^{(1,+)} - \tilde x^{(2,+)}) + (1-\eta)(\tilde x^{(1,-)} -
-  \tilde x^{(2,-)})$; mirror descent on $W_k = \{\lVert w\rVert \le 1, \langle w, w_k\rangle \ge
+  \tilde x^{(2,-)})$; proximal (mirror-descent) steps on
+  $W_k = \{\lVert w\rVert \le 1, \langle w, w_k\rangle \ge
   \cos\theta_k\}$, $\theta_k = \pi/2^{k+1}$, step $\alpha_k = c_7\sqrt{d\ln d}\,\theta_k/(\sqrt{T_k}
   \ln T)$. **Prop. 4**: the angle halves per batch, $\theta(w^*, w_{k+1}) \le \theta_k/2$.
 
@@ -69,10 +70,10 @@ reconstruction, explore-fit-shift in doubling epochs (:mod:`lab.strategic.legacy
   $T_0$ alone exceeds $T$ at $\eta = 0.4$).
 * $\alpha_0$ is printed as $c_4 d\ln d/(\sqrt{T_0}\ln T)$; we use $c_4\sqrt{d\ln d}/(\sqrt{T_0}\ln
   T)$, by analogy with $\alpha_k$.
-* The constrained mirror step uses the regulariser centred at the batch start ($w_k$) as a
-  mirror map, and enforces $W$ by a Euclidean projection (exact, closed form) instead of the
-  Bregman projection. The cone of $W_0$ is clipped at $\cos \le 0.99$ (it is empty when
-  $\lVert\tilde w_0\rVert < c_1(1-2\eta)$).
+* The step of Alg. 3 l.6 / Alg. 4 l.8 is the paper's proximal step
+  $\arg\min_{w\in W}\langle g, w\rangle + \lVert w - w_{k,i}\rVert_p^2/(2(p-1)\alpha)$, solved
+  to $10^{-12}$ on its optimality conditions (:func:`prox_step`); not a deviation. The cone of
+  $W_0$ is clipped at $\cos \le 0.99$ (it is empty when $\lVert\tilde w_0\rVert < c_1(1-2\eta)$).
 * Movers are placed $10^{-9}$ past the boundary (floating point) and "on the boundary" means
   within $10^{-6}$.
 * The last batch is cut at $T$. Regret is the exact expected regret of each posted rule (Owen's
@@ -85,10 +86,12 @@ reconstruction, explore-fit-shift in doubling epochs (:mod:`lab.strategic.legacy
 | file | what it holds |
 |---|---|
 | `model.py` | `StrategicMassart`, `best_response` (Lemma 1), `admits`, exact regret (`rule_regret`) |
-| `reference.py` | `Constants`, `schedule`, `mirror_step`, `strategic_massart_learner` (numpy, cycle by cycle) |
-| `fast.py` | `strategic_massart_batch` (torch, seeds batched; also Zhang et al.), `strategic_perceptron_batch` |
-| `legacy.py` | the first reconstruction (offset game, explore-fit-shift), an extra baseline |
-| `experiments.py` | drivers of the notebooks |
+| `reference.py` | `Constants`, `schedule`, `prox_step` (Alg. 3 l.6 / Alg. 4 l.8), `strategic_massart_learner` (numpy, cycle by cycle); `mirror_step`, the earlier step, as an ablation |
+| `fast.py` | `strategic_massart_batch` (torch, seeds batched, the proximal steps solved together; also Zhang et al.), `strategic_perceptron_batch` |
+| `legacy.py` | the first reconstruction, an extra baseline: the public names of the two modules below |
+| `offset_game.py` | its game simulator (an offset `b*`, Monte Carlo losses) |
+| `doubling_epochs.py` | its learner, explore-fit-shift in doubling epochs, with 0-1 ERM and logistic fitters |
+| `experiments.py` | drivers of the notebooks; `prop4_outcomes` (Prop. 4 on the complete batches) |
 | `figures.py` | results -> figures |
 
 See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb,
@@ -99,7 +102,16 @@ import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
-    submodules=["experiments", "fast", "figures", "legacy", "model", "reference"],
+    submodules=[
+        "doubling_epochs",
+        "experiments",
+        "fast",
+        "figures",
+        "legacy",
+        "model",
+        "offset_game",
+        "reference",
+    ],
     submod_attrs={
         "model": [
             "StrategicMassart",
@@ -115,10 +127,11 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "mirror_step",
             "pnorm_exponent",
             "project_cone_ball",
+            "prox_step",
             "schedule",
             "strategic_massart_learner",
         ],
         "fast": ["draw_batch", "strategic_massart_batch", "strategic_perceptron_batch"],
-        "experiments": ["compare_learners", "horizon_study", "parameter_sweep"],
+        "experiments": ["compare_learners", "horizon_study", "parameter_sweep", "prop4_outcomes"],
     },
 )

@@ -2,7 +2,10 @@
 
 Every operation of :func:`lab.strategic.reference.strategic_massart_learner` acts on a batch of
 ``S`` independent runs at once (tensors ``[S, d]``); the loop over cycles stays (the algorithm is
-sequential). With the same draws it reproduces the reference run (tested). The same engine runs
+sequential). With the same draws it reproduces the reference run (tested). The paper's proximal
+step (Alg. 3 l.6 / Alg. 4 l.8) of the runs that have a gradient is solved on the CPU, all of
+them at once, by the reference's Newton method on the KKT conditions, batched over the runs
+(``_prox_rows``). The same engine runs
 the non-strategic Massart learner of Zhang et al. (2020) (``variant="zhang-partial"`` /
 ``"zhang-full"``: thresholds at 0, bands around the posted boundary). The Strategic Perceptron
 (Ahmadi et al. 2021) is :func:`strategic_perceptron_batch`.
@@ -20,7 +23,14 @@ import numpy as np
 from lab.core.checks import check_choice, check_int
 from lab.core.runtime import resolve_device
 from lab.strategic.model import TIE, StrategicMassart, rule_regret
-from lab.strategic.reference import ON_BAR, Constants, draw_agents, pnorm_exponent, schedule
+from lab.strategic.reference import (
+    ON_BAR,
+    Constants,
+    _prox_argmin,
+    draw_agents,
+    pnorm_exponent,
+    schedule,
+)
 
 __all__ = ["BatchRun", "draw_batch", "strategic_massart_batch", "strategic_perceptron_batch"]
 
@@ -61,39 +71,151 @@ def _check(env, T, seeds, draws):
     return T, X, U, G
 
 
-def _ghalf(v, r):
-    """Gradient of ``||v||_r^2 / 2`` along the last axis (zero at ``v = 0``)."""
+def _ghalf_rows(y, r):
+    """Gradient of ``||y||_r^2 / 2`` for each row (zero at ``y = 0``)."""
+    n = np.sum(np.abs(y) ** r, axis=-1, keepdims=True) ** (1.0 / r)
+    safe = np.where(n > 0, n, 1.0)
+    return np.where(n > 0, np.sign(y) * np.abs(y) ** (r - 1) * safe ** (2 - r), 0.0)
+
+
+def _hess_rows(y, r):
+    """Hessian of ``||y||_r^2 / 2`` for each row, ``r >= 2``."""
+    n = np.sum(np.abs(y) ** r, axis=-1, keepdims=True) ** (1.0 / r)
+    safe = np.where(n > 0, n, 1.0)
+    s = np.sign(y) * np.abs(y) ** (r - 1)
+    diag = (r - 1) * safe ** (2 - r) * np.abs(y) ** (r - 2)
+    H = diag[..., None] * np.eye(y.shape[-1]) + (2 - r) * (safe ** (2 - 2 * r))[..., None] * (
+        s[..., :, None] * s[..., None, :]
+    )
+    return np.where(n[..., None] > 0, H, 0.0)
+
+
+def _project_rows(w, u, c):
+    """:func:`lab.strategic.reference.project_cone_ball` for each row (numpy)."""
+    a = np.sum(w * u, -1, keepdims=True)
+    v = w - a * u
+    nv = np.linalg.norm(v, axis=-1, keepdims=True)
+    cc = c[:, None]
+    rad = np.sqrt(a * a + nv * nv)
+    corner = cc * u + np.sqrt(np.maximum(1 - cc * cc, 0.0)) * v / np.where(nv > 0, nv, 1.0)
+    out = np.where((cc * cc + nv * nv <= 1.0) & (a < cc), cc * u + v, corner)
+    out = np.where((rad > 1.0) & (a / rad >= cc), w / rad, out)
+    return np.where((a >= cc) & (rad <= 1.0), w, out)
+
+
+def _prox_rows(w_i, g, alpha, u, c, p, tol=1e-12):
+    """:func:`lab.strategic.reference._prox_newton` for many rows at once (numpy): the same
+    damped Newton on the KKT conditions in ``y``, one active set per row; returns the minimisers
+    and a mask of the rows that converged (the others go to the reference's fallback)."""
+    n, d = w_i.shape
+    q, scale = p / (p - 1.0), (p - 1.0) * alpha
+    y = -g.copy()
+    lam, mu = np.zeros(n), np.zeros(n)
+    w = w_i + scale * _ghalf_rows(y, q)
+    act = np.stack([np.sum(w * w, -1) > 1 + 1e-14, np.sum(w * u, -1) < c - 1e-14], 1)
+    done = ~act.any(1)
+    ok = done.copy()
+
+    def kkt(y, lam, mu):
+        w = w_i + scale * _ghalf_rows(y, q)
+        F = np.concatenate(
+            [
+                y + g + lam[:, None] * w - mu[:, None] * u,
+                np.where(act[:, 0], 0.5 * (np.sum(w * w, -1) - 1.0), lam)[:, None],
+                np.where(act[:, 1], c - np.sum(u * w, -1), mu)[:, None],
+            ],
+            1,
+        )
+        return w, F
+
+    # warm start (same KKT solution, fewer iterations): the Euclidean projection of the
+    # unconstrained minimiser onto W as the primal guess, y = grad phi(w - w_i) there and the
+    # multipliers of its active constraints by least squares on the stationarity equation
+    guess = _project_rows(w, u, c)
+    y = np.where(done[:, None], y, _ghalf_rows(guess - w_i, p) / scale)
+    r = -(y + g)  # = lam w - mu u
+    A = np.stack([guess * act[:, :1], -u * act[:, 1:]], 2)  # (n, d, 2)
+    AtA = np.einsum("ndi,ndj->nij", A, A) + 1e-12 * np.eye(2)
+    lm = np.linalg.solve(AtA, np.einsum("ndi,nd->ni", A, r)[..., None])[..., 0]
+    lam, mu = np.maximum(lm[:, 0], 0.0) * act[:, 0], np.maximum(lm[:, 1], 0.0) * act[:, 1]
+    eye = np.eye(d)
+    for _ in range(5):  # active-set rounds
+        live = ~done
+        w, F = kkt(y, lam, mu)
+        for _ in range(60):  # damped Newton on the live rows
+            nF = np.max(np.abs(F), 1)
+            live &= nF >= tol
+            if not live.any():
+                break
+            H = scale * _hess_rows(y, q)
+            J = np.zeros((n, d + 2, d + 2))
+            J[:, :d, :d] = eye + lam[:, None, None] * H
+            J[:, :d, d], J[:, :d, d + 1] = w, -u
+            J[:, d, :d] = np.where(act[:, :1], np.einsum("nij,nj->ni", H, w), 0.0)
+            J[:, d, d] = np.where(act[:, 0], 0.0, 1.0)
+            J[:, d + 1, :d] = np.where(act[:, 1:], -np.einsum("nij,nj->ni", H, u), 0.0)
+            J[:, d + 1, d + 1] = np.where(act[:, 1], 0.0, 1.0)
+            J[~live] = np.eye(d + 2)  # frozen rows take no step
+            try:
+                step = np.linalg.solve(J, -F[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                step = np.stack(
+                    [np.linalg.lstsq(Ji, -Fi, rcond=None)[0] for Ji, Fi in zip(J, F, strict=True)]
+                )
+            step[~live] = 0.0
+            t = np.ones(n)
+            pending = live.copy()
+            for _ in range(20):  # backtracking on the residual, per row
+                y2 = y + t[:, None] * step[:, :d]
+                lam2, mu2 = lam + t * step[:, d], mu + t * step[:, d + 1]
+                w2, F2 = kkt(y2, lam2, mu2)
+                better = np.max(np.abs(F2), 1) < (1.0 - 1e-4 * t) * nF
+                pending &= ~better
+                if not pending.any():
+                    break
+                t = np.where(pending, t / 2.0, t)
+            y, lam, mu, w, F = y2, lam2, mu2, w2, F2
+        rest = ~done
+        sq, dot = np.sum(w * w, -1), np.sum(w * u, -1)
+        new = np.stack(
+            [
+                np.where(act[:, 0], lam > 0, sq > 1 + 1e-12),
+                np.where(act[:, 1], mu > 0, dot < c - 1e-12),
+            ],
+            1,
+        )
+        same = np.all(new == act, 1) & rest
+        ok |= same & (np.max(np.abs(F), 1) < 1e-10)
+        done |= same
+        if done.all():
+            break
+        moved = rest & ~same
+        act = np.where(moved[:, None], new, act)
+        lam = np.where(moved, np.maximum(lam, 0.0) * act[:, 0], lam)
+        mu = np.where(moved, np.maximum(mu, 0.0) * act[:, 1], mu)
+    return w, ok
+
+
+def _prox(w, g, alpha, center, c, p):
+    """The paper's proximal step (:func:`lab.strategic.reference.prox_step`, normalised) for each
+    run: a run with ``g = 0`` stays where it is; the others solve their KKT systems together
+    (:func:`_prox_rows`, numpy on the CPU: ``d``-dimensional problems), and a row where Newton's
+    method does not converge takes the reference's own solver."""
     import torch
 
-    nrm = (v.abs() ** r).sum(-1, keepdim=True) ** (1.0 / r)
-    safe = torch.where(nrm > 0, nrm, torch.ones_like(nrm))
-    return torch.where(
-        nrm > 0, v.sign() * v.abs() ** (r - 1) * safe ** (2 - r), torch.zeros_like(v)
-    )
-
-
-def _project(w, center, c):
-    """Batched :func:`lab.strategic.reference.project_cone_ball` (``c`` of shape ``[S, 1]``)."""
-    import torch
-
-    a = (w * center).sum(-1, keepdim=True)
-    v = w - a * center
-    n = v.norm(dim=-1, keepdim=True)
-    rad = torch.sqrt(a * a + n * n)
-    corner = c * center + torch.sqrt(torch.clamp(1 - c * c, min=0)) * v / torch.where(
-        n > 0, n, torch.ones_like(n)
-    )
-    half = c * center + v
-    out = torch.where((c * c + n * n <= 1.0) & (a < c), half, corner)
-    out = torch.where((rad > 1.0) & (a / rad >= c), w / rad, out)
-    return torch.where((a >= c) & (rad <= 1.0), w, out)
-
-
-def _mirror(w, g, alpha, center, c, p):
-    q = p / (p - 1.0)
-    theta = _ghalf(w - center, p) / (p - 1.0) - alpha * g
-    w_hat = _project(center + (p - 1.0) * _ghalf(theta, q), center, c)
-    return w_hat / w_hat.norm(dim=-1, keepdim=True)
+    g_np = g.detach().cpu().numpy()
+    w_np = w.detach().cpu().numpy()
+    out = w_np / np.linalg.norm(w_np, axis=-1, keepdims=True)
+    rows = np.flatnonzero(np.any(g_np != 0.0, axis=-1))
+    if rows.size:
+        centers = center.detach().cpu().numpy()[rows]
+        cos_min = c.detach().cpu().numpy().reshape(-1)[rows]
+        sol, ok = _prox_rows(w_np[rows], g_np[rows], alpha, centers, cos_min, p)
+        for j in np.flatnonzero(~ok):
+            sol[j] = _prox_argmin(w_np[rows[j]], g_np[rows[j]], alpha, centers[j], cos_min[j], p)
+        norms = np.linalg.norm(sol, axis=-1, keepdims=True)
+        out[rows] = np.where(norms > 0, sol / np.where(norms > 0, norms, 1.0), out[rows])
+    return torch.as_tensor(out, dtype=w.dtype, device=w.device)
 
 
 def strategic_massart_batch(
@@ -219,7 +341,7 @@ def strategic_massart_batch(
                         cp = (-eta * (y == 1) * inside)[:, None]
                         cm = ((1 - eta) * (y == -1) * inside)[:, None]
                         g = g + sign * (cp * plus + cm * minus)
-                w = _mirror(w, g, ph.alpha, center, cmin, p)
+                w = _prox(w, g, ph.alpha, center, cmin, p)
             w_k = total / total.norm(dim=-1, keepdim=True)
             outs.append(w_k)
     cos_np, thr_np = cos_t.cpu().numpy(), thr_t.cpu().numpy()

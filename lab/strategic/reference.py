@@ -26,6 +26,7 @@ __all__ = [
     "mirror_step",
     "pnorm_exponent",
     "project_cone_ball",
+    "prox_step",
     "schedule",
     "strategic_massart_learner",
 ]
@@ -77,7 +78,8 @@ class Constants:
 @dataclass(frozen=True)
 class Phase:
     """One batch of Algorithm 1: ``kind`` in {"init", "refine", "enhance"}, its index ``k``,
-    ``iterations`` (each of ``cycles`` cycles), band ``b``, step ``alpha``, cone angle ``theta``."""
+    ``iterations`` (each of ``cycles`` cycles), band ``b``, step ``alpha``, cone angle ``theta``;
+    ``complete`` is False for a batch that the horizon cuts short."""
 
     kind: str
     k: int
@@ -86,6 +88,7 @@ class Phase:
     b: float
     alpha: float
     theta: float
+    complete: bool = True
 
 
 def pnorm_exponent(d: int) -> float:
@@ -137,7 +140,8 @@ def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | No
         if left <= 0:
             break
         it = min(p.iterations, math.ceil(left / p.cycles))
-        out.append(Phase(p.kind, p.k, it, p.cycles, p.b, p.alpha, p.theta))
+        done = it == p.iterations and it * p.cycles <= left
+        out.append(Phase(p.kind, p.k, it, p.cycles, p.b, p.alpha, p.theta, done))
         left -= it * p.cycles
     return out
 
@@ -173,20 +177,169 @@ def _grad_half_sq_norm(v, r):
 
 
 def mirror_step(w, g, alpha, center, cos_min, p) -> np.ndarray:
-    """One step of Alg. 3 l.6 / Alg. 4 l.8, then the normalisation (l.7 / l.9).
+    """Ablation (the chapter's earlier step, not the paper's): a mirror step then normalisation.
 
-    Mirror descent with the regulariser ``psi(w) = ||w - center||_p^2 / (2 (p - 1))`` (the
-    batch's start ``center`` = ``w_k``): ``grad psi(w_+) = grad psi(w_i) - alpha g``, i.e.
-    ``w_+ = center + (p - 1) grad(||.||_q^2 / 2)(theta)`` with the conjugate exponent
-    ``q = p / (p - 1)``. Deviation: the constraint ``W`` is enforced by the Euclidean
-    projection (:func:`project_cone_ball`) instead of the Bregman projection.
+    Mirror descent with the regulariser ``psi(w) = ||w - center||_p^2 / (2 (p - 1))`` centred at
+    the batch's start ``center`` = ``w_k``: ``grad psi(w_+) = grad psi(w_i) - alpha g``, i.e.
+    ``w_+ = center + (p - 1) grad(||.||_q^2 / 2)(theta)`` with ``q = p / (p - 1)``, then the
+    Euclidean projection onto ``W`` (:func:`project_cone_ball`). The paper's step
+    (:func:`prox_step`) is proximal from the *current* iterate ``w_i``; in ``p = 2`` both coincide.
+    Kept to show what the difference does (tests); the learners use :func:`prox_step`.
     """
     q = p / (p - 1.0)
     theta = _grad_half_sq_norm(w - center, p) / (p - 1.0) - alpha * g  # dual step
     w_hat = center + (p - 1.0) * _grad_half_sq_norm(theta, q)  # back to the primal
-    w_hat = project_cone_ball(w_hat, center, cos_min)  # l.6 / l.8: onto W
+    w_hat = project_cone_ball(w_hat, center, cos_min)  # onto W (Euclidean)
     nrm = float(np.linalg.norm(w_hat))
-    return w_hat / nrm if nrm > 0 else np.asarray(w, dtype=float)  # l.7 / l.9: normalise
+    return w_hat / nrm if nrm > 0 else np.asarray(w, dtype=float)
+
+
+def _hess_half_sq_norm(y, r):
+    """Hessian of ``||y||_r^2 / 2`` (``r >= 2``: bounded, zero at ``y = 0``)."""
+    n = float(np.sum(np.abs(y) ** r) ** (1.0 / r))
+    if n == 0.0:
+        return np.zeros((y.size, y.size))
+    s = np.sign(y) * np.abs(y) ** (r - 1)
+    return (r - 1) * n ** (2 - r) * np.diag(np.abs(y) ** (r - 2)) + (2 - r) * n ** (
+        2 - 2 * r
+    ) * np.outer(s, s)
+
+
+def _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale):
+    w = w_i + scale * _grad_half_sq_norm(y, q)  # v = grad phi*(y): the primal point of y
+    res = np.concatenate(
+        [
+            y + g + lam * w - mu * u,  # stationarity: grad phi(w - w_i) = y = -g - lam w + mu u
+            [0.5 * (w @ w - 1.0) if active[0] else lam],  # ||w|| <= 1, or lam = 0
+            [c - u @ w if active[1] else mu],  # <w, u> >= c, or mu = 0
+        ]
+    )
+    return w, res
+
+
+def _prox_newton(w_i, g, alpha, u, c, p, tol=1e-12):
+    """Newton on the KKT system of the proximal step, in ``y = grad phi(w - w_i)`` (where
+    ``phi*`` is smooth: ``q >= 2``), with an active set over the two constraints of ``W``.
+    Returns ``(w, converged)``."""
+    q, d = p / (p - 1.0), w_i.size
+    scale = (p - 1.0) * alpha  # phi(v) = ||v||_p^2 / (2 scale); phi*(y) = scale ||y||_q^2 / 2
+    y, lam, mu = -g.astype(float), 0.0, 0.0
+    w = w_i + scale * _grad_half_sq_norm(y, q)  # the unconstrained minimiser
+    active = [w @ w > 1.0 + 1e-14, w @ u < c - 1e-14]
+    if not any(active):
+        return w, True
+    for _ in range(5):  # active-set rounds
+        for _ in range(60):  # damped Newton
+            w, res = _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale)
+            n_res = float(np.max(np.abs(res)))
+            if n_res < tol:
+                break
+            H = scale * _hess_half_sq_norm(y, q)
+            J = np.zeros((d + 2, d + 2))
+            J[:d, :d], J[:d, d], J[:d, d + 1] = np.eye(d) + lam * H, w, -u
+            if active[0]:
+                J[d, :d] = H @ w
+            else:
+                J[d, d] = 1.0
+            if active[1]:
+                J[d + 1, :d] = -(H @ u)
+            else:
+                J[d + 1, d + 1] = 1.0
+            step, t = np.linalg.lstsq(J, -res, rcond=None)[0], 1.0
+            while t > 1e-6:  # backtracking on the residual
+                y2, lam2, mu2 = y + t * step[:d], lam + t * step[d], mu + t * step[d + 1]
+                _, res2 = _prox_kkt(y2, lam2, mu2, active, w_i, g, u, c, q, scale)
+                if np.max(np.abs(res2)) < (1.0 - 1e-4 * t) * n_res:
+                    break
+                t /= 2.0
+            y, lam, mu = y2, lam2, mu2
+        w, res = _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale)
+        new = [
+            (active[0] and lam > 0) or (not active[0] and w @ w > 1.0 + 1e-12),
+            (active[1] and mu > 0) or (not active[1] and u @ w < c - 1e-12),
+        ]
+        if new == active:
+            return w, bool(np.max(np.abs(res)) < 1e-10)
+        active = new
+        lam, mu = max(lam, 0.0) * active[0], max(mu, 0.0) * active[1]
+    return w, False
+
+
+def _prox_argmin(w_i, g, alpha, u, c, p) -> np.ndarray:
+    """``argmin_{w in W} <g, w> + ||w - w_i||_p^2 / (2 (p - 1) alpha)`` (no validation)."""
+    if not np.any(g):
+        return np.asarray(w_i, dtype=float).copy()  # the prox of 0 is w_i (w_i is in W)
+    w, ok = _prox_newton(w_i, g, alpha, u, c, p)
+    if ok:
+        return w
+    # rare (a thin cone with both constraints active): a general solver from Newton's point
+    from scipy.optimize import minimize
+
+    scale = (p - 1.0) * alpha
+    res = minimize(
+        lambda x: g @ x + float(np.sum(np.abs(x - w_i) ** p)) ** (2.0 / p) / (2.0 * scale),
+        project_cone_ball(w, u, c),
+        jac=lambda x: g + _grad_half_sq_norm(x - w_i, p) / scale,
+        constraints=[
+            {"type": "ineq", "fun": lambda x: 1.0 - x @ x, "jac": lambda x: -2.0 * x},
+            {"type": "ineq", "fun": lambda x: u @ x - c, "jac": lambda x: u},
+        ],
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 500},
+    )
+    return project_cone_ball(res.x, u, c)
+
+
+def prox_step(w, g, alpha, center, cos_min, p, *, normalise: bool = True) -> np.ndarray:
+    """The paper's step, Alg. 3 l.6 / Alg. 4 l.8, then the normalisation of l.7 / l.9.
+
+    ``w' = argmin_{v in W} <g, v> + ||v - w||_p^2 / (2 (p - 1) alpha)`` with
+    ``W = {||v||_2 <= 1, <v, center> >= cos_min}``: a proximal step from the current iterate
+    ``w`` in the ``p``-norm geometry, constrained to ``W``. Solved exactly (to 1e-12 on the KKT
+    conditions) by Newton's method on the optimality conditions written in
+    ``y = grad phi(v - w)`` (see ``_prox_newton``), with a general solver as a fallback.
+    In ``p = 2`` it is the Euclidean projection of ``w - alpha g`` onto ``W`` (tested).
+
+    Parameters
+    ----------
+    w : ndarray (d,)
+        The current iterate ``w_{k,i}``, in ``W``.
+    g : ndarray (d,)
+        The gradient estimate.
+    alpha : float
+        Step (> 0).
+    center : ndarray (d,)
+        Unit vector of the cone (``w_k``; ``w~0 / ||w~0||`` in the refinement).
+    cos_min : float
+        The cone's bound, in ``[-1, 1]``.
+    p : float
+        The norm's exponent, in ``(1, 2]`` (:func:`pnorm_exponent`).
+    normalise : bool
+        Return ``w' / ||w'||`` (l.7 / l.9; default) or the minimiser ``w'`` itself.
+
+    See: book/strategic/02-regret.ipynb
+    """
+    w = check_array("w", w, ndim=1)
+    d = w.size
+    g = check_array("g", g, shape=(d,))
+    center = check_array("center", center, shape=(d,))
+    if abs(float(np.linalg.norm(center)) - 1.0) > 1e-9:
+        raise ValueError(f"center must be a unit vector (got norm {np.linalg.norm(center):.3g})")
+    alpha = check_range("alpha", alpha, 0.0, math.inf, low_inclusive=False)
+    cos_min = check_range("cos_min", cos_min, -1.0, 1.0)
+    p = check_range("p", p, 1.0, 2.0, low_inclusive=False)
+    w_new = _prox_argmin(w, g, alpha, center, cos_min, p)  # Alg. 3 l.6 / Alg. 4 l.8
+    if not normalise:
+        return w_new
+    nrm = float(np.linalg.norm(w_new))
+    return w_new / nrm if nrm > 0 else w.copy()  # Alg. 3 l.7 / Alg. 4 l.9
+
+
+def _prox_unit(w, g, alpha, center, cos_min, p) -> np.ndarray:
+    """:func:`prox_step` without validation (the learners' inner loop)."""
+    w_new = _prox_argmin(w, g, alpha, center, cos_min, p)
+    nrm = float(np.linalg.norm(w_new))
+    return w_new / nrm if nrm > 0 else np.asarray(w, dtype=float)
 
 
 def draw_agents(T: int, d: int, seed: int = 0):
@@ -289,7 +442,7 @@ def strategic_massart_learner(
                 s = r @ w
                 band = (s > ON_BAR) and (s <= ph.b)  # l.4: 0 < <w_0,i, r> <= b0
                 g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # l.4
-                w = mirror_step(w, g, ph.alpha, u0, cmin, p)  # l.5-7
+                w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # l.6-7: proximal step, normalised
             w_k = total / np.linalg.norm(total)  # l.8-9
             w_out.append(w_k)
         else:  # Algorithm 4, batch k
@@ -312,7 +465,7 @@ def strategic_massart_learner(
                         minus = r - s * w  # l.6: Proj- onto <w, x> = 0
                         sign = 1.0 if j == 1 else -1.0  # l.7: x^(1,.) - x^(2,.)
                         g += sign * (-eta * plus * (y == 1) + (1 - eta) * minus * (y == -1))
-                w = mirror_step(w, g, ph.alpha, center, cmin, p)  # l.8-9
+                w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # l.8-9: proximal step, normalised
             w_k = total / np.linalg.norm(total)  # l.10-11
             w_out.append(w_k)
     angles = np.array([_angle(w, ws) for w in w_out])

@@ -18,4 +18,6 @@ so editing it never re-executes the book (:mod:`lab.tooling.cache`).
 - :mod:`lab.tooling.claimsext`: claims in the book (a Sphinx extension of its own): the claim
   cards of the notebooks, ``{claims}`` on chapter pages, ``{scorecard}``, the ``{claim}`` and
   ``{bench}`` roles, and ``_static/claims.json``.
+- :mod:`lab.tooling.claimsjson`: ``claims.json`` (schema, environment), and ``lab claims``
+  (print a chapter's records, ``--compare`` them with a published ``claims.json``).
 """

@@ -12,8 +12,6 @@ A notebook records its claims with :mod:`lab.core.claims`; each record is an out
 * ``{scorecard}`` (a directive, ``book/scorecard.md``) renders every chapter's verdicts;
 * ``{claim}`` (a role) puts a record's measured text (``eos/critical-rate``) or one of its
   fields (``eos/critical-rate.verdict``, ``.paper``, ``.source``) into prose;
-* ``{bench}`` (a role) puts a number from ``benchmarks/results/<slug>-cpu.json`` into prose:
-  ``{bench}`eos/0/ratios.fast_vs_reference``, ``{bench}`halo/1/rows.fast.seconds|.3g``.
 
 Records are read while the notebooks are read; tables, cards' links and roles are resolved when
 the pages are written (``doctree-resolved``), after every notebook has been read, whatever the
@@ -34,7 +32,7 @@ from docutils import nodes
 
 from lab.core.claims import CLAIM_MIME, NOT_REPRODUCED, QUALITATIVE, REPRODUCED, VERDICTS
 
-__all__ = ["ClaimRenderer", "bench_value", "setup"]
+__all__ = ["ClaimRenderer", "setup"]
 
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
 VERDICT_CLASS = {
@@ -50,6 +48,9 @@ VERDICT_SHORT = {
 _KEY = re.compile(
     r"^(?:(?P<chapter>[a-z][a-z0-9_]*)/)?(?P<id>[a-z0-9][a-z0-9-]*)(?:\.(?P<field>[a-z]+))?$"
 )
+FLAG_TEXT = {
+    "sign-test": "a threshold at 0 or 1 decided on one number, without an interval over seeds",
+}
 _FIELDS = ("text", "verdict", "paper", "source", "statement", "rule", "measured", "expected")
 
 
@@ -66,12 +67,44 @@ def _env_records(env: Any) -> dict[str, list[dict]]:
 # ----------------------------------------------------------------------------------------
 # Notebook side: the claim card
 # ----------------------------------------------------------------------------------------
+def control_text(rec: dict) -> str:
+    """What stands beside a verdict: "rule rejects: <control>, <value>" for each control, or
+    "<diagnosis kind>: <evidence>", or "" (the card, the chapter table and the scorecard)."""
+    parts = []
+    for c in rec.get("controls") or []:
+        said = "rejects" if c.get("verdict") != REPRODUCED else "also accepts"
+        parts.append(f"rule {said}: {c.get('name', '')}, {c.get('text', '')}")
+    if parts:
+        return "; ".join(parts)
+    dx = rec.get("diagnosis")
+    if dx:
+        return f"{dx.get('kind', '')}: {dx.get('evidence', '')}"
+    return ""
+
+
+def diagnosis_of(rec: dict) -> str | None:
+    """The diagnosis kind of a record whose verdict is not reproduced (``missing`` when it has
+    none), None for a reproduced one."""
+    if rec.get("verdict") == REPRODUCED:
+        return None
+    return (rec.get("diagnosis") or {}).get("kind") or "missing"
+
+
 def _card_html(rec: dict) -> str:
     e = html.escape
     verdict = rec.get("verdict", "")
     cls = VERDICT_CLASS.get(verdict, "unknown")
     notes = f'<div class="optlab-claim-notes">{e(rec["notes"])}</div>' if rec.get("notes") else ""
     paper = e(rec.get("paper") or "—")
+    beside = control_text(rec)
+    label = "control" if rec.get("controls") else "diagnosis"
+    beside_html = (
+        f'<div class="optlab-claim-{label}"><b>{label}</b>: {e(beside)}</div>' if beside else ""
+    )
+    flags = "".join(
+        f'<div class="optlab-claim-flag">{e(FLAG_TEXT.get(f, f))}</div>'
+        for f in rec.get("flags") or []
+    )
     return (
         f'<div class="optlab-claim optlab-claim-{cls}" id="{_anchor(rec["chapter"], rec["id"])}">'
         f'<div class="optlab-claim-head"><span class="optlab-verdict optlab-verdict-{cls}">'
@@ -81,7 +114,7 @@ def _card_html(rec: dict) -> str:
         f'<div class="optlab-claim-values"><span>paper: {paper}</span>'
         f"<span>measured ({e(rec.get('size', 'default'))}): {e(rec.get('text', ''))}</span></div>"
         f'<div class="optlab-claim-rule">rule, fixed before measuring: {e(rec.get("rule", ""))}</div>'
-        f"{notes}</div>"
+        f"{beside_html}{flags}{notes}</div>"
     )
 
 
@@ -188,93 +221,6 @@ def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     return [node], []
 
 
-def bench_value(results: dict, path: str) -> Any:
-    """The field ``path`` (``<case>/<dotted.path>``) of a benchmark results dict.
-
-    ``<case>`` is the case's index or its exact name; inside a case, ``rows.<role or name>``
-    selects a row by its role (when unique) or its name.
-    """
-    case_key, _, dotted = path.partition("/")
-    cases = results.get("cases", [])
-    if case_key.isdigit():
-        idx = int(case_key)
-        if idx >= len(cases):
-            raise KeyError(f"case {idx} (the file has {len(cases)})")
-        node: Any = cases[idx]
-    else:
-        match = [c for c in cases if c.get("case") == case_key]
-        if len(match) != 1:
-            raise KeyError(f"case {case_key!r}")
-        node = match[0]
-    parts = dotted.split(".") if dotted else []
-    i = 0
-    while i < len(parts):
-        part = parts[i]
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-            i += 1
-            continue
-        if isinstance(node, list):
-            if part.isdigit():
-                node = node[int(part)]
-                i += 1
-                continue
-            rows = [r for r in node if isinstance(r, dict) and r.get("role") == part]
-            if len(rows) != 1:
-                rows = [r for r in node if isinstance(r, dict) and r.get("name") == part]
-            if len(rows) == 1:
-                node = rows[0]
-                i += 1
-                continue
-        # a dict key that itself contains dots (e.g. "fast_vs_peer:numpy vectorised")
-        if isinstance(node, dict):
-            for j in range(len(parts), i + 1, -1):
-                joined = ".".join(parts[i:j])
-                if joined in node:
-                    node = node[joined]
-                    i = j
-                    break
-            else:
-                raise KeyError(part)
-            continue
-        raise KeyError(part)
-    return node
-
-
-def _format_number(value: Any, spec: str | None) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float)):
-        if spec:
-            return format(value, spec)
-        from lab.core.claims import format_value
-
-        return format_value(value, digits=3)
-    return str(value)
-
-
-def bench_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """``{bench}`<slug>/<case>/<path>[|format]```: a number from a benchmark results file."""
-    env = inliner.document.settings.env
-    body, _, spec = text.strip().partition("|")
-    slug, _, path = body.partition("/")
-    kind = "cpu"
-    if ":" in slug:
-        slug, kind = slug.split(":", 1)
-    results_file = Path(env.srcdir) / "benchmarks" / "results" / f"{slug}-{kind}.json"
-    try:
-        env.note_dependency(str(results_file))
-        data = json.loads(results_file.read_text())
-        value = bench_value(data, path)
-        out = _format_number(value, spec or None)
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        msg = inliner.reporter.error(
-            f"{{bench}} cannot read {text!r} from {results_file.name}: {exc}", line=lineno
-        )
-        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
-    return [nodes.inline(rawtext, out, classes=["optlab-bench"])], []
-
-
 # ----------------------------------------------------------------------------------------
 # Resolution
 # ----------------------------------------------------------------------------------------
@@ -348,11 +294,20 @@ def _chapter_table(app: Any, fromdoc: str, recs: list[dict]):
             nodes.Text(" "),
             _link(app, fromdoc, r, _notebook_label(app.env, r["docname"])),
         ]
-        rows.append([claim, r.get("source", ""), r.get("paper") or "—", r.get("text", ""), verdict])
+        rows.append(
+            [
+                claim,
+                r.get("source", ""),
+                r.get("paper") or "—",
+                r.get("text", ""),
+                verdict,
+                control_text(r) or "—",
+            ]
+        )
     return _table(
-        ["claim", "source", "paper", "measured (default size)", "verdict (cell)"],
+        ["claim", "source", "paper", "measured (default size)", "verdict (cell)", "control / why"],
         rows,
-        [34, 9, 15, 30, 12],
+        [28, 8, 12, 22, 11, 19],
         ["optlab-claims"],
     )
 
@@ -362,8 +317,21 @@ def _chapter_title(env: Any, slug: str) -> str:
     return title.astext() if title is not None else slug
 
 
+def _controlled(recs: list[dict]) -> tuple[int, int]:
+    """(reproduced paper claims whose rule rejects a control, reproduced paper claims)."""
+    from lab.core.claims import is_paper_sourced
+
+    paper = [r for r in recs if r["verdict"] == REPRODUCED and is_paper_sourced(r["source"])]
+    ok = [r for r in paper if any(c["verdict"] != REPRODUCED for c in r.get("controls") or [])]
+    return len(ok), len(paper)
+
+
+DIAGNOSIS_ORDER = ("scale", "noise-floor", "official-code", "deviation", "open", "missing")
+
+
 def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
     from lab.core.chapters import chapters
+    from lab.core.claims import DIAGNOSES
 
     env = app.env
     container = nodes.container(classes=["optlab-scorecard"])
@@ -384,27 +352,65 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
             refuri=app.builder.get_relative_uri(fromdoc, f"book/{slug}/index"),
         )
         ref += nodes.Text(_chapter_title(env, slug))
-        if crecs:
-            cells = [str(counts[v]) for v in VERDICTS] + [str(len(crecs))]
-        else:
-            cells = ["", "", "", "not yet recorded"]
+        ok, paper = _controlled(crecs)
+        negatives = [r for r in crecs if r["verdict"] != REPRODUCED]
+        diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
+        cells = [str(counts[v]) for v in VERDICTS] + [
+            str(len(crecs)),
+            f"{ok} of {paper}",
+            f"{diagnosed} of {len(negatives)}",
+        ]
         rows.append([[ref], *cells])
+    ok, paper = _controlled(recs)
+    negatives = [r for r in recs if r["verdict"] != REPRODUCED]
+    diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
     rows.append(
         [[nodes.strong(text="all chapters")]]
         + [[nodes.strong(text=str(totals[v]))] for v in VERDICTS]
         + [[nodes.strong(text=str(sum(totals.values())))]]
+        + [
+            [nodes.strong(text=f"{ok} of {paper}")],
+            [nodes.strong(text=f"{diagnosed} of {len(negatives)}")],
+        ]
     )
     container += _table(
-        ["chapter", "reproduced", "qualitatively", "not reproduced", "claims"],
+        [
+            "chapter",
+            "reproduced",
+            "qualitatively",
+            "not reproduced",
+            "claims",
+            "controlled",
+            "diagnosed",
+        ],
         rows,
-        [40, 12, 12, 12, 12],
+        [28, 10, 10, 10, 8, 12, 12],
         ["optlab-scorecard-summary"],
     )
-    # every claim, grouped by verdict: what does not reproduce first
+    # why what did not reproduce did not: counts by diagnosis
+    container += nodes.rubric(text=f"Why {len(negatives)} claims did not reproduce (in full)")
+    kinds = {k: [r for r in negatives if diagnosis_of(r) == k] for k in DIAGNOSIS_ORDER}
+    meaning = {**DIAGNOSES, "missing": "no diagnosis recorded"}
+    container += _table(
+        ["diagnosis", "meaning", "not reproduced", "qualitatively"],
+        [
+            [
+                [nodes.literal(text=k)],
+                meaning[k],
+                str(sum(r["verdict"] == NOT_REPRODUCED for r in group)),
+                str(sum(r["verdict"] == QUALITATIVE for r in group)),
+            ]
+            for k, group in kinds.items()
+        ],
+        [16, 52, 16, 16],
+        ["optlab-scorecard-summary", "optlab-scorecard-diagnoses"],
+    )
+    # every claim, grouped by verdict: what does not reproduce first, by diagnosis
     for verdict in (NOT_REPRODUCED, QUALITATIVE, REPRODUCED):
         group = [r for r in recs if r["verdict"] == verdict]
-        section = nodes.rubric(text=f"{verdict.capitalize()} ({len(group)})")
-        container += section
+        if verdict != REPRODUCED:
+            group.sort(key=lambda r: DIAGNOSIS_ORDER.index(diagnosis_of(r)))
+        container += nodes.rubric(text=f"{verdict.capitalize()} ({len(group)})")
         if not group:
             container += nodes.paragraph(text="None in this build.")
             continue
@@ -415,13 +421,21 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
                 r.get("source", ""),
                 r.get("paper") or "—",
                 r.get("text", ""),
+                control_text(r) or "—",
             ]
             for r in group
         ]
         container += _table(
-            ["chapter", "claim", "source", "paper", "measured"],
+            [
+                "chapter",
+                "claim",
+                "source",
+                "paper",
+                "measured",
+                "control" if verdict == REPRODUCED else "why",
+            ],
             rows,
-            [18, 36, 10, 14, 22],
+            [14, 30, 8, 12, 18, 18],
             ["optlab-claims", f"optlab-scorecard-{VERDICT_CLASS[verdict]}"],
         )
     return container
@@ -510,12 +524,11 @@ def _merge(app: Any, env: Any, docnames: Any, other: Any) -> None:
 def _write_json(app: Any, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    from lab import __version__
+    from lab.tooling.claimsjson import write_build
 
-    out = Path(app.outdir) / "_static" / "claims.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    # claims.json (schema 2: the records and the environment) and claims.schema.json beside it
     recs = [{k: v for k, v in r.items() if k != "cell_index"} for r in _all_records(app.env)]
-    out.write_text(json.dumps({"schema": 1, "lab": __version__, "claims": recs}, indent=1))
+    write_build(app.outdir, recs)
     css = Path(__file__).with_name("claims.css")
     (Path(app.outdir) / "_static" / "optlab-claims.css").write_text(css.read_text())
 
@@ -528,7 +541,6 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("claims", claims_directive)
     app.add_directive("scorecard", scorecard_directive)
     app.add_role("claim", claim_role)
-    app.add_role("bench", bench_role)
     app.connect("env-updated", _check_unique)
     app.connect("env-get-outdated", _outdated)
     app.connect("env-purge-doc", _purge)

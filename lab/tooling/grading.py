@@ -9,10 +9,12 @@ markers in code). From it:
 * :func:`grade` scores any notebook against that autograder, locally, without Docker;
 * :func:`roundtrip` proves the assignment works: the solutions score full marks, the
   untouched student stubs do not;
-* :func:`exercise_page` writes ``book/<slug>/exercises.ipynb``, the clean student-facing page
-  the book shows (no otter cells, no tests, no solutions; not executed by the book build).
+* :func:`exercise_page` writes ``book/<slug>/exercises.ipynb``, the student notebook the book
+  shows and offers for download and Colab: stubs and self-checks against the public tests
+  (:mod:`lab.tooling.selfcheck`), no solutions, no hidden tests; not executed by the book build.
 
-Inside assignment tests, :func:`assert_close` gives students a readable failure message.
+Grading a class (each submission in its own process, with limits) is :mod:`lab.tooling.classroom`.
+Inside assignment tests, :func:`assert_close` says what it expected and what it found.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "AssignmentBuild",
     "assert_close",
     "assign",
+    "checker_cell",
     "exercise_page",
     "grade",
     "roundtrip",
@@ -80,16 +83,23 @@ def assign(
     """Run ``otter assign`` on a chapter's solution master.
 
     Writes ``<out_dir>/student/assignment.ipynb`` (hand this out) and
-    ``<out_dir>/autograder/*.zip`` (grade with it). With ``run_tests`` otter also executes the
-    master and fails if a solution does not pass its own tests.
+    ``<out_dir>/autograder/*.zip`` (grade with it; ``out_dir`` defaults to
+    ``_build/assign/<slug>/``, and only its ``student/`` and ``autograder/`` are replaced). With
+    ``run_tests`` otter also executes the master and fails if a solution does not pass its own
+    tests. The zip's ``environment.yml`` installs this package (:mod:`lab.tooling.assignenv`).
 
     See: book/intro.md ("Assignments").
     """
     master = _master(slug, root)
+    if out_dir is not None and not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a path (got {out_dir!r})")
     out = Path(out_dir) if out_dir is not None else (root or ROOT) / "_build" / "assign" / slug
-    if out.exists():
-        shutil.rmtree(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out_dir {out} exists and is not a folder")
+    # replace what an earlier run wrote (student/, autograder/), nothing else of the folder
+    for part in ("student", "autograder"):
+        shutil.rmtree(out / part, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
     from otter.assign import main as otter_assign
 
     # otter's assign in this process (what ``otter assign`` runs, without starting and
@@ -208,29 +218,62 @@ def roundtrip(slug: str, *, root: Path | None = None, out_dir: str | Path | None
     return {"solution": sol, "student": stu, "leaked": leaked, "build": build}
 
 
-_OTTER_CELL = re.compile(
-    r"^\s*(# Initialize Otter|import otter|grader\s*=\s*otter|grader\.check|grader\.export)", re.M
-)
+_OTTER_INIT = re.compile(r"^\s*(# Initialize Otter|import otter|grader\s*=\s*otter)", re.M)
+_OTTER_EXPORT = re.compile(r"^\s*grader\.export", re.M)
+
+
+def checker_cell(slug: str) -> str:
+    """The exercise page's first cell after the Colab cell: otter's self-checks, public tests
+    only (:func:`lab.tooling.selfcheck.checker`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``slug`` is not a chapter folder name.
+    """
+    if not isinstance(slug, str):
+        raise TypeError(f"slug must be a string (got {slug!r})")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", slug):
+        raise ValueError(f"slug must be a chapter folder name like 'eos' (got {slug!r})")
+    return (
+        "# Self-checks: grader.check(\"q1\") runs question 1's public tests (the grader's\n"
+        "# hidden tests run only when your instructor grades the notebook).\n"
+        "from lab.tooling.selfcheck import checker\n"
+        "\n"
+        f'grader = checker("{slug}")'
+    )
 
 
 def exercise_page(
     slug: str, *, root: Path | None = None, student: str | Path | None = None
 ) -> Path:
-    """Write ``book/<slug>/exercises.ipynb``: the student notebook without otter's machinery.
+    """Write ``book/<slug>/exercises.ipynb``, the student notebook the book offers (its download
+    and Colab target), and ``lab/tooling/selfchecks/<slug>.json``, the public tests it checks
+    against.
 
-    Markdown prompts and code stubs stay; the otter set-up cell and ``grader.check`` cells are
-    replaced by a short note on how to check answers locally. The page is marked
-    ``mystnb.execution_mode: off`` so the book shows the stubs without running them. Its first
-    code cell is the Colab install cell of :mod:`lab.tooling.colab`, as in every toc notebook.
+    The page is otter's student notebook (questions, stubs, a ``grader.check`` cell under each
+    question), with otter's set-up cell replaced by :func:`checker_cell`, so the self-checks
+    run wherever the page is opened (Colab included); no solution and no hidden test is in it.
+    It is marked ``mystnb.execution_mode: off`` (the book shows the stubs without running
+    them); its first code cell is the Colab install cell of :mod:`lab.tooling.colab`.
     """
     if student is None:
         student = assign(slug, root=root, run_tests=False).student
     nb = json.loads(Path(student).read_text())
-    cells = []
+    from lab.tooling import selfcheck
+
+    tests_dir = (root or ROOT) / "lab" / "tooling" / selfcheck.FOLDER
+    tests_dir.mkdir(parents=True, exist_ok=True)
+    selfcheck.write_public_tests(student, tests_dir / f"{slug}.json")
+    cells, init_done = [], False
     for cell in nb["cells"]:
         src = "".join(cell["source"])
-        if cell["cell_type"] == "code" and _OTTER_CELL.search(src):
+        if cell["cell_type"] == "code" and _OTTER_EXPORT.search(src):
             continue
+        if cell["cell_type"] == "code" and _OTTER_INIT.search(src):
+            if init_done:
+                continue
+            cell, init_done = {**cell, "source": checker_cell(slug)}, True
         cell = copy.deepcopy(cell)
         cell.pop("id", None)
         if cell["cell_type"] == "code":
@@ -242,13 +285,17 @@ def exercise_page(
         else:
             cell["metadata"] = {}
         cells.append(cell)
+    if not init_done:
+        raise ValueError(f"student notebook {student} has no otter set-up cell")
     note = (
-        "```{admonition} How to work on this assignment\n:class: tip\n"
-        f"This page is the student view of the chapter's assignment. Run `make assign CH={slug}` "
-        f"(or `python -m lab assign {slug}`) to get the notebook with its autograder in "
-        f"`_build/assign/{slug}/`; inside it, the check cell under each question tells you whether your answer "
-        "passes. Instructors grade a submission with `python -m lab grade "
-        f"{slug} submission.ipynb`.\n```"
+        "```{admonition} How to work on this page\n:class: tip\n"
+        "This is the chapter's assignment as a student gets it. Download the notebook (the "
+        "download button at the top of the page) or open it on Colab or Binder (the rocket "
+        "button), write your code where you see `...`, and run the check cell under each "
+        'question: `grader.check("q1")` runs that question\'s **public** tests and says what '
+        "it expected and what it found. Your instructor's autograder also runs hidden tests, "
+        "so passing every check is not yet full marks. Submit the `.ipynb` file. "
+        "Instructors: see [Teaching with the book](../teaching.md).\n```"
     )
     insert_at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
     cells.insert(insert_at, {"cell_type": "markdown", "metadata": {}, "source": note})
@@ -275,16 +322,75 @@ def exercise_page(
     return path
 
 
-def assert_close(name: str, got, expected, *, rtol: float = 1e-9, atol: float = 1e-12) -> None:
-    """Assignment-test helper: fail with a message a student can act on."""
-    got_a = np.asarray(got, dtype=float)
-    exp_a = np.asarray(expected, dtype=float)
+def _as_array(label: str, value) -> np.ndarray:
+    if hasattr(value, "detach"):  # a torch tensor (on any device, with or without grad)
+        value = value.detach().cpu().numpy()
+    try:
+        if value is None or np.asarray(value).dtype.kind not in "biuf":
+            raise TypeError("not numeric")
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{label} is not a number or an array of numbers: {value!r}") from None
+
+
+def _at(a: np.ndarray, index: tuple) -> str:
+    return f"{a[index]:.10g}" if a.ndim else f"{float(a):.10g}"
+
+
+def assert_close(
+    name: str,
+    got,
+    expected,
+    *,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+    msg: object = "",
+) -> None:
+    """Assignment-test helper: fail with a message that says what was expected and what was
+    found, e.g. ``q1 step: expected 1.25, found 1.3 (off by 0.05; tolerance rtol=1e-09,
+    atol=1e-12)``; for arrays, at the worst entry (``expected x[3] = ...``). Passes when
+    ``|got - expected| <= atol + rtol * |expected|`` everywhere (``numpy.isclose``); an
+    ``expected`` of fewer dimensions is broadcast (``0.0`` for a whole array). Accepts numbers,
+    arrays, nested lists and torch tensors. ``msg`` (a hint, as after ``assert ...,``) leads
+    the message.
+
+    Raises
+    ------
+    AssertionError
+        If the values differ beyond the tolerance, the shapes differ, or ``got`` holds NaN/inf
+        or is not numeric.
+    TypeError, ValueError
+        If ``name`` is not a string or a tolerance is negative.
+
+    See: book/teaching.md
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string (got {name!r})")
+    msg = msg if isinstance(msg, str) else repr(msg)  # like assert's message: any object
+    for label, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+            raise ValueError(f"{label} must be a number >= 0 (got {tol!r})")
+    head = f"{msg} ({name})" if msg else name
+    exp_a = _as_array(f"{head}: the expected value", expected)
+    got_a = _as_array(f"{head}: your result", got)
+    if got_a.shape != exp_a.shape and exp_a.ndim < got_a.ndim:
+        with contextlib.suppress(ValueError):  # a scalar or a row stands for every entry
+            exp_a = np.broadcast_to(exp_a, got_a.shape)
     if got_a.shape != exp_a.shape:
-        raise AssertionError(f"{name}: expected shape {exp_a.shape}, got {got_a.shape}")
-    if not np.all(np.isfinite(got_a)):
-        raise AssertionError(f"{name}: your result contains NaN or inf")
-    if not np.allclose(got_a, exp_a, rtol=rtol, atol=atol):
-        err = np.max(np.abs(got_a - exp_a))
         raise AssertionError(
-            f"{name}: off by up to {err:.3g} (tolerance rtol={rtol:g}, atol={atol:g})"
+            f"{head}: expected shape {exp_a.shape}, found shape {got_a.shape}"
+            + (f" (expected {_at(exp_a, ())}, found {got_a.tolist()})" if exp_a.ndim == 0 else "")
         )
+    bad = ~np.isfinite(got_a) & np.isfinite(exp_a)
+    close = np.isclose(got_a, exp_a, rtol=rtol, atol=atol, equal_nan=True)
+    if close.all() and not bad.any():
+        return
+    diff = np.where(bad, np.inf, np.abs(np.nan_to_num(got_a - exp_a, nan=np.inf)))
+    worst = np.unravel_index(int(np.argmax(np.where(close & ~bad, -1.0, diff))), got_a.shape)
+    where = f"[{', '.join(map(str, worst))}]" if got_a.ndim else ""
+    off = "" if bad[worst] else f"off by {float(diff[worst]):.3g}; "
+    raise AssertionError(
+        f"{head}: expected{(' ' + name + where + ' =') if where else ''} {_at(exp_a, worst)}, "
+        f"found {_at(got_a, worst)} ({off}tolerance rtol={rtol:g}, atol={atol:g}"
+        + (f"; {int((~close | bad).sum())} of {got_a.size} entries differ)" if got_a.ndim else ")")
+    )

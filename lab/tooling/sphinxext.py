@@ -6,7 +6,7 @@
   html-manager) and ``optlab.css`` copied into ``_static/``, the config pointed at them;
 * :mod:`lab.tooling.pagescripts`: per-page fix-ups of the scripts each HTML page loads;
 * :mod:`lab.tooling.benchdirective`: the ``{optlab-benchmarks}`` directive of the performance
-  page.
+  page and the ``{bench}`` role (a benchmark number in prose).
 
 The plotly figures of the notebooks are rendered by :class:`lab.tooling.mime.PlotlyRenderer`,
 which myst-nb finds through its ``myst_nb.mime_renderers`` entry point (``pyproject.toml``),
@@ -34,6 +34,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", pagescripts.dedupe_scripts, priority=900)
     app.connect("build-finished", assets.copy_assets)
     app.add_directive("optlab-benchmarks", benchdirective.BenchmarksDirective)
+    app.add_role("bench", benchdirective.bench_role)
     app.connect("html-page-context", benchdirective.plotly_on_benchmark_pages, priority=450)
     app.connect("env-merge-info", benchdirective.merge_plotly_pages)
     app.connect("env-purge-doc", benchdirective.purge_plotly_pages)

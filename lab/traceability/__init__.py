@@ -127,6 +127,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "excess_risk_box",
             "erm_box",
             "noisy_erm_box",
+            "clipped_mean_box",
             "dp_erm_box",
             "constant_box",
             "alpha_range",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.runtime import smoke_steps
 from lab.traceability import problems as P
 
 __all__ = [
@@ -89,7 +90,7 @@ def identity_check(
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     learners = tuple(check_choice("learners", name, LEARNERS) for name in learners)
-    reps = check_int("reps", reps, 2)
+    reps = smoke_steps(check_int("reps", reps, 2), small=2)  # LAB_SMOKE=1: two repetitions
     seed = check_int("seed", seed, 0)
     check_choice("centre", centre, ("support", "dense"))
     lhs = np.zeros((len(learners), reps))
@@ -135,14 +136,16 @@ def recall_curve(
     *,
     sigmas: Sequence[float] = (0.0,),
     eps: Sequence[float] = (),
+    clip_scales: Sequence[float] = (),
     xi: float = 0.05,
     reps: int = 20,
     n_ref: int = 1000,
     k: int | None = None,
     seed: int = 0,
 ) -> RecallCurve:
-    """Trace noisy ERM (noise levels ``sigmas``; 0 is ERM) and the DP learner (levels ``eps``,
-    δ = 1/n²) on ``P_{k,p}`` with the paper's tracer: the score :func:`fingerprint_scores` with µ
+    """Trace noisy ERM (noise levels ``sigmas``; 0 is ERM), the clipped mean (scales
+    ``clip_scales``, :func:`lab.traceability.clipped_mean_box`) and the DP learner (levels
+    ``eps``, δ = 1/n²; always last) on ``P_{k,p}`` with the paper's tracer: the score :func:`fingerprint_scores` with µ
     known, threshold = the (1 − ξ) quantile of the scores of ``n_ref`` fresh rows; the
     false-positive rate is measured on ``n_ref`` other fresh rows.
 
@@ -152,13 +155,19 @@ def recall_curve(
     d = check_int("d", d, 1)
     k = P.paper_sparsity(d, alpha, p) if k is None else check_int("k", k, 1, d)
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-    reps = check_int("reps", reps, 2)
+    reps = smoke_steps(check_int("reps", reps, 2), small=2)  # LAB_SMOKE=1: two repetitions
     n_ref = check_int("n_ref", n_ref, 10)
     sig = [check_positive("sigmas", s, allow_zero=True) for s in sigmas]
     eps = [check_positive("eps", e) for e in eps]
-    labels = [("noisy", s) for s in sig] + [("dp", e) for e in eps]
+    clips = [check_positive("clip_scales", c) for c in clip_scales]
+    labels = (
+        [("noisy", s) for s in sig] + [("clipped", c) for c in clips] + [("dp", e) for e in eps]
+    )
     if not labels:
-        raise ValueError("give at least one noise level in sigmas or one privacy level in eps")
+        raise ValueError(
+            "give at least one noise level in sigmas, one scale in clip_scales or one privacy "
+            "level in eps"
+        )
     exc, tr, fp = (np.zeros((len(labels), reps)) for _ in range(3))
     for r in range(reps):
         inst = P.sparse_instance(n, d, k, alpha, p, seed=seed * 1_000_003 + r)
@@ -166,6 +175,8 @@ def recall_curve(
         for i, (kind, level) in enumerate(labels):
             if kind == "noisy":
                 theta = fit_learner("noisy", inst, sigma=level, seed=r)
+            elif kind == "clipped":
+                theta = P.clipped_mean_box(inst.Z, p, level)
             else:
                 theta = fit_learner("dp", inst, eps=level, seed=r)
             lam = np.quantile(P.fingerprint_scores(theta, ref, inst.mu, k, p), 1 - xi)
@@ -192,23 +203,35 @@ class L2Rate:
     d: int
 
 
-def l2_erm_rate(ns: Sequence[int], d: int = 500, reps: int = 20, seed: int = 0) -> L2Rate:
+def l2_erm_rate(
+    ns: Sequence[int], d: int = 500, reps: int = 20, seed: int = 0, sigma: float = 0.0
+) -> L2Rate:
     """ERM ŵ = z̄/‖z̄‖ on Θ = B₂(1), z ∈ {±1/√d}^d, uniform prior on the mean: mean excess risk
     for each n in ``ns`` (the paper shows it is O(1/n), App. B.1).
 
+    ``sigma`` > 0 runs noisy ERM instead (:func:`lab.traceability.noisy_erm_l2`, noise of norm
+    about ``sigma`` on z̄, seeded per instance): the chapter's rival whose excess risk stalls.
+
     See: book/traceability/01-tracing-attack.ipynb
     """
-    from lab.traceability.reference import erm_l2, excess_risk_linear, l2_hard_instance
+    from lab.traceability.reference import (
+        erm_l2,
+        excess_risk_linear,
+        l2_hard_instance,
+        noisy_erm_l2,
+    )
 
     ns = np.array([check_int("ns", m, 2) for m in ns])
     if ns.size < 2:
         raise ValueError("ns needs at least two sample sizes")
     d = check_int("d", d, 1)
-    reps = check_int("reps", reps, 1)
+    reps = smoke_steps(check_int("reps", reps, 1), small=2)  # LAB_SMOKE=1: two repetitions
     seed = check_int("seed", seed, 0)
+    sigma = check_positive("sigma", sigma, allow_zero=True)
     out = np.zeros((ns.size, reps))
     for j, m in enumerate(ns):
         for r in range(reps):
             inst = l2_hard_instance(int(m), d, seed * 1_000_003 + 1000 * j + r, n_ref=20, n_fresh=1)
-            out[j, r] = excess_risk_linear(erm_l2(inst["Z"]), inst["mu"], d)
+            w = erm_l2(inst["Z"]) if sigma == 0 else noisy_erm_l2(inst["Z"], sigma, seed=r)
+            out[j, r] = excess_risk_linear(w, inst["mu"], d)
     return L2Rate(ns, out.mean(1), out, d)

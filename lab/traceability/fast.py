@@ -18,6 +18,7 @@ from lab.core.checks import (
     check_positive,
     check_range,
 )
+from lab.core.runtime import smoke_steps
 from lab.traceability.reference import (
     _check_p,
     _split,
@@ -146,7 +147,7 @@ def tradeoff_curve(
     d = check_int("d", d, 1)
     delta = check_range("delta", delta, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-    reps = check_int("reps", reps, 1)
+    reps = smoke_steps(check_int("reps", reps, 1), small=2)  # LAB_SMOKE=1: two repetitions
     seed = check_int("seed", seed, 0)
     p = _check_p(p)
     check_choice("backend", backend, ("torch", "numpy"))

@@ -26,6 +26,7 @@ __all__ = [
     "excess_risk_box",
     "erm_box",
     "noisy_erm_box",
+    "clipped_mean_box",
     "dp_erm_box",
     "constant_box",
     "alpha_range",
@@ -238,6 +239,21 @@ def noisy_erm_box(Z, sigma: float, p: float, seed: int = 0) -> np.ndarray:
     seed = check_int("seed", seed, 0)
     g = np.random.default_rng([seed, 31337]).standard_normal(Z.shape[1])
     return box_radius(Z.shape[1], p) * np.sign(Z.mean(axis=0) + sigma * g)
+
+
+def clipped_mean_box(Z, p: float, scale: float = 3.0) -> np.ndarray:
+    """θ̂ = d^(−1/p) clip(scale √n z̄, −1, 1): a learner that is not a vertex of the box.
+
+    Coordinates whose mean exceeds ``1/(scale √n)`` in size (``scale`` > 0 standard errors of
+    one sign) saturate as in ERM; the others stay proportional to z̄. Another α-learner than
+    ERM when ``scale`` is a few units.
+
+    See: book/traceability/02-dp-and-tradeoff.ipynb
+    """
+    Z = check_array("Z", Z, ndim=2, min_size=1)
+    scale = check_positive("scale", scale)
+    n, d = Z.shape
+    return box_radius(d, p) * np.clip(scale * math.sqrt(n) * Z.mean(axis=0), -1.0, 1.0)
 
 
 def dp_erm_box(Z, k: int, eps: float, delta: float, p: float, seed: int = 0) -> np.ndarray:

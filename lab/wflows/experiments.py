@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_positive
+from lab.core.checks import check_array, check_int, check_positive, check_range
 from lab.core.rates import power_law_fit
 from lab.wflows.distances import fisher_grid, kl_grid
 from lab.wflows.flows import fokker_planck_1d
@@ -56,6 +56,7 @@ def fisher_rate_1d(
     horizons: Any = (4.0, 8.0, 16.0, 32.0, 64.0),
     *,
     eta0: float = 1.0,
+    eta_power: float = 0.5,
     batch_size: int = 1,
     start: float = 3.5,
     start_sd: float = 0.3,
@@ -65,8 +66,8 @@ def fisher_rate_1d(
     outputs_per_unit: int = 8,
 ) -> FisherRate:
     r"""The nonconvex rate of the SGD flow, by the 1-D PDE: for each horizon ``T`` run the SGD
-    flow (eq. 3) with the step ``eta = eta0 / sqrt(T)`` (the schedule of the $O(1/\sqrt T)$
-    bound) from $\mathcal N(\text{start}, \text{start\_sd}^2)$ towards a Gaussian-mixture
+    flow (eq. 3) with the step ``eta = eta0 / T^eta_power`` (``eta_power = 1/2``: the schedule
+    of the $O(1/\sqrt T)$ bound; 0: a fixed step, the rival) from $\mathcal N(\text{start}, \text{start\_sd}^2)$ towards a Gaussian-mixture
     target, and average the relative Fisher information $I(\mu_t\|\pi)$ over $[0, T]$.
 
     With the constant minibatch noise of :class:`GaussianMixture1D` the SGD flow is the
@@ -80,6 +81,8 @@ def fisher_rate_1d(
         At least two increasing horizons ``T > 0``.
     eta0, batch_size : float, int
         Step constant and minibatch size.
+    eta_power : float
+        Exponent of the step schedule in ``[0, 1]`` (default 1/2).
     start, start_sd : float
         The initial Gaussian.
     x_max, n_grid, dt : float, int, float
@@ -97,6 +100,7 @@ def fisher_rate_1d(
     if np.any(T <= 0) or np.any(np.diff(T) <= 0):
         raise ValueError(f"horizons must be positive and increasing (got {T})")
     eta0 = check_positive("eta0", eta0)
+    eta_power = check_range("eta_power", eta_power, 0.0, 1.0)
     b = check_int("batch_size", batch_size, 1, target.N)
     start = float(check_array("start", start, ndim=0))
     start_sd = check_positive("start_sd", start_sd)
@@ -112,7 +116,7 @@ def fisher_rate_1d(
     vp = target.grad(x)
     etas, mean_I, min_I, kls, curves = [], [], [], [], {}
     for horizon in T:
-        eta = eta0 / np.sqrt(horizon)
+        eta = eta0 / horizon**eta_power
         D = 1.0 + 0.5 * eta * target.noise_var(b)  # eq. (3) with Sigma = s^2 / b
         t = np.linspace(0.0, horizon, int(np.ceil(k * horizon)) + 1)
         mus = fokker_planck_1d(vp, D, x, mu0, t, dt=dt)

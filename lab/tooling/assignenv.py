@@ -1,0 +1,155 @@
+"""The grading environment of every assignment's autograder zip (otter's container, Gradescope).
+
+``otter assign`` writes an ``environment.yml`` into the autograder zip; otter's container and
+Gradescope build the grading image from it (``setup.sh``). By itself it holds only Python and
+otter-grader, so every test would fail on ``import lab``. Each solution master's
+``# ASSIGNMENT CONFIG`` therefore carries the lines :func:`config_lines` returns:
+
+* ``python_version``: the Python the project tests (``PYTHON_VERSION`` of the CI workflow);
+* ``requirements``: PyTorch's CPU index, torch pinned to the lock's CPU build, and this
+  package at this version with the ``book`` extra, from the repository at the tag ``v<version>``
+  (``optlab[book] @ git+<repository.url>@v<version>``: a direct reference, so no package index
+  can substitute another project's ``optlab``).
+
+``python -m lab.tooling.assignenv`` rewrites the config cell of every master (idempotent;
+``--check`` reports stale ones and exits 1); ``tests/test_grading_zip.py`` checks that they are
+current and builds the environment of a zip from the zip's own files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+__all__ = [
+    "CPU_INDEX",
+    "config_lines",
+    "main",
+    "package_requirement",
+    "requirements",
+    "sync",
+    "tested_python",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+_KEYS = ("python_version", "requirements")
+
+
+def _root(root) -> Path:
+    if root is None:
+        return ROOT
+    if not isinstance(root, (str, Path)):
+        raise TypeError(f"root must be a path (got {root!r})")
+    return Path(root)
+
+
+def tested_python(root: Path | None = None) -> str:
+    """``PYTHON_VERSION`` of ``.github/workflows/ci.yml`` (e.g. ``"3.11"``)."""
+    text = (_root(root) / ".github" / "workflows" / "ci.yml").read_text()
+    m = re.search(r"^\s*PYTHON_VERSION:\s*\"?([0-9.]+)\"?\s*$", text, re.M)
+    if not m:
+        raise ValueError("ci.yml sets no PYTHON_VERSION")
+    return m.group(1)
+
+
+def _version(root: Path) -> str:
+    text = (root / "pyproject.toml").read_text()
+    m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    if not m:
+        raise ValueError("pyproject.toml has no [project] version")
+    return m.group(1)
+
+
+def package_requirement(root: Path | None = None) -> str:
+    """``optlab[book] @ git+<repository.url>@v<version>``."""
+    from lab.tooling import colab
+
+    root = _root(root)
+    url, _ = colab.repository(root)
+    return f"optlab[book] @ git+{url}@v{_version(root)}"
+
+
+def requirements(root: Path | None = None) -> list[str]:
+    """The pip lines of the grading environment (after otter's own)."""
+    root = _root(root)
+    lock = (root / "constraints.txt").read_text()
+    m = re.search(r"^torch==([^\s+]+)", lock, re.M)
+    if not m:
+        raise ValueError("constraints.txt pins no torch")
+    return [f"--extra-index-url {CPU_INDEX}", f"torch=={m.group(1)}+cpu", package_requirement(root)]
+
+
+def config_lines(root: Path | None = None) -> list[str]:
+    """The YAML lines each ``# ASSIGNMENT CONFIG`` ends with."""
+    lines = [f'python_version: "{tested_python(root)}"', "requirements:"]
+    return lines + [f'  - "{r}"' for r in requirements(root)]
+
+
+def _strip_keys(lines: list[str]) -> list[str]:
+    out, skipping = [], False
+    for line in lines:
+        key = line.split(":", 1)[0].strip()
+        if not line.startswith((" ", "-")):
+            skipping = key in _KEYS
+        if not skipping:
+            out.append(line)
+    return out
+
+
+def sync(path: str | Path, *, root: Path | None = None, check: bool = False) -> bool:
+    """Make the config cell of the solution master ``path`` end with :func:`config_lines`;
+    return whether it changed (with ``check``: would change; the file is left alone).
+
+    Raises
+    ------
+    TypeError
+        If ``path`` is not a path.
+    ValueError
+        If the notebook has no raw ``# ASSIGNMENT CONFIG`` cell.
+    """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path (got {path!r})")
+    path = Path(path)
+    nb = json.loads(path.read_text())
+    cell = next(
+        (
+            c
+            for c in nb["cells"]
+            if c["cell_type"] == "raw" and "".join(c["source"]).startswith("# ASSIGNMENT CONFIG")
+        ),
+        None,
+    )
+    if cell is None:
+        raise ValueError(f"path {path} has no raw '# ASSIGNMENT CONFIG' cell")
+    old = "".join(cell["source"])
+    lines = _strip_keys(old.rstrip("\n").splitlines()) + config_lines(root)
+    new = "\n".join(lines)
+    if new == old:
+        return False
+    if not check:
+        cell["source"] = [ln + "\n" for ln in lines[:-1]] + [lines[-1]]
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.tooling.assignenv",
+        description="Write the grading environment into every assignment's config cell.",
+    )
+    parser.add_argument("--check", action="store_true", help="report stale masters, exit 1")
+    args = parser.parse_args(argv)
+    stale = [
+        p for p in sorted((ROOT / "book").glob("*/assignment.ipynb")) if sync(p, check=args.check)
+    ]
+    for p in stale:
+        print(f"{'stale' if args.check else 'updated'}: {p.relative_to(ROOT)}")
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

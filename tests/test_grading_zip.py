@@ -1,0 +1,185 @@
+"""otter's container and Gradescope route: the autograder zip's own environment grades.
+
+``otter assign`` writes ``environment.yml`` into each autograder zip; otter's Docker image and
+Gradescope build the grading environment from it alone. Here that environment is built the
+same way, in a fresh venv outside the repository, from the zip's own lines (its Python, its pip
+requirements: otter, PyTorch's CPU index and torch, ``optlab[book]`` at this version): the one
+substitution is that ``optlab[book] @ git+<repository>@v<version>`` is taken from a wheel built
+from this checkout (the tag of an unreleased version does not exist yet, and the machine has no
+route to GitHub). Then ``otter run`` in that venv grades each chapter's solution master: full
+marks. Three chapters by default (``eos``, and ``cvrp`` and ``arecho``, which need the book
+extra's ``pyvrp`` and ``pesq``); all 19 in the slow test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab.tooling import assignenv, grading
+
+#: building the zip's environment from its own requirements takes 10-13 minutes on 2 cores: not in CI
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUGS = sorted(p.parent.name for p in (ROOT / "book").glob("*/assignment.ipynb"))
+QUICK = ["eos", "cvrp", "arecho"]
+
+
+def build_wheel(dest: Path) -> Path:
+    """A wheel of this checkout's package (built from a copy: no .venv, no _build)."""
+    src = dest / "src"
+    src.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "lab", src / "lab", ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        + ["-w", str(dest / "dist"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = (dest / "dist").glob("optlab-*.whl")
+    return wheel
+
+
+def clean_env(venv: Path) -> dict[str, str]:
+    """The environment of a process of ``venv``: nothing of this checkout's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(venv)
+    env["LAB_PROGRESS"] = "0"
+    return env
+
+
+def zip_environment(autograder: Path) -> tuple[str, list[str]]:
+    """``(python version, pip lines)`` of an autograder zip's ``environment.yml``."""
+    with zipfile.ZipFile(autograder) as z:
+        env = yaml.safe_load(z.read("environment.yml"))
+    deps = env["dependencies"]
+    python = next(d for d in deps if isinstance(d, str) and d.startswith("python="))
+    pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+    return python.removeprefix("python="), pip
+
+
+@pytest.fixture(scope="module")
+def zips(tmp_path_factory):
+    """Every chapter's autograder zip and solution master, built lazily."""
+    base = tmp_path_factory.mktemp("assign")
+    built: dict[str, grading.AssignmentBuild] = {}
+
+    def get(slug: str) -> grading.AssignmentBuild:
+        if slug not in built:
+            built[slug] = grading.assign(slug, base / slug, run_tests=False)
+        return built[slug]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def zip_venv(zips, tmp_path_factory):
+    """A fresh venv built from the eos zip's environment.yml (the other zips must agree)."""
+    version, pip_lines = zip_environment(zips("eos").autograder)
+    assert version == assignenv.tested_python()
+    python = shutil.which(f"python{version}")
+    if python is None:
+        pytest.skip(f"no python{version} on this machine (the zip's Python)")
+    base = tmp_path_factory.mktemp("zipenv")
+    wheel = build_wheel(base / "wheel")
+    package = assignenv.package_requirement()
+    assert package in pip_lines, f"the zip does not install {package}: {pip_lines}"
+    lines = [f"optlab[book] @ {wheel.as_uri()}" if ln == package else ln for ln in pip_lines]
+    (base / "requirements.txt").write_text("\n".join(lines) + "\n")
+    venv = base / "venv"
+    start = time.monotonic()
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--retries", "0"]
+        + ["-r", str(base / "requirements.txt")],
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        cwd=base,
+        env=clean_env(venv),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    freeze = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env(venv),
+    ).stdout
+    assert re.search(r"^torch==\S+\+cpu$", freeze, re.M), "the zip's torch is not the CPU build"
+    assert not re.search(r"^jupyter-book==", freeze, re.M), "the [dev] extras were installed"
+    print(f"zip environment built in {time.monotonic() - start:.0f} s")
+    return venv, pip_lines
+
+
+def grade_in_zip_env(venv: Path, pip_lines: list[str], build, work: Path) -> dict:
+    """``otter run`` of the venv on the solution master, outside the repository."""
+    assert zip_environment(build.autograder)[1] == pip_lines, "zips differ in their environment"
+    work.mkdir(parents=True)
+    notebook = work / "submission.ipynb"
+    shutil.copy2(build.solution, notebook)
+    done = subprocess.run(
+        [str(venv / "bin" / "otter"), "run", "-a", str(build.autograder), "-o", str(work)]
+        + [str(notebook)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=work,
+        env=clean_env(venv),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((work / "results.json").read_text())
+    tests = results["tests"]
+    score = sum(t["score"] for t in tests if "score" in t)
+    possible = sum(t["max_score"] for t in tests if "max_score" in t)
+    return {"score": score, "max": possible, "tests": tests}
+
+
+def _check_full_marks(zips, zip_venv, slugs, tmp_path):
+    venv, pip_lines = zip_venv
+    scores = {}
+    for slug in slugs:
+        res = grade_in_zip_env(venv, pip_lines, zips(slug), tmp_path / slug)
+        scores[slug] = f"{res['score']:g}/{res['max']:g}"
+        failed = [t.get("name") for t in res["tests"] if t.get("score") != t.get("max_score")]
+        assert res["max"] > 0 and res["score"] == res["max"], f"{slug}: {scores[slug]} {failed}"
+    print("zip environment grades:", scores)
+
+
+def test_the_installed_package_is_the_wheel_not_the_checkout(zip_venv, tmp_path):
+    venv, _ = zip_venv
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import lab, otter; print(lab.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(venv),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.strip()).is_relative_to(venv), done.stdout
+
+
+def test_the_zip_environment_grades_the_solution_to_full_marks(zips, zip_venv, tmp_path):
+    _check_full_marks(zips, zip_venv, QUICK, tmp_path)
+
+
+@pytest.mark.slow
+def test_the_zip_environment_grades_every_chapter_to_full_marks(zips, zip_venv, tmp_path):
+    _check_full_marks(zips, zip_venv, [s for s in SLUGS if s not in QUICK], tmp_path)
