@@ -350,7 +350,7 @@ def test_cache_guard_drops_only_what_changed(tmp_path):
 # -- grading helpers -----------------------------------------------------------------------
 def test_assert_close_messages():
     grading.assert_close("x", [1.0, 2.0], [1.0, 2.0])
-    with pytest.raises(AssertionError, match="off by up to"):
+    with pytest.raises(AssertionError, match=r"expected x\[1\] = 2, found 2.1 \(off by 0.1"):
         grading.assert_close("x", [1.0, 2.1], [1.0, 2.0])
     with pytest.raises(AssertionError, match="NaN"):
         grading.assert_close("x", [np.nan], [1.0])

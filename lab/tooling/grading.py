@@ -388,7 +388,11 @@ def assert_close(
     diff = np.where(bad, np.inf, np.abs(np.nan_to_num(got_a - exp_a, nan=np.inf)))
     worst = np.unravel_index(int(np.argmax(np.where(close & ~bad, -1.0, diff))), got_a.shape)
     where = f"[{', '.join(map(str, worst))}]" if got_a.ndim else ""
-    off = "" if bad[worst] else f"off by {float(diff[worst]):.3g}; "
+    off = (
+        "NaN or inf where a number is expected; "
+        if bad[worst]
+        else f"off by {float(diff[worst]):.3g}; "
+    )
     raise AssertionError(
         f"{head}: expected{(' ' + name + where + ' =') if where else ''} {_at(exp_a, worst)}, "
         f"found {_at(got_a, worst)} ({off}tolerance rtol={rtol:g}, atol={atol:g}"
