@@ -8,7 +8,7 @@ Two cases on the SO(2) toy (3 homotopy layers, width 16, N training points):
   the strict equivariant model, peer = Cooper's ``SimultaneousOptimizer`` (Lagrangian
   formulation, one equality constraint per gamma), the library a user would pick for the
   primal-dual part. Check: the ACE and Cooper gamma trajectories agree;
-* the equivariance check: fast = ``lab.ace.equivariance_error`` (all rotations in one batched
+* the equivariance check: fast = ``lab.ace.fast.equivariance_error`` (all rotations in one batched
   forward), reference = a loop with one forward per rotation; checked to agree to 1e-9.
 
     python benchmarks/bench_ace.py            # CPU: N = 256, 300 steps, 64 rotations
@@ -136,7 +136,7 @@ def equivariance_case(bench, N: int, n: int, device) -> None:
         batched = case.time(
             "fast",
             "lab.ace.equivariance_error (batched)",
-            lambda: ace.equivariance_error(
+            lambda: ace.fast.equivariance_error(
                 model, x, lambda k: th[:k], ace.rotation_matrices, ace.rotation_matrices, n=n
             ),
             device=sync,

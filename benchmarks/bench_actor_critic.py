@@ -5,7 +5,8 @@ schedule (eta_k = 0.1 k^-2/3, beta_k = k^-2/3) for K iterations. Cases (each pat
 the runs are long):
 
 * 8 runs on the same injected uniforms: reference ``lab.actor_critic.single_timescale_ac``
-  (numpy, vectorised over runs), fast ``single_timescale_ac_torch``, checked to agree (max
+  (numpy, vectorised over runs), fast ``lab.actor_critic.fast.single_timescale_ac`` (timed as
+  ``single_timescale_ac_torch``), checked to agree (max
   abs diff of theta); peer: exact policy-gradient ascent (the perfect critic, same actor
   schedule; one run timed, scaled to 8 runs);
 * 256 runs (64 with ``--quick``), 20 evaluation points: reference vs fast;
@@ -62,7 +63,7 @@ def main() -> None:
         fast = case.time(
             "fast",
             "single_timescale_ac_torch",
-            lambda: ac.single_timescale_ac_torch(
+            lambda: ac.fast.single_timescale_ac(
                 mdp, K, ACTOR, CRITIC, runs, uniforms=u, device="cpu"
             ),
             **ONCE,
@@ -96,7 +97,7 @@ def main() -> None:
         wide_t = case.time(
             "fast",
             "single_timescale_ac_torch",
-            lambda: ac.single_timescale_ac_torch(
+            lambda: ac.fast.single_timescale_ac(
                 mdp, K, ACTOR, CRITIC, big, eval_points=20, device="cpu"
             ),
             **ONCE,
@@ -121,11 +122,11 @@ def main() -> None:
                 note=f"extrapolated from the {big}-run CPU case",
             )
             uc = torch.as_tensor(u, device="cuda")
-            small = ac.single_timescale_ac_torch(mdp, K, ACTOR, CRITIC, runs, uniforms=uc)
+            small = ac.fast.single_timescale_ac(mdp, K, ACTOR, CRITIC, runs, uniforms=uc)
             gpu = case.time(
                 "fast",
                 "single_timescale_ac_torch",
-                lambda: ac.single_timescale_ac_torch(
+                lambda: ac.fast.single_timescale_ac(
                     mdp, K, ACTOR, CRITIC, n, eval_points=20, device="cuda"
                 ),
                 device="cuda",

@@ -3,8 +3,8 @@ computing the metrics, and the chain vs the parallel baseline and scikit-learn's
 
 Cases (the committed 1,000-utterance corpus; chain trained once for the whole script):
 
-* decoding 200 test utterances, all nine metrics, confidence-first: ``lab.arecho.decode``
-  (batched, fast) vs ``decode_reference`` (one utterance and one candidate at a time);
+* decoding 200 test utterances, all nine metrics, confidence-first: ``lab.arecho.fast.decode``
+  (batched) vs ``lab.arecho.reference.decode`` (one utterance and one candidate at a time);
 * the performance anchor: utterances per second for computing PESQ-WB + PESQ-NB + STOI +
   SI-SNR + LSD directly (needs the clean reference; peer) vs the chain's reference-free
   prediction from features (fast), with the accuracy paid for it;
@@ -56,12 +56,12 @@ def main() -> None:
         ref = case.time(
             "reference",
             "decode_reference (per utterance)",
-            lambda: ar.decode_reference(chain, x, "all", "confidence"),
+            lambda: ar.reference.decode(chain, x, "all", "confidence"),
             reps=1,
             warmup=0,
         )
         fast = case.time(
-            "fast", "decode (batched torch)", lambda: ar.decode(chain, x, "all", "confidence")
+            "fast", "decode (batched torch)", lambda: ar.fast.decode(chain, x, "all", "confidence")
         )
         case.metric("identical", all(np.array_equal(ref[k], fast[k]) for k in ref))
 
@@ -84,7 +84,7 @@ def main() -> None:
 
         def learned():
             feats = np.stack([ar.logmel_features(corpus.audio(int(i))) for i in te[:n_direct]])
-            return ar.decode(chain, feats, "all", "confidence")
+            return ar.fast.decode(chain, feats, "all", "confidence")
 
         t_direct = case.time(
             "peer", "pesq + pystoi + SI-SNR + LSD (needs the reference)", direct, reps=1, warmup=0
@@ -108,7 +108,7 @@ def main() -> None:
         n_test=int(te.size),
     ) as case:
         t0 = time.perf_counter()
-        out = ar.decode(chain, x, "all", "confidence")
+        out = ar.fast.decode(chain, x, "all", "confidence")
         e = ar.errors(out, y, corpus.types, ytr, corpus.names)
         num, cat = summary(e, corpus.types)
         case.record(
@@ -161,13 +161,13 @@ def main() -> None:
             case.time(
                 "fast",
                 "decode (batched, CUDA)",
-                lambda: ar.decode(g, xg, "all", "confidence"),
+                lambda: ar.fast.decode(g, xg, "all", "confidence"),
                 device="cuda",
             )
             case.time(
                 "reference",
                 "decode (batched, CPU)",
-                lambda: ar.decode(chain, xg.cpu(), "all", "confidence"),
+                lambda: ar.fast.decode(chain, xg.cpu(), "all", "confidence"),
                 reps=1,
             )
     bench.finish()

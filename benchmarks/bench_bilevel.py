@@ -7,13 +7,13 @@
      64 points, scaled to ``B``);
    * peer: ``cvxpy (CLARABEL)``, one QP per point, the solver a user would pick (timed once
      on a few points, scaled to ``B``);
-   * fast: ``lab kkt_oracle_torch``: factorise once, one batched LU solve for all points (CPU,
+   * fast: ``lab.bilevel.fast.kkt_oracle`` (timed as ``lab kkt_oracle_torch``): factorise once, one batched LU solve for all points (CPU,
      and CUDA with ``--gpu``).
 
    Checks: max abs difference to the reference (asserted < 1e-6 for cvxpy, < 1e-8 otherwise).
 
 2. **IZOM on Toy P** (``R`` runs of ``T`` steps, 4 directions): reference ``izom`` (numpy,
-   one run at a time, timed once on 3 runs and scaled to ``R``) vs fast ``izom_batched``
+   one run at a time, timed once on 3 runs and scaled to ``R``) vs fast ``izom_many`` (timed as ``lab izom_batched``)
    (all runs and directions of a step in one oracle batch). Check: with the same directions
    and one run the two agree on a 40-step horizon.
 
@@ -71,7 +71,7 @@ def oracle_case(bench, n_train: int, p: int, B: int, dev: str, cvx_points: int) 
             note=f"timed once on {cvx_points} points, scaled to {B}",
         )
         case.metric("cvxpy_max_abs_diff_vs_reference", err)
-        oracle = bl.kkt_oracle_torch(H.A, H.G, H.ytr, H.yval, device=dev)
+        oracle = bl.kkt_oracle(H.A, H.G, H.ytr, H.yval, device=dev)
         Xt = torch.tensor(X, device=dev)
         out = case.time(
             "fast",
@@ -81,7 +81,7 @@ def oracle_case(bench, n_train: int, p: int, B: int, dev: str, cvx_points: int) 
         )
         case.rows[-1]["evals_per_s"] = B / case.rows[-1]["seconds"]
         err = float(np.abs(out[:n_ref].cpu().numpy() - ref).max())
-        assert err < 1e-8, f"kkt_oracle_torch ({dev}) disagrees by {err}"
+        assert err < 1e-8, f"kkt_oracle ({dev}) disagrees by {err}"
         case.metric("fast_max_abs_diff_vs_reference", err)
 
 
@@ -110,14 +110,14 @@ def izom_case(bench, T: int, runs: int, n_dirs: int, dev: str) -> None:
         )
         U = bl.sphere_directions(np.random.default_rng(0), 40, 2)
         ref = bl.izom(P, x0, 40, 0.02, 1e-3, 0, measure="none", directions=U).x
-        chk = bl.izom_batched(P, x0, 40, 0.02, 1e-3, directions=U[:, None, None], device=dev)
+        chk = bl.izom_many(P, x0, 40, 0.02, 1e-3, directions=U[:, None, None], device=dev)
         err = float(np.abs(chk.x[:, 0].cpu().numpy() - ref).max())
-        assert err < 1e-9, f"izom_batched ({dev}) disagrees with izom by {err}"
+        assert err < 1e-9, f"izom_many ({dev}) disagrees with izom by {err}"
         case.metric("fast_max_abs_diff_vs_reference_40_steps", err)
         case.time(
             "fast",
             "lab izom_batched",
-            lambda: bl.izom_batched(
+            lambda: bl.izom_many(
                 P, x0, T, eta, 1e-3, n_dirs=n_dirs, runs=runs, record_every=T, device=dev
             ),
             reps=1,

@@ -5,7 +5,7 @@ similarity ``d_max - d``), one case per ``n``, distances included in every time:
 
 * reference: ``lab.coreset.greedy_facility_location`` (numpy, plain greedy; timed once), and
   its lazy priority-queue variant (``lazy=True``, full size only);
-* fast: ``lab.coreset.facility_location_torch`` on CPU (float64), one pool; also a batch of 8
+* fast: ``lab.coreset.facility_location`` on CPU (float64), one pool; also a batch of 8
   pools in one call (the way ``CoresetTrainer`` selects the coresets of several steps at
   once), timed once and reported per pool; CUDA (float32) with ``--gpu``;
 * peer: ``apricot.FacilityLocationSelection`` (``apricot-select``, numba), the library a user
@@ -65,7 +65,7 @@ def one_size(bench, apricot, n: int, on_cpu: bool) -> None:
             idx, _ = case.time(
                 "fast",
                 "lab facility_location_torch (float64)",
-                lambda: cs.facility_location_torch(Gt, b),
+                lambda: cs.facility_location(Gt, b),
                 reps=bench.args.reps or 2,
             )
             check(idx)
@@ -73,7 +73,7 @@ def one_size(bench, apricot, n: int, on_cpu: bool) -> None:
             idxb, _ = case.time(
                 "fast",
                 "lab facility_location_torch, 8 pools in one call (per pool)",
-                lambda: cs.facility_location_torch(Gb, b),
+                lambda: cs.facility_location(Gb, b),
                 **ONCE,
             )
             row = case.rows[-1]
@@ -102,11 +102,11 @@ def one_size(bench, apricot, n: int, on_cpu: bool) -> None:
                     check(res.ranking)
         if bench.gpu:
             Gc = torch.as_tensor(G, dtype=torch.float32, device="cuda")
-            cs.facility_location_torch(Gc[:50], 5)  # warm-up
+            cs.facility_location(Gc[:50], 5)  # warm-up
             idx, _ = case.time(
                 "fast",
                 "lab facility_location_torch (float32)",
-                lambda: cs.facility_location_torch(Gc, b),
+                lambda: cs.facility_location(Gc, b),
                 reps=3,
                 device="cuda",
             )
@@ -115,7 +115,7 @@ def one_size(bench, apricot, n: int, on_cpu: bool) -> None:
             idxb, _ = case.time(
                 "fast",
                 "lab facility_location_torch, 8 pools (float32, per pool)",
-                lambda: cs.facility_location_torch(Gcb, b),
+                lambda: cs.facility_location(Gcb, b),
                 reps=2,
                 device="cuda",
             )

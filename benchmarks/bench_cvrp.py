@@ -4,7 +4,7 @@ PyVRP time needed for the same gap.
 Cases:
 
 0. greedy POMO rollouts, ``n = 20``: the batched torch fast path (all starts of a batch in one
-   call) vs ``greedy_rollout_ref`` (numpy float64, one rollout at a time); time per rollout.
+   call) vs ``reference.greedy_rollout`` (numpy float64, one rollout at a time); time per rollout.
 1. the shipped models' gap (%) to PyVRP at each capacity, mean over training seeds (rows named
    by checkpoint; fields ``gap_C<c>``, ``average``, ``seeds``), greedy POMO with 20 starts,
    against the cached PyVRP reference (0.2 s per instance, 32 instances per capacity).
@@ -38,6 +38,7 @@ def main() -> None:
     import torch
 
     from lab import cvrp
+    from lab.cvrp import reference
 
     bench = Benchmark("cvrp", __doc__)
     quick = bench.quick
@@ -61,7 +62,7 @@ def main() -> None:
         k = 4 if quick else 16
         t0 = time.perf_counter()
         ref = [
-            cvrp.greedy_rollout_ref(
+            reference.greedy_rollout(
                 sd, model.config, b.xy[i].numpy(), b.demand[i].numpy(), 50.0, 1
             )[1]
             for i in range(k)
@@ -69,7 +70,7 @@ def main() -> None:
         t_ref = (time.perf_counter() - t0) / k * (B * n)
         case.record(
             "reference",
-            f"greedy_rollout_ref (numpy, {k} rollouts, scaled to {B * n})",
+            f"reference.greedy_rollout (numpy, {k} rollouts, scaled to {B * n})",
             seconds=t_ref,
         )
         case.metric(

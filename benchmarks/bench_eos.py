@@ -8,7 +8,7 @@ iterates every 100 steps. Roles:
   subset of the grid and extrapolated to the whole batch; its rate does not depend on B);
 * peer: ``numpy vectorised``, the same update over the whole batch in numpy arrays (with the
   same freeze-on-divergence rule), the code a user would write;
-* fast: ``lab.eos.gd_batched`` (torch, CPU; a CUDA case at B = 1e6 with ``--gpu``).
+* fast: ``lab.eos.fast.gd`` (torch, CPU; a CUDA case at B = 1e6 with ``--gpu``).
 
 Checks: max |fast - gd| and |peer - gd| at the recorded steps of the reference trajectories
 that did not diverge.
@@ -92,11 +92,11 @@ def main() -> None:
                     worst = max(worst, float(np.max(np.abs(W_rec[:, i] - ref[j].w[rs]))))
             return worst
 
-        eos.gd_batched(model, w0, etas[:8], 10, device="cpu")  # warm-up (first call)
+        eos.fast.gd(model, w0, etas[:8], 10, device="cpu")  # warm-up (first call)
         bt = case.time(
             "fast",
-            "lab.eos.gd_batched (torch)",
-            lambda: eos.gd_batched(model, w0, etas, steps, record_every=every, device="cpu"),
+            "lab.eos.fast.gd (torch)",
+            lambda: eos.fast.gd(model, w0, etas, steps, record_every=every, device="cpu"),
         )
         W_np = case.time(
             "peer", "numpy vectorised", lambda: numpy_vectorised(w0, etas, steps, every)
@@ -122,8 +122,8 @@ def main() -> None:
             etas_g = torch.linspace(0.5, 1.6, Bg, dtype=torch.float64, device="cuda")
             bg = case.time(
                 "fast",
-                "lab.eos.gd_batched (torch)",
-                lambda: eos.gd_batched(
+                "lab.eos.fast.gd (torch)",
+                lambda: eos.fast.gd(
                     model, w0, etas_g, steps_g, record_every=every_g, device="cuda"
                 ),
                 reps=3,

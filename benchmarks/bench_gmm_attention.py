@@ -3,12 +3,12 @@
 1. **Identity attention** (the kernel of in-context quantisation), ``B`` sequences of ``L``
    tokens in ``d = 64``, one case per ``L``: reference ``lab.gmm_attention.identity_attention``
    (numpy float64, builds the ``L x L`` weights; CPU, L <= 2048), fast
-   ``identity_attention_sdpa`` (``scaled_dot_product_attention``: fused kernels on a GPU, no
+   ``fast.identity_attention`` (``scaled_dot_product_attention``: fused kernels on a GPU, no
    ``L x L`` matrix), peer: the naive torch version that builds the weights. Checks: max abs
    error of the fast path vs the reference (and vs the naive peer); sdpa TFLOP/s.
 2. **Finding the centroids** of the symmetric mixture (``d = 10``, ``||mu|| / sigma = 3``),
    seconds per run: reference = the numpy SGD ``train_heads`` (one run at a time, timed on 3
-   runs), fast = ``train_heads_batched`` (``R`` runs in one call, total / R), peers =
+   runs), fast = ``fast.train_heads`` (``R`` runs in one call, total / R), peers =
    scikit-learn's ``KMeans`` and ``GaussianMixture`` (EM) on 1e4 samples. Centroid errors are
    recorded with the rows.
 
@@ -57,8 +57,8 @@ def attention_cases(bench, sizes, device, dtype, B, d=64, beta=0.05):
                 )
             out_f = case.time(
                 "fast",
-                "lab identity_attention_sdpa",
-                lambda Xt=Xt: ga.identity_attention_sdpa(Xt, beta),
+                "lab fast.identity_attention",
+                lambda Xt=Xt: ga.fast.identity_attention(Xt, beta),
                 reps=reps,
                 device=dev,
             )
@@ -101,16 +101,16 @@ def training_case(bench, R, steps, device):
             error=err0,
             note=f"mean over {n_ref} runs timed once",
         )
-        ga.train_heads_batched(mu, 1.0, 2, 0.1, 1024, seeds=R, device=device)  # warm-up
+        ga.fast.train_heads(mu, 1.0, 2, 0.1, 1024, seeds=R, device=device)  # warm-up
         t0 = time.perf_counter()
-        heads = ga.train_heads_batched(mu, 1.0, steps, 0.1, 1024, seeds=R, device=device)
+        heads = ga.fast.train_heads(mu, 1.0, steps, 0.1, 1024, seeds=R, device=device)
         if device != "cpu":
             torch.cuda.synchronize()
         t_fast = time.perf_counter() - t0
         errs = [ga.centroid_error(h.cpu().numpy(), mu) for h in heads]
         case.record(
             "fast",
-            "lab train_heads_batched (torch)",
+            "lab fast.train_heads (torch)",
             seconds=t_fast / R,
             device=device,
             error=float(np.median(errs)),

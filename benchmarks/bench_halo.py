@@ -35,7 +35,7 @@ PEAK_BW = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12, "4090": 1.0e12, "L40
 
 def _torch_path(x):
     """The torch (Kronecker-factor) path that ``fwht`` falls back to without a C compiler."""
-    return halo.hadamard._fwht_torch(x, True, False)
+    return halo.fast._fwht_torch(x, True, False)
 
 
 def cpu_cases(bench: Benchmark) -> None:

@@ -12,7 +12,7 @@ is timed (median over repeats of a block of steps, after a warm-up block; per st
 The chapter's target is a step of at most 2x Adam's (``torch.optim.Adam`` with its defaults),
 for both KOALA++ paths: each row stores ``x_adam`` (median over median) and ``x_adam_min``
 (best over best, the steadier number on a busy machine). Checks (metrics of the first case): the
-fast path against ``koalapp_reference`` (float64, one tensor, 100 steps) and against the loop
+fast path against ``koalapp`` (float64, one tensor, 100 steps) and against the loop
 (float64, 8 tensors, 20 steps). Then the digits MLP of notebook 2 is trained with
 SGD-momentum, Adam and KOALA++ to 95% test accuracy (time to accuracy, iterations only).
 
@@ -93,9 +93,7 @@ def step_fn(name, params):
 def check_reference():
     prob = koala.NoisyQuadratic(n=50, kappa=100.0, seed=0)
     th0 = prob.start()
-    ref = koala.koalapp_reference(
-        th0, prob.loss, prob.grad, steps=100, r=0.5, weight_decay=1e-3, lr=0.8
-    )
+    ref = koala.koalapp(th0, prob.loss, prob.grad, steps=100, r=0.5, weight_decay=1e-3, lr=0.8)
     p = torch.nn.Parameter(torch.tensor(th0))
     opt = koala.KoalaPP([p], r=0.5, weight_decay=1e-3, lr=0.8, foreach=True)
     for k in range(1, 101):

@@ -3,8 +3,8 @@
 For m environments (m = 2, 4, 8) with one batch each, two cases per m:
 
 * the m x m risk matrix, forward + backward (median of single calls): fast =
-  ``lab.medro.risk_matrix`` (one featurizer pass over all environments concatenated, all
-  heads with one ``einsum``), reference = ``risk_matrix_reference`` (one featurizer pass per
+  ``lab.medro.fast.risk_matrix`` (one featurizer pass over all environments concatenated, all
+  heads with one ``einsum``), reference = ``reference.risk_matrix`` (one featurizer pass per
   environment, a loop over heads), peer = ``naive pairs``, the code a user writes first (one
   featurizer pass per (head, environment) pair, m² passes). Every path is checked against
   the reference;
@@ -62,7 +62,7 @@ def stepper(m, heads, hidden, feat, envs, device):
     state = {"w": torch.full(shape, 1.0 / (m * heads), dtype=torch.float64, device=device)}
 
     def run():
-        R = medro.group_risks(net(x), y, g, m)[0]
+        R = medro.fast.group_risks(net(x), y, g, m)[0]
         if heads == 1:
             state["w"] = medro.update_pair_weights(state["w"], R[0], 0.01)
             loss = (state["w"].to(R.dtype) * R[0]).sum()
@@ -85,14 +85,14 @@ def run(bench, device, ms, hidden, feat, batch, reps):
         envs = medro.make_rotated_spurious_envs(batch, [0.8] * m, [0.0] * m, seed=1)
         batches = [(x.to(device), y.to(device)) for x, y in envs]
         with bench.case(f"risk matrix fwd+bwd, m = {m} ({device.type})", **size) as case:
-            ref = medro.risk_matrix_reference(model, batches).detach()
-            for name, fn in (("fast", medro.risk_matrix), ("peer", naive_pairs)):
+            ref = medro.reference.risk_matrix(model, batches).detach()
+            for name, fn in (("fast", medro.fast.risk_matrix), ("peer", naive_pairs)):
                 err = float((fn(model, batches).detach() - ref).abs().max())
                 assert err < 1e-4, f"{fn.__name__} disagrees with the reference by {err}"
                 case.metric(f"{name}_max_abs_diff_vs_reference", err)
             for role, label, fn in (
-                ("fast", "lab risk_matrix (one pass, einsum)", medro.risk_matrix),
-                ("reference", "lab risk_matrix_reference", medro.risk_matrix_reference),
+                ("fast", "lab risk_matrix (one pass, einsum)", medro.fast.risk_matrix),
+                ("reference", "lab risk_matrix_reference", medro.reference.risk_matrix),
                 ("peer", "naive pairs (m² featurizer passes)", naive_pairs),
             ):
                 case.time(

@@ -5,7 +5,7 @@ Three cases:
 
 * **sessions**: ``S`` seeds x 4 methods (600 calibration, ``n_train`` training and ``n_test``
   closed-loop trials each); reference = ``lab.omiso.run_session`` one session at a time
-  (numpy, timed once), fast = one ``lab.omiso.fast.simulate_batch`` call (torch; shares the
+  (numpy, timed once), fast = one ``lab.omiso.fast.run_sessions`` call (timed as ``simulate_batch``; torch; shares the
   calibration and training blocks of sessions on the same seed). The per-trial errors of the two
   must agree (``max_error_gap``).
 * **factor analysis** on 600 x 96 counts: ``lab.omiso.fit_fa`` vs scikit-learn
@@ -34,7 +34,7 @@ def main() -> None:
     from sklearn.decomposition import FactorAnalysis
 
     from lab import omiso
-    from lab.omiso.fast import simulate_batch
+    from lab.omiso.fast import run_sessions
     from lab.tooling.bench import Benchmark
 
     bench = Benchmark("omiso", __doc__)
@@ -62,7 +62,7 @@ def main() -> None:
         fast = case.time(
             "fast",
             "simulate_batch (torch, cpu)",
-            lambda: simulate_batch(seeds, methods, device="cpu", **kw),
+            lambda: run_sessions(seeds, methods, device="cpu", **kw),
             reps=1 if not bench.quick else 2,
             warmup=0,
         )
@@ -72,7 +72,7 @@ def main() -> None:
             case.time(
                 "fast",
                 "simulate_batch (torch, cuda), 1024 sessions",
-                lambda: simulate_batch(big, list(omiso.METHODS) * 256, device="cuda", **kw),
+                lambda: run_sessions(big, list(omiso.METHODS) * 256, device="cuda", **kw),
                 reps=1,
                 warmup=0,
                 device="cuda",
@@ -99,7 +99,7 @@ def main() -> None:
             drift=drift,
         ) as case:
             t0 = time.perf_counter()
-            out = simulate_batch(seeds, methods, device="cpu", drift=drift, **kw)
+            out = run_sessions(seeds, methods, device="cpu", drift=drift, **kw)
             secs = time.perf_counter() - t0
             err = out["errors"].mean(1)
             for m in omiso.METHODS:

@@ -4,11 +4,11 @@ Three comparisons, each at equal accuracy (the same marginal tolerance 1e-9; the
 marginal error and the max plan difference to POT ``sinkhorn_log`` are reported):
 
 * one balanced problem N x N, eps = 0.05: fast = ``entropic_plan`` (torch,
-  ``method="auto"``), reference = ``entropic_plan_ref`` (numpy log domain, timed once), peers
+  ``method="auto"``), reference = ``reference.entropic_plan`` (numpy log domain, timed once), peers
   = POT ``ot.bregman.sinkhorn_log`` and ``ot.sinkhorn``;
 * a batch of B problems 64 x 64: fast = one batched ``entropic_plan`` call, peers = POT loops
   (timed once on 64 problems, 16 with ``--quick``, and scaled to B);
-* ``worst_case_weights`` (torch, fast) vs ``worst_case_weights_ref`` (numpy, reference) at
+* ``worst_case_weights`` (torch, fast) vs ``reference.worst_case_weights`` (numpy) at
   N = M = 256.
 
 The chapter's target: agree with POT to 1e-6 and be at least as fast on CPU.
@@ -52,13 +52,15 @@ def main() -> None:
             P = case.time(
                 "fast",
                 "lab.ot_dro.entropic_plan (torch)",
-                lambda C=C, a=a, b=b: ot_dro.entropic_plan(C, eps, a, b, n_iter=10000, tol=tol),
+                lambda C=C, a=a, b=b: ot_dro.fast.entropic_plan(
+                    C, eps, a, b, n_iter=10000, tol=tol
+                ),
                 reps=bench.args.reps or 3,
             )
             Pr = case.time(
                 "reference",
                 "entropic_plan_ref (numpy)",
-                lambda C=C, a=a, b=b: ot_dro.entropic_plan_ref(C, eps, a, b, 10000, tol),
+                lambda C=C, a=a, b=b: ot_dro.reference.entropic_plan(C, eps, a, b, 10000, tol),
                 reps=1,
                 warmup=0,
             )
@@ -95,7 +97,7 @@ def main() -> None:
             Pb = case.time(
                 "fast",
                 "lab.ot_dro.entropic_plan, one batched call",
-                lambda Cb=Cb: ot_dro.entropic_plan(Cb, eps, n_iter=10000, tol=tol),
+                lambda Cb=Cb: ot_dro.fast.entropic_plan(Cb, eps, n_iter=10000, tol=tol),
                 reps=bench.args.reps or 3,
                 device=dev if dev == "cuda" else None,
             )
@@ -121,12 +123,14 @@ def main() -> None:
     L, Cw = rng.normal(size=256), rng.uniform(size=(256, 256))
     with bench.case("worst_case_weights 256x256", N=256, M=256) as case:
         _, Q = case.time(
-            "fast", "worst_case_weights (torch)", lambda: ot_dro.worst_case_weights(L, Cw, 1.0, 0.1)
+            "fast",
+            "worst_case_weights (torch)",
+            lambda: ot_dro.fast.worst_case_weights(L, Cw, 1.0, 0.1),
         )
         _, Qr = case.time(
             "reference",
             "worst_case_weights_ref (numpy)",
-            lambda: ot_dro.worst_case_weights_ref(L, Cw, 1.0, 0.1),
+            lambda: ot_dro.reference.worst_case_weights(L, Cw, 1.0, 0.1),
         )
         case.metric("max_abs_diff", float(np.abs(np.asarray(Q) - np.asarray(Qr)).max()))
     bench.finish()

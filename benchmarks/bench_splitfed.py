@@ -2,7 +2,8 @@
 
 Cases:
 
-0. ``simulate_vectorized`` (batched matmul backend, and the ``torch.func.vmap`` backend) against
+0. ``lab.splitfed.fast.simulate`` (timed as ``simulate_vectorized``; batched matmul backend, and
+   the ``torch.func.vmap`` backend) against
    the reference loop ``simulate``: the same rounds (digits MLP 64-32-32-10 cut after block 1,
    M = 10, P = 5, B = 32), timed per run; the max parameter difference in float64 is reported.
 1. Whole runs of 800 rounds with exponential straggler delays (mean 2 client forwards; server
@@ -61,17 +62,17 @@ def main() -> None:
         )
         fast = case.time(
             "fast", "simulate_vectorized (bmm)",
-            lambda: sf.simulate_vectorized(c, s, data["clients"], cfg, device="cpu", backend="bmm"),
+            lambda: sf.fast.simulate(c, s, data["clients"], cfg, device="cpu", backend="bmm"),
         )  # fmt: skip
         case.time(
             "fast", "simulate_vectorized (vmap)",
-            lambda: sf.simulate_vectorized(c, s, data["clients"], cfg, device="cpu", backend="vmap"),
+            lambda: sf.fast.simulate(c, s, data["clients"], cfg, device="cpu", backend="vmap"),
             reps=1,
         )  # fmt: skip
         case.metric("max_abs_diff_float32", float((ref.xc - fast.xc).abs().max()))
         c64 = cfg.replace(dtype="float64", rounds=10)
         a = sf.simulate(c, s, data["clients"], c64)
-        b = sf.simulate_vectorized(c, s, data["clients"], c64, device="cpu")
+        b = sf.fast.simulate(c, s, data["clients"], c64, device="cpu")
         case.metric("max_abs_diff_float64_10_rounds", float((a.xc - b.xc).abs().max()))
 
     T = 300 if quick else 800
@@ -81,7 +82,7 @@ def main() -> None:
     def whole_run(case, role, name, **kw):
         t0 = time.perf_counter()
         cfg = sf.MUSplitFedConfig(**{**base, **kw})
-        h = sf.simulate_vectorized(c, s, data["clients"], cfg, ev, device="cpu")
+        h = sf.fast.simulate(c, s, data["clients"], cfg, ev, device="cpu")
         r, clock = sf.rounds_to_target(h, TARGET)
         case.record(
             role, name, seconds=time.perf_counter() - t0, rounds_to_target=r,
@@ -157,7 +158,7 @@ def main() -> None:
             cfg = sf.MUSplitFedConfig(tau=8, rounds=200, clients=100, **STEPS)
             case.time(
                 "fast", "simulate_vectorized (cuda)",
-                lambda: sf.simulate_vectorized(c, s, many["clients"], cfg, device="cuda"),
+                lambda: sf.fast.simulate(c, s, many["clients"], cfg, device="cuda"),
                 device="cuda", reps=1,
             )  # fmt: skip
             small = cfg.replace(rounds=20)

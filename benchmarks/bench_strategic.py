@@ -6,7 +6,7 @@ runs (seeds): one case per (T, S), the default instance (d = 2, gamma = 0.2, eta
 * reference: ``lab.strategic.strategic_massart_learner``, numpy, one run cycle by cycle, run for
   every seed in a Python loop (at most three seeds timed; the time scales with S and is
   extrapolated, recorded as ``seeds_timed``);
-* fast: ``lab.strategic.strategic_massart_batch`` (torch, CPU; CUDA with ``--gpu``), all seeds
+* fast: ``lab.strategic.strategic_massart_many`` (torch, CPU; CUDA with ``--gpu``), all seeds
   at once;
 * no peer: no library implements strategic classification with this feedback model.
 
@@ -38,7 +38,7 @@ def main() -> None:
     if bench.gpu:
         sizes.append((50_000, 30))
     for T, S in sizes:
-        draws = st.draw_batch(T, env.d, range(S))
+        draws = st.draw_streams(T, env.d, range(S))
         timed = min(S, 3)
         with bench.case(f"Algorithm 1, T = {T:,}, S = {S} seeds", T=T, S=S) as case:
             refs = case.time(
@@ -55,8 +55,8 @@ def main() -> None:
             case.rows[-1]["seconds"] *= S / timed  # the loop over all S seeds
             fast = case.time(
                 "fast",
-                "lab strategic_massart_batch (torch)",
-                lambda draws=draws, T=T: st.strategic_massart_batch(
+                "lab strategic_massart_many (torch)",
+                lambda draws=draws, T=T: st.strategic_massart_many(
                     env, T, draws=draws, device="cpu"
                 ),
                 reps=1,
@@ -69,8 +69,8 @@ def main() -> None:
             if bench.gpu:
                 gpu = case.time(
                     "fast",
-                    "lab strategic_massart_batch (torch)",
-                    lambda draws=draws, T=T: st.strategic_massart_batch(
+                    "lab strategic_massart_many (torch)",
+                    lambda draws=draws, T=T: st.strategic_massart_many(
                         env, T, draws=draws, device="cuda"
                     ),
                     reps=1,

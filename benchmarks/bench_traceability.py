@@ -4,7 +4,7 @@ Scores L learners (noise levels) against the same instance; one score is one len
 product, ``L * (2n + R)`` per sweep. Cases:
 
 * tracing: reference = ``lab.traceability.trace`` (numpy, one learner at a time), fast =
-  ``lab.traceability.trace_batched`` (torch, all learners in one batched matmul, on CPU and
+  ``lab.traceability.fast.trace`` (torch, all learners in one batched matmul, on CPU and
   on CUDA with ``--gpu``). Check: the fast path's masks equal the reference's;
 * ``tradeoff_curve`` end to end (data generation included, timed once): reference = numpy
   backend, fast = torch backend. Check: identical traced sets.
@@ -53,7 +53,7 @@ def main() -> int:
         Wt = torch.as_tensor(W, device=dev)
         C = torch.as_tensor(cand, device=dev).expand(L, -1, -1)
         Zr = torch.as_tensor(inst["Z_ref"], device=dev).expand(L, -1, -1)
-        return tr.trace_batched(Wt, C, Zr, 0.05, device=dev)
+        return tr.fast.trace(Wt, C, Zr, 0.05, device=dev)
 
     size = {"n": n, "d": d, "L": L, "R": R}
     with bench.case(f"trace L = {L} learners, n = {n}, d = {d}, R = {R}", **size) as case:
@@ -66,7 +66,7 @@ def main() -> int:
         for dev in ["cpu"] + (["cuda"] if bench.gpu else []):
             m = case.time(
                 "fast",
-                "lab.traceability.trace_batched (torch)",
+                "lab.traceability.fast.trace (torch)",
                 lambda dev=dev: fast(dev),
                 device=dev if dev == "cuda" else None,
             )

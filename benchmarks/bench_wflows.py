@@ -4,7 +4,7 @@ Samplers (one case per method: ULA, SGLD, SVRG-LD) on the chapter's target
 ``quadratic_finite_sum(200, 2)`` (h = 0.05, b = 5, m = 40, float64), P particles:
 
 * reference: ``lab.wflows.run_sampler`` (numpy, particles vectorised), timed once;
-* fast: ``lab.wflows.run_sampler_torch`` (torch, CPU; CUDA at P = 1e6 with ``--gpu``).
+* fast: ``lab.wflows.fast.run_sampler`` (torch, CPU; CUDA at P = 1e6 with ``--gpu``).
 
 Checks: with the same pre-drawn randomness (``draw_noise``, 300 particles, 50 steps) both
 follow the same path (max abs diff of the final particles); final KL of both timed runs.
@@ -59,7 +59,7 @@ def main() -> None:
         ) as case:
             d = dr if method != "langevin" else wf.SamplerDraws(dr.indices[:, :, :0], dr.normals)
             a = wf.run_sampler(method, pot, X0[:300], 0.05, 50, draws=d, **kw)
-            b = wf.run_sampler_torch(method, pot, X0[:300], 0.05, 50, draws=d, device="cpu", **kw)
+            b = wf.fast.run_sampler(method, pot, X0[:300], 0.05, 50, draws=d, device="cpu", **kw)
             case.metric("max_abs_diff_shared_draws", float(np.abs(a.X - b.X).max()))
             rec = {"record_every": steps, "keep": 0}
             ref = case.time(
@@ -69,11 +69,11 @@ def main() -> None:
                 reps=1,
                 warmup=0,
             )
-            wf.run_sampler_torch(method, pot, X0[:64], 0.05, 5, device="cpu", **kw)  # warm-up
+            wf.fast.run_sampler(method, pot, X0[:64], 0.05, 5, device="cpu", **kw)  # warm-up
             fast = case.time(
                 "fast",
-                "lab.wflows.run_sampler_torch",
-                lambda m=method, k=kw, r=rec: wf.run_sampler_torch(
+                "lab.wflows.fast.run_sampler",
+                lambda m=method, k=kw, r=rec: wf.fast.run_sampler(
                     m, pot, X0, 0.05, steps, device="cpu", **k, **r
                 ),
                 reps=min(bench.reps, 3),
@@ -93,11 +93,11 @@ def main() -> None:
                 P=Pg,
                 steps=steps_g,
             ) as case:
-                wf.run_sampler_torch(method, pot, Xg[:1024], 0.05, 5, **kw)  # warm-up
+                wf.fast.run_sampler(method, pot, Xg[:1024], 0.05, 5, **kw)  # warm-up
                 g = case.time(
                     "fast",
-                    "lab.wflows.run_sampler_torch",
-                    lambda m=method, k=kw: wf.run_sampler_torch(
+                    "lab.wflows.fast.run_sampler",
+                    lambda m=method, k=kw: wf.fast.run_sampler(
                         m, pot, Xg, 0.05, steps_g, **k, record_every=steps_g, keep=0
                     ),
                     reps=3,

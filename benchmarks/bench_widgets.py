@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lab.core.chapters import toc_notebooks  # noqa: E402
 from lab.tooling.bench import RESULTS, ROOT, Benchmark, markdown_table  # noqa: E402
+from lab.tooling.chapters import toc_notebooks  # noqa: E402
 from lab.tooling.widgetbench import TARGET_MAX_S, TARGET_MEDIAN_S, measure_notebook  # noqa: E402
 
 QUICK = ["book/eos/01-three-regimes.ipynb"]

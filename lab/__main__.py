@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab.core.chapters import chapter_notebooks as _chapter_notebooks
-from lab.core.chapters import chapters, check_slug
+from lab.tooling.chapters import chapter_notebooks as _chapter_notebooks
+from lab.tooling.chapters import chapters, check_slug
 
 ROOT = Path(__file__).resolve().parents[1]
 

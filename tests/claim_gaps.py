@@ -9,14 +9,8 @@
   condition is declared ``deterministic=True``).
 
 Generated from the build's records when the contract was introduced; the list only shrinks:
-the contract test fails on a gap that is not listed and on a listed gap that is gone.
+the contract test fails on a gap that is not listed and on a listed gap that is gone. Empty
+since spot's speed claims gained their quality bound and controls (issue 29).
 """
 
-GAPS: dict[str, set[str]] = {
-    # the MILP finds no tree within 10x the loop's time on 2 of 3 instances, so any fast
-    # heuristic would pass "faster" too: the claims need a quality bound fixed in advance
-    "spot": {
-        "control:loop-faster-64",
-        "control:rsbb-faster",
-    },
-}
+GAPS: dict[str, set[str]] = {}

@@ -164,17 +164,26 @@ def test_neq_branch_alone_is_not_equivariant():
     assert ace.so2_equivariance_error(f, _x(), n=32) > 1e-2
 
 
-def test_equivariance_error_batched_matches_loop_and_closed_form():
+def test_pair_equivariance_error():
+    """The pair: reference.equivariance_error (a loop, one forward per rotation) ==
+    fast.equivariance_error (one batched forward), and both equal the closed form."""
     A = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64))
     x = _x(64, 3)
     th = torch.tensor([0.3, 1.1, 2.0, 4.0], dtype=torch.float64)
-    got = ace.equivariance_error(
-        lambda v: v @ A.T, x, lambda n: th[:n], ace.rotation_matrices, ace.rotation_matrices, n=4
-    )
+    args = (lambda v: v @ A.T, x, lambda n: th[:n], ace.rotation_matrices, ace.rotation_matrices)
+    got = ace.fast.equivariance_error(*args, n=4)
+    loop = ace.reference.equivariance_error(*args, n=4)
     R = ace.rotation_matrices(th)
     num = np.mean([float(((x @ (A @ r - r @ A).T) ** 2).sum(-1).mean()) for r in R])
     den = float(((x @ A.T) ** 2).sum(-1).mean())
-    assert abs(got - num / den) < 1e-12
+    assert abs(got - num / den) < 1e-12 and abs(loop - num / den) < 1e-12
+    assert abs(ace.fast.equivariance_error(*args, n=4, relative=False) - num) < 1e-12
+    assert abs(ace.reference.equivariance_error(*args, n=4, relative=False) - num) < 1e-12
+    for path in (ace.reference, ace.fast):
+        with pytest.raises(ValueError, match="x must be"):
+            path.equivariance_error(args[0], np.zeros((3, 2)), *args[2:])
+        with pytest.raises(TypeError, match="rho_out"):
+            path.equivariance_error(*args[:4], "no")
 
 
 def test_truncation_bound_holds_on_toy():

@@ -206,13 +206,15 @@ def test_restart_sampler_counts_transitions(mdp):
     assert 7 * 300 < h.samples[-1] < 13 * 300
 
 
-def test_torch_matches_reference(mdp):
+def test_pair_single_timescale_ac(mdp):
+    """The pair: reference.single_timescale_ac == fast.single_timescale_ac (torch, CPU) on
+    the same uniforms."""
     u = np.random.default_rng(3).random((2000, 5, 4))
     ref = ac.single_timescale_ac(
         mdp, 2000, (0.1, 2 / 3), (1.0, 2 / 3), 5, uniforms=u, show_progress=False
     )
     with small_problem_threads(1):
-        fast = ac.single_timescale_ac_torch(
+        fast = ac.fast.single_timescale_ac(
             mdp, 2000, (0.1, 2 / 3), (1.0, 2 / 3), 5, uniforms=u, device="cpu", show_progress=False
         )
     np.testing.assert_allclose(fast.theta, ref.theta, atol=1e-10)
@@ -226,7 +228,7 @@ def test_torch_cuda_matches_reference(mdp):
     ref = ac.single_timescale_ac(
         mdp, 1000, (0.1, 2 / 3), (1.0, 2 / 3), 16, uniforms=u, show_progress=False
     )
-    fast = ac.single_timescale_ac_torch(
+    fast = ac.fast.single_timescale_ac(
         mdp, 1000, (0.1, 2 / 3), (1.0, 2 / 3), 16, uniforms=u, device="cuda", show_progress=False
     )
     np.testing.assert_allclose(fast.theta, ref.theta, atol=1e-8)
@@ -294,7 +296,7 @@ def test_batch_engine_matches_reference_per_mdp(backend):
     u = np.random.default_rng(5).random((K, 3 * R, 4))
     actor, critic = ac.StepSchedule(0.5, 2 / 3), ac.StepSchedule(20.0, 2 / 3, cap=1.0)
     with small_problem_threads(1):
-        b = ac.single_timescale_ac_batch(
+        b = ac.single_timescale_ac_many(
             mdps, K, actor, critic, R, uniforms=u, eval_points=12, backend=backend,
             device="cpu", show_progress=False,
         )  # fmt: skip
@@ -313,26 +315,26 @@ def test_batch_engine_matches_reference_per_mdp(backend):
 def test_batch_engine_cuda_matches_numpy():
     mdps = [ac.random_mdp(6, 3, 0.9, s) for s in range(4)]
     u = np.random.default_rng(6).random((500, 4 * 8, 4))
-    a = ac.single_timescale_ac_batch(mdps, 500, runs=8, uniforms=u, backend="numpy")
-    b = ac.single_timescale_ac_batch(mdps, 500, runs=8, uniforms=u, backend="torch", device="cuda")
+    a = ac.single_timescale_ac_many(mdps, 500, runs=8, uniforms=u, backend="numpy")
+    b = ac.single_timescale_ac_many(mdps, 500, runs=8, uniforms=u, backend="torch", device="cuda")
     np.testing.assert_allclose(a.gaps, b.gaps, atol=1e-8)
 
 
 def test_batch_engine_is_deterministic_and_validates():
     m = [ac.random_mdp(4, 2, 0.9, 0), ac.random_mdp(4, 2, 0.9, 1)]
-    a = ac.single_timescale_ac_batch(m, 200, runs=2, seed=3, show_progress=False)
-    b = ac.single_timescale_ac_batch(m, 200, runs=2, seed=3, show_progress=False)
+    a = ac.single_timescale_ac_many(m, 200, runs=2, seed=3, show_progress=False)
+    b = ac.single_timescale_ac_many(m, 200, runs=2, seed=3, show_progress=False)
     np.testing.assert_array_equal(a.gaps, b.gaps)
     with pytest.raises(ValueError, match="share"):
-        ac.single_timescale_ac_batch([m[0], ac.random_mdp(5, 2, 0.9, 0)], 10)
+        ac.single_timescale_ac_many([m[0], ac.random_mdp(5, 2, 0.9, 0)], 10)
     with pytest.raises(TypeError, match="mdps"):
-        ac.single_timescale_ac_batch([], 10)
+        ac.single_timescale_ac_many([], 10)
     with pytest.raises(TypeError, match=r"mdps\[1\]"):
-        ac.single_timescale_ac_batch([m[0], "x"], 10)
+        ac.single_timescale_ac_many([m[0], "x"], 10)
     with pytest.raises(ValueError, match="backend"):
-        ac.single_timescale_ac_batch(m, 10, backend="jax")
+        ac.single_timescale_ac_many(m, 10, backend="jax")
     with pytest.raises(ValueError, match="uniforms"):
-        ac.single_timescale_ac_batch(m, 10, runs=2, uniforms=np.zeros((10, 3, 4)), backend="numpy")
+        ac.single_timescale_ac_many(m, 10, runs=2, uniforms=np.zeros((10, 3, 4)), backend="numpy")
 
 
 def test_exponent_study_fits_and_maps_the_interval():
@@ -353,10 +355,11 @@ def test_exponent_study_fits_and_maps_the_interval():
         ac.exponent_study(2, 1, 200, schedules={"x": 1})
 
 
-def test_exact_pg_batch_equals_the_reference_per_mdp():
+def test_pair_exact_pg_ascent():
+    """The declared pair (PAIRS): reference.exact_pg_ascent == fast.exact_pg_many, MDP by MDP."""
     mdps = [ac.random_mdp(6, 3, 0.9, s) for s in (0, 1, 2)]
     for actor in (ac.StepSchedule(0.1, 2 / 3), (1.0, 0.5)):
-        k, gaps = ac.exact_pg_batch(mdps, 400, actor, eval_points=15)
+        k, gaps = ac.exact_pg_many(mdps, 400, actor, eval_points=15)
         assert gaps.shape == (3, k.size)
         for i, m in enumerate(mdps):
             step = actor if isinstance(actor, ac.StepSchedule) else ac.StepSchedule(*actor)
@@ -364,18 +367,18 @@ def test_exact_pg_batch_equals_the_reference_per_mdp():
             np.testing.assert_allclose(ref.k, k)
             np.testing.assert_allclose(ref.gap, gaps[i], atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="K"):
-        ac.exact_pg_batch(mdps, 0)
+        ac.exact_pg_many(mdps, 0)
     with pytest.raises(TypeError, match="mdps"):
-        ac.exact_pg_batch("mdp", 10)
+        ac.exact_pg_many("mdp", 10)
     with pytest.raises(ValueError, match="eval_points"):
-        ac.exact_pg_batch(mdps, 10, eval_points=1)
+        ac.exact_pg_many(mdps, 10, eval_points=1)
 
 
 def test_exponent_study_runs_the_exact_gradient_baseline():
     sched = dict(list(ac.SCHEDULES.items())[:1])
     st = ac.exponent_study(3, 2, 600, schedules=sched, eval_points=20, show_progress=False)
     (name,) = sched
-    k, gaps = ac.exact_pg_batch([ac.random_mdp(6, 3, 0.9, s) for s in range(3)], 600,
+    k, gaps = ac.exact_pg_many([ac.random_mdp(6, 3, 0.9, s) for s in range(3)], 600,
                                 sched[name][0], eval_points=20)  # fmt: skip
     np.testing.assert_allclose(st.exact_gap[name], gaps)
     d = st.rate_gap[name]
@@ -412,7 +415,6 @@ def test_run_grid_equals_cached_run_exactly():
 
 def test_run_grid_and_precompute_validate():
     from lab.actor_critic import experiments as ex
-    from lab.actor_critic import figures
 
     with pytest.raises(TypeError, match="configs"):
         ex.run_grid(3)
@@ -425,21 +427,22 @@ def test_run_grid_and_precompute_validate():
     with pytest.raises(ValueError, match="K"):
         ex.run_grid([(0.5, 0.5, 0.1, 1.0)], K=0)
     with pytest.raises(ValueError, match="K"):
-        figures.precompute_schedules(K=1)
+        ac.precompute_schedules(K=1)
     with pytest.raises(TypeError, match="constants"):
-        figures.precompute_stall("abc")
+        ac.precompute_stall("abc")
     with pytest.raises(ValueError, match="constants"):
-        figures.precompute_stall([0.1, -1.0])
+        ac.precompute_stall([0.1, -1.0])
 
 
 def test_precomputed_widget_values_are_memo_reads():
     from lab.actor_critic import experiments as ex
     from lab.actor_critic import figures
 
-    assert figures.precompute_stall((0.1, 10.0), K=200, runs=2, seed=1) == 14
+    assert ac.precompute_stall((0.1, 10.0), K=200, runs=2, seed=1) == 14
     n = len(ex._GRID)
     fig = figures.stall_figure(10.0, 0.666667, K=200, runs=2, seed=1)
     fig = figures.stall_figure(10.0, 0.4, K=200, runs=2, seed=1)
     assert len(ex._GRID) == n and len(fig.data) == 7
-    assert figures.precompute_schedules(K=200, runs=2, seed=1) == 28
+    assert ac.precompute_schedules(K=200, runs=2, seed=1) == 28
+    assert hasattr(ac.precompute_schedules, "clear")  # memoised in experiments.py
     assert len(figures.schedule_figure(0.666667, 0.0, 0.1, 1.0, K=200, runs=2, seed=1).data) == 5

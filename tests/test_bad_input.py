@@ -17,8 +17,7 @@ hold what they are given), exception types, modules, and objects re-exported fro
 (torch, numpy...). A dataclass with ``__post_init__`` computes on its fields and is probed.
 The build tooling (``lab.tooling``) is not probed: notebooks and users do not call it.
 
-``lab.core`` and every chapter (all of them are in ``tests/migration.py`` since their second
-pass) must have no offender; a failure lists the offending calls.
+``lab.core`` and every chapter of ``_toc.yml`` must have no offender; a failure lists the offending calls.
 """
 
 from __future__ import annotations
@@ -41,12 +40,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from migration import MIGRATED as _MIGRATED
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: the chapters in their second pass (tests/migration.py): since this round, every chapter
-MIGRATED = set(_MIGRATED)
 
 #: seconds one call may take before it counts as an offender (junk should fail fast)
 TIMEOUT_S = 5
@@ -74,7 +70,7 @@ JUNK_NAMES = [name for name, _ in _junk()]
 
 
 def _chapters() -> list[str]:
-    from lab.core.chapters import chapters
+    from lab.tooling.chapters import chapters
 
     return chapters(ROOT)
 
@@ -389,5 +385,4 @@ def test_core_answers_junk_clearly(tmp_path, monkeypatch):
 def test_chapter_answers_junk_clearly(slug, tmp_path, monkeypatch):
     calls, offenders = run_probe([f"lab.{slug}"], tmp_path, monkeypatch)
     assert calls > 0, f"lab.{slug} has no public callable to probe"
-    assert slug in MIGRATED, f"lab.{slug} is not in tests/migration.py"
     assert not offenders, _report(f"lab.{slug}", calls, offenders)

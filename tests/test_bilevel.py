@@ -52,10 +52,13 @@ def test_psi_star_matches_brute_force_and_has_the_kink():
     assert mid.max() <= 1e-12  # convex
 
 
-def test_psi_star_torch_matches_numpy():
+def test_pair_psi_star():
+    """The pair: reference.psi_star (numpy) == fast.psi_star (torch), value and maximiser."""
     u = np.linspace(-4, 4, 1001)
-    got = bl.psi_star_torch(torch.tensor(u, dtype=torch.float64)).numpy()
-    np.testing.assert_allclose(got, bl.psi_star(u)[0], atol=1e-13)
+    val, t = bl.fast.psi_star(torch.tensor(u, dtype=torch.float64))
+    ref_val, ref_t = bl.reference.psi_star(u)
+    np.testing.assert_allclose(val.numpy(), ref_val, atol=1e-13)
+    np.testing.assert_allclose(t.numpy(), ref_t, atol=1e-12)
 
 
 def test_closed_form_equals_projected_ascent(toy_p, toy_o):
@@ -189,23 +192,24 @@ def test_izom_determinism_and_replay(toy_p):
 # ------------------------------------------------------------------------------------------
 # fast path vs reference
 # ------------------------------------------------------------------------------------------
-def test_izom_batched_replays_izom(toy_p, cleaning):
+def test_pair_izom(toy_p, cleaning):
+    """The declared pair (PAIRS): reference.izom == fast.izom_many on the same directions."""
     rng = np.random.default_rng(4)
     with small_problem_threads():
         # Toy P far from the kink (short run: at the kink rounding differences are amplified)
         U = bl.sphere_directions(rng, 40, 2)
         ref = bl.izom(toy_p, X0, 40, 0.02, 1e-3, 0, measure="none", directions=U)
-        fast = bl.izom_batched(toy_p, X0, 40, 0.02, 1e-3, directions=U[:, None, None], device="cpu")
+        fast = bl.izom_many(toy_p, X0, 40, 0.02, 1e-3, directions=U[:, None, None], device="cpu")
         np.testing.assert_allclose(fast.x[:, 0].numpy(), ref.x, atol=1e-10)
         # smooth hyper-cleaning: the whole run
         U = bl.sphere_directions(rng, 300, cleaning.m)
         x0 = np.zeros(cleaning.m)
         ref = bl.izom(cleaning, x0, 300, 0.05, 1e-3, 0, measure="none", directions=U)
-        fast = bl.izom_batched(
+        fast = bl.izom_many(
             cleaning, x0, 300, 0.05, 1e-3, directions=U[:, None, None], device="cpu"
         )
         np.testing.assert_allclose(fast.x[:, 0].numpy(), ref.x, atol=1e-10)
-        many = bl.izom_batched(toy_p, X0, 500, 0.02, 1e-3, n_dirs=4, runs=6, seed=1, device="cpu")
+        many = bl.izom_many(toy_p, X0, 500, 0.02, 1e-3, n_dirs=4, runs=6, seed=1, device="cpu")
         assert many.x.shape == (501, 6, 2) and np.all(many.output_index < 500)
         assert float(many.x_last.norm(dim=1).max()) < 0.2
 
@@ -213,7 +217,7 @@ def test_izom_batched_replays_izom(toy_p, cleaning):
 def test_kkt_oracles_agree_with_cvxpy(cleaning):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((4, cleaning.m))
-    oracle = bl.kkt_oracle_torch(cleaning.A, cleaning.G, cleaning.ytr, cleaning.yval, "cpu")
+    oracle = bl.kkt_oracle(cleaning.A, cleaning.G, cleaning.ytr, cleaning.yval, "cpu")
     np.testing.assert_allclose(oracle(torch.tensor(X)).numpy(), cleaning.phi_batch(X), atol=1e-10)
     np.testing.assert_allclose(
         cleaning.phi_batch(X), [cleaning(x) for x in X], rtol=1e-10, atol=1e-12
@@ -364,12 +368,10 @@ def test_hyper_cleaning_checks_its_fields(cleaning):
 
 
 @pytest.mark.cuda
-def test_izom_batched_cuda(cleaning):
+def test_izom_many_cuda(cleaning):
     rng = np.random.default_rng(0)
     U = bl.sphere_directions(rng, 200, cleaning.m)
     x0 = np.zeros(cleaning.m)
     ref = bl.izom(cleaning, x0, 200, 0.05, 1e-3, 0, measure="none", directions=U)
-    fast = bl.izom_batched(
-        cleaning, x0, 200, 0.05, 1e-3, directions=U[:, None, None], device="cuda"
-    )
+    fast = bl.izom_many(cleaning, x0, 200, 0.05, 1e-3, directions=U[:, None, None], device="cuda")
     np.testing.assert_allclose(fast.x[:, 0].cpu().numpy(), ref.x, atol=1e-9)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.core.chapters import chapter_notebooks, chapters, toc_files
+from lab.tooling.chapters import chapter_notebooks, chapters, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,42 +135,4 @@ def test_chapter_page_links_notebooks_assignment_api_and_paper(slug):
     assert re.search(r"\]\(https?://[^)]+\)", index), f"book/{slug}/index.md: no link to the paper"
 
 
-# ----------------------------------------------------------------------------------------
-# The house shape of the migrated chapters (CONTRIBUTING.md, "lab/<slug>")
-# ----------------------------------------------------------------------------------------
-from migration import MIGRATED  # noqa: E402
-
-HOUSE_FILES = ("__init__.py", "reference.py", "fast.py", "experiments.py", "figures.py")
-MAX_LINES = 650  # "no file over about 600 lines"
-
-
-@pytest.mark.parametrize("slug", MIGRATED)
-def test_migrated_chapter_has_the_house_shape(slug):
-    folder = ROOT / "lab" / slug
-    for name in HOUSE_FILES:
-        assert (folder / name).is_file(), f"lab/{slug}/{name} is missing (the house shape)"
-    init = (folder / "__init__.py").read_text()
-    assert "lazy_loader" in init, f"lab/{slug}/__init__.py must re-export its names lazily"
-    assert "Deviations" in init, f"lab/{slug}/__init__.py needs a 'Deviations from the paper' list"
-    for f in sorted(folder.glob("*.py")):
-        n = len(f.read_text().splitlines())
-        assert n <= MAX_LINES, f"lab/{slug}/{f.name} has {n} lines (at most {MAX_LINES})"
-
-
-def test_importing_a_migrated_chapter_is_cheap():
-    """``import lab.<slug>`` loads neither torch nor the chapter's submodules."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        f"for slug in {list(MIGRATED)!r}:\n"
-        "    __import__('lab.' + slug)\n"
-        "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
-        "subs = sorted(m for m in sys.modules if m.count('.') >= 2 and m.split('.')[1] in "
-        f"{list(MIGRATED)!r} and m.split('.')[2] != 'figures')\n"
-        "print(len(heavy), subs)\n"
-        "assert not heavy, 'torch imported'\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:] + out.stdout
+# The house shape of every chapter: tests/test_house.py

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lab.core.chapters import toc_files
+from lab.tooling.chapters import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"

@@ -29,7 +29,7 @@ def execution_times() -> dict[str, float | None]:
     import nbformat
     from jupyter_cache import get_cache
 
-    from lab.core.chapters import toc_notebooks
+    from lab.tooling.chapters import toc_notebooks
 
     cache = get_cache(str(CACHE))
     out: dict[str, float | None] = {}

@@ -20,7 +20,7 @@ import pytest
 from claim_gaps import GAPS
 
 from lab.core import claims
-from lab.core.chapters import chapter_notebooks, chapters
+from lab.tooling.chapters import chapter_notebooks, chapters
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"

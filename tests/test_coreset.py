@@ -42,7 +42,7 @@ def test_budget_at_least_pool_returns_everything():
     D = cs.pairwise_distances(_pool(7))
     for fn in (
         cs.greedy_facility_location,
-        lambda d, b: cs.facility_location_torch(d, b, metric="precomputed", device="cpu"),
+        lambda d, b: cs.facility_location(d, b, metric="precomputed", device="cpu"),
     ):
         idx, w = fn(D, 7)
         assert np.array_equal(idx, np.arange(7)) and np.array_equal(w, np.ones(7))
@@ -76,11 +76,12 @@ def test_lazy_greedy_reaches_the_same_objective():
     assert f2 == pytest.approx(f1, rel=1e-12) and w2.sum() == 120
 
 
-def test_reference_vs_torch_identical_on_random_float64():
+def test_pair_greedy_facility_location():
+    """reference.greedy_facility_location == fast.facility_location on shared pools."""
     for seed, (n, m, b) in enumerate([(50, 3, 5), (300, 10, 30), (1000, 8, 40)]):
         G = _pool(n, m, seed)
         ref = cs.greedy_facility_location(cs.pairwise_distances(G), b)
-        fast = cs.facility_location_torch(torch.as_tensor(G), b)
+        fast = cs.facility_location(torch.as_tensor(G), b)
         assert np.array_equal(ref[0], fast[0]) and np.array_equal(ref[1], fast[1])
 
 
@@ -91,13 +92,13 @@ def test_reference_vs_torch_ties_broken_the_same_way():
     D = np.abs(P[:, None, :] - P[None, :, :]).sum(-1)  # L1 on a grid: integer-valued
     for b in (1, 5, 12):
         ref = cs.greedy_facility_location(D, b)
-        fast = cs.facility_location_torch(D, b, metric="precomputed", device="cpu")
+        fast = cs.facility_location(D, b, metric="precomputed", device="cpu")
         assert np.array_equal(ref[0], fast[0]) and np.array_equal(ref[1], fast[1])
 
 
 def test_torch_batch_equals_one_pool_at_a_time():
     G = np.stack([_pool(80, 6, s) for s in range(4)])
-    idx, w = cs.facility_location_torch(torch.as_tensor(G), 9)
+    idx, w = cs.facility_location(torch.as_tensor(G), 9)
     assert idx.shape == (4, 9) and (w.sum(1) == 80).all()
     for p in range(4):
         i1, w1 = cs.greedy_facility_location(cs.pairwise_distances(G[p]), 9)
@@ -119,7 +120,7 @@ def test_torch_on_cuda_float32_objective():
     G = _pool(2000, 16, 4)
     D = cs.pairwise_distances(G)
     idx_ref, _ = cs.greedy_facility_location(D, 50)
-    idx, w = cs.facility_location_torch(torch.as_tensor(G, dtype=torch.float32, device="cuda"), 50)
+    idx, w = cs.facility_location(torch.as_tensor(G, dtype=torch.float32, device="cuda"), 50)
     f_ref = cs.facility_location_objective(D, idx_ref)
     assert cs.facility_location_objective(D, idx) == pytest.approx(f_ref, rel=1e-5)
     assert w.sum() == 2000
@@ -317,19 +318,17 @@ def test_alignment_study_memoises_the_fit_on_the_data():
 
 
 def test_widget_choices_and_precompute_bad_input():
-    from lab.coreset import figures as csf
-
-    assert 30 in csf.ALIGNMENT_CHOICES["budget"] and 8 in csf.ALIGNMENT_CHOICES["K"]
-    assert 0.2 in csf.ALIGNMENT_CHOICES["sigma"]
-    assert 4 in csf.TRAINING_CHOICES["K"] and 0.05 in csf.TRAINING_CHOICES["sigma"]
+    assert 30 in cs.ALIGNMENT_CHOICES["budget"] and 8 in cs.ALIGNMENT_CHOICES["K"]
+    assert 0.2 in cs.ALIGNMENT_CHOICES["sigma"]
+    assert 4 in cs.TRAINING_CHOICES["K"] and 0.05 in cs.TRAINING_CHOICES["sigma"]
     with pytest.raises(ValueError, match="noise"):
-        csf.precompute_alignment(noise=1.5)
+        cs.precompute_alignment(noise=1.5)
     with pytest.raises(TypeError, match="budget"):
-        csf.precompute_alignment(budget=2.5)
+        cs.precompute_alignment(budget=2.5)
     with pytest.raises(ValueError, match="sigma"):
-        csf.precompute_training(sigma=-1.0)
+        cs.precompute_training(sigma=-1.0)
     with pytest.raises(TypeError, match="K"):
-        csf.precompute_training(K="4")
+        cs.precompute_training(K="4")
 
 
 def test_trainer_short_run_and_restores_nothing_broken():
@@ -361,9 +360,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="non-negative"):
         cs.greedy_facility_location(-D, 2)
     with pytest.raises(ValueError, match="finite"):
-        cs.facility_location_torch(np.full((3, 2), np.nan), 1)
+        cs.facility_location(np.full((3, 2), np.nan), 1)
     with pytest.raises(ValueError, match="budget"):
-        cs.facility_location_torch(_pool(5), -1)
+        cs.facility_location(_pool(5), -1)
     net, (X, y) = _net(), _data()
     with pytest.raises(ValueError, match="K"):
         cs.posterior_features(net, X, y, K=0)
@@ -460,9 +459,9 @@ def test_full_data_baseline_is_minibatch_sgd_over_shuffled_passes():
 
 
 def test_perturbation_ablation_shapes_determinism_and_bad_input():
-    from lab.coreset.experiments import PerturbationAblation, perturbation_ablation
+    from lab.coreset.ablation import PerturbationAblation, perturbation_ablation
 
-    kw = {"steps": 6, "select_every": 3, "budget": 8}
+    kw = {"steps": 6, "select_every": 3, "budget": 10}
     threads = torch.get_num_threads()
     r = perturbation_ablation(("norm", "all", "last"), (0.1, 0.001), (0, 1), **kw)
     assert torch.get_num_threads() == threads  # the one-thread limit is undone
@@ -472,7 +471,8 @@ def test_perturbation_ablation_shapes_determinism_and_bad_input():
     assert np.all((r.acc >= 0) & (r.acc <= 1)) and np.all((r.share >= 0) & (r.share <= 1))
     assert r.at("all", 0.001).shape == (2,)
     # the runs are deterministic: a fresh trainer (not the memo) gives the same accuracy
-    cs.experiments._cached_run.cache_clear()
+    cs.experiments._RUNS.clear()
+    cs.experiments._HORIZONS.clear()
     again = perturbation_ablation(("last",), (0.001,), (1,), **kw)
     assert again.acc[0, 0, 0] == r.acc[2, 1, 1]
     # the perturbed block changes the selection: the variants are not all the same run
@@ -491,3 +491,42 @@ def test_perturbation_ablation_shapes_determinism_and_bad_input():
         perturbation_ablation(("norm",), (0.01,), (0,), noise=1.5, **kw)
     with pytest.raises(ValueError, match="sigma"):
         r.at("norm", 0.5)
+
+
+def test_pair_per_class_facility_location():
+    """Reference vs fast path, per class: identical indices and weights (balanced pools, one
+    batched call, and unbalanced pools, grouped by class size), both similarities."""
+    from lab.coreset.fast import per_class_facility_location_many
+
+    rng = np.random.default_rng(7)
+    G = rng.standard_normal((4, 130, 12))
+    y = np.stack([rng.permutation(np.repeat(np.arange(10), 13)) for _ in range(4)])
+    y_unbalanced = y.copy()
+    y_unbalanced[0, :6] = 2
+    for labels in (y, y_unbalanced):
+        for sim in ("max-minus", "exp"):
+            out = per_class_facility_location_many(G, labels, 30, similarity=sim, device="cpu")
+            for p in range(4):
+                i, w = cs.per_class_facility_location(G[p], labels[p], 30, similarity=sim)
+                assert np.array_equal(out[p][0], i) and np.array_equal(out[p][1], w)
+    with pytest.raises(ValueError, match="y must have shape"):
+        per_class_facility_location_many(G, y[:, :5], 30)
+    with pytest.raises(ValueError, match="G must have shape"):
+        per_class_facility_location_many(torch.zeros(130, 12), y[0], 30)
+
+
+def test_widget_drivers_are_memoised_and_figures_only_draw():
+    from lab.coreset import experiments, figures, toy
+
+    toy.toy_problem.clear()
+    a = cs.toy_problem(0.3)
+    assert cs.toy_problem(noise=0.3, n=300, seed=0) is a  # keyed on the bound arguments
+    R, fl, sel = cs.toy_selection(0.3, budget=6, K=2, sigma=0.5)
+    assert set(sel) == set(cs.METHODS) and fl.shape == (300,) and R.shape == (300, 3)
+    with pytest.raises(ValueError, match="noise"):
+        cs.toy_problem(1.5)
+    experiments.digits_alignment.clear()
+    st = cs.digits_alignment(0.3, 5, 2, 0.2, 1)
+    assert cs.digits_alignment(noise=0.3, budget=5, K=2, sigma=0.2, trials=1, seed=0) is st
+    assert len(figures.alignment_figure(0.3, budget=5, K=2, sigma=0.2, trials=1).data) == 9
+    assert experiments.digits_alignment.store and len(experiments.digits_alignment.store) == 1

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from lab import cvrp
-from lab.cvrp.fast import _rollout
 from lab.cvrp.store import CHECKPOINT_DIR, TRAIN_STEPS, checkpoint_file
 from lab.cvrp.train import build_and_train
 
@@ -115,17 +114,19 @@ def test_sample_capacity_covers_range():
 # reference (numpy float64) vs fast path (torch)
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("experts", [1, 3])
-def test_reference_rollout_matches_fast_path(experts):
+def test_pair_greedy_rollout(experts):
+    """reference.greedy_rollout (numpy float64, one start) == fast.greedy_rollout (batched)."""
+    from lab.cvrp import fast, reference
+
     m = _model(experts)
     caps = torch.tensor([10.0, 40, 73, 74, 137, 180])
     b = cvrp.generate_cvrp(6, 12, caps, seed=4)
-    with torch.no_grad():
-        L, _, A = m(b, greedy=True, return_actions=True)
+    L, A = fast.greedy_rollout(m, b)
     sd = {k: v.numpy() for k, v in m.state_dict().items()}
     same = 0
     for i in range(6):
         for start in (1, 5, 12):
-            acts, ln = cvrp.greedy_rollout_ref(
+            acts, ln = reference.greedy_rollout(
                 sd, m.config, b.xy[i].numpy(), b.demand[i].numpy(), float(caps[i]), start
             )
             same += acts == A[i, start - 1, : len(acts)].tolist()
@@ -171,13 +172,50 @@ def test_mem_model_equals_each_expert_run_alone():
     b = cvrp.generate_cvrp(6, 10, torch.tensor([150.0, 20, 100, 30, 200, 73]), seed=6)
     with torch.no_grad():
         L, _ = m(b, greedy=True)
-        h = m.encode(b)
         k = m.expert_of(b.capacity)
+        forced = cvrp.expert_lengths(m, b)  # (experts, B): each expert forced on everyone
         for i in range(6):
-            alone = _rollout(m.decoders[int(k[i])], h[i : i + 1], b.subset([i]), True, None, None)[
-                0
-            ]
+            one = b.subset([i])
+            alone = m(one, greedy=True, expert=int(k[i]))[0]
             assert torch.allclose(L[i], alone[0], atol=1e-6)
+            # the expert's layers run alone: shared layers, its stack, the shared decoder
+            h = m.experts[int(k[i])](_shared(m, one))
+            assert torch.allclose(L[i], m.decoder(h, one)[0][0], atol=1e-6)
+            assert forced[int(k[i]), i] == pytest.approx(float(L[i].min()), abs=1e-5)
+
+
+def _shared(m, b):
+    f = cvrp.node_features(b)
+    h = torch.cat([m.embed_depot(f[:, :1, :2]), m.embed_cust(f[:, 1:])], dim=1)
+    for layer in m.encoder:
+        h = layer(h)
+    return h
+
+
+def test_experts_are_encoder_stacks_before_one_shared_decoder():
+    """The official MoE layout (SINGLEModel.py): shared layers, one transformer stack per
+    capacity interval, one decoder; a single-expert model has no expert layers."""
+    m = cvrp.TinyPOMO(d=32, heads=4, layers=2, ff=64, experts=3, edges=[73.0, 137.0])
+    assert len(m.encoder) == 2 and len(m.experts) == 3
+    assert all(isinstance(e[0], cvrp.model.EncoderLayer) for e in m.experts)
+    assert isinstance(m.decoder, cvrp.model.PomoDecoder) and not hasattr(m, "decoders")
+    assert len(cvrp.TinyPOMO(d=32, heads=4, experts=1).experts) == 0
+    with pytest.raises(ValueError, match="expert_layers"):
+        cvrp.TinyPOMO(experts=3, edges=[73.0, 137.0], expert_layers=0)
+    with pytest.raises(ValueError, match="experts > 1"):
+        cvrp.expert_lengths(_model(1), cvrp.generate_cvrp(2, 5, 30, seed=0))
+
+
+def test_legacy_single_expert_state_dict_loads():
+    m = _model(1)
+    sd = {
+        ("decoders.0." + k[8:] if k.startswith("decoder.") else k): v
+        for k, v in m.state_dict().items()
+    }
+    m2 = _model(1, seed=5)
+    m2.load_state_dict(sd)
+    for a, b in zip(m.state_dict().values(), m2.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
 
 
 # ------------------------------------------------------------------------------------------
@@ -382,3 +420,68 @@ def test_instance_comparison():
         cvrp.instance_comparison(g, "s", "a", 10)
     with pytest.raises(TypeError, match="table"):
         cvrp.instance_comparison([], "s", ["a"], 10)
+
+
+# ------------------------------------------------------------------------------------------
+# parity with the authors' code (tests/fixtures/official/cvrp_official.json)
+# ------------------------------------------------------------------------------------------
+OFFICIAL = CHECKPOINT_DIR.parents[2] / "tests" / "fixtures" / "official" / "cvrp_official.json"
+
+
+def test_official_fixture_has_its_provenance():
+    import json
+
+    fx = json.loads(OFFICIAL.read_text())
+    prov = fx["provenance"]
+    for key in ("repository", "commit", "file", "functions", "setup", "command", "versions"):
+        assert prov[key], key
+    assert len(prov["commit"]) == 40 and "torch" in prov["versions"]
+    assert OFFICIAL.stat().st_size < 100_000
+
+
+def test_tinypomo_reproduces_the_official_moe_model_and_env():
+    """With the official weights loaded, our MoE encoder (shared layer, routed 3-layer expert
+    stack), decoder and masked greedy POMO rollout equal the official SINGLE_Encoder,
+    SINGLE_Decoder and CVRPEnv in float64 (tolerance 1e-12)."""
+    from lab.cvrp.parity import official_parity
+
+    p = official_parity(OFFICIAL)
+    assert p["routing"] and p["actions"]
+    assert p["encoded"] < 1e-12 and p["distance"] < 1e-12 and p["log_prob"] < 1e-12
+    assert p["augment"] == 0.0  # the same 8 symmetries ...
+    assert not p["augment_same_order"]  # ... listed in another order (irrelevant to best-of-8)
+
+
+def test_official_parity_rejects_bad_input(tmp_path):
+    from lab.cvrp.parity import official_parity, official_weights
+
+    with pytest.raises(TypeError, match="path"):
+        official_parity(3)
+    with pytest.raises(FileNotFoundError, match="path"):
+        official_parity(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="no counterpart"):
+        official_weights({"decoder.Wq_1.weight": [[0.0]], "nothing.weight": [0.0]})
+    with pytest.raises(TypeError, match="weights"):
+        official_weights([])
+
+
+def test_capacity_sampler_and_greedy_rollout_inputs():
+    from lab.cvrp import fast
+    from lab.cvrp.problems import capacity_sampler
+
+    g = torch.Generator().manual_seed(0)
+    assert capacity_sampler(30)(4, g).tolist() == [30.0] * 4
+    c = capacity_sampler((10, 20))(100, g)
+    assert c.min() >= 10 and c.max() <= 20
+    with pytest.raises(ValueError, match="capacity"):
+        capacity_sampler(5)
+    with pytest.raises(ValueError, match="capacity range"):
+        capacity_sampler((10, 20, 30))
+    with pytest.raises(TypeError, match="batch must be a CVRPBatch"):
+        fast.greedy_rollout(_model(), torch.zeros(2, 3, 2))
+    with pytest.raises(TypeError, match="model"):
+        fast.greedy_rollout("m", cvrp.generate_cvrp(2, 5, 30, seed=0))
+    L, A = fast.greedy_rollout(_model(), cvrp.generate_cvrp(2, 5, 30, seed=0))
+    assert L.shape == (2, 5) and A.shape[:2] == (2, 5)
+    with pytest.raises(TypeError, match="capacity"):
+        cvrp.generate_cvrp(2, 5, "30")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.core.chapters import chapter_notebooks, chapters
+from lab.tooling.chapters import chapter_notebooks, chapters
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "full_smoke"

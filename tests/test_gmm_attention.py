@@ -187,13 +187,14 @@ def test_alignment_is_permutation_invariant_and_sign_aware(mu):
 
 
 @pytest.mark.parametrize("score", ga.SCORES)
-def test_batched_torch_matches_numpy_on_same_samples(mu, score):
+def test_pair_train_heads(mu, score):
+    """reference.train_heads == fast.train_heads (batched) on the same samples and starts."""
     rng = np.random.default_rng(7)
     steps, batch = 30, 128
     S = ga.sample_gmm(2 * steps * batch, mu, 1.0, 8)[0].reshape(2, steps, batch, 10)
     T0 = 0.1 * rng.normal(size=(2, 2, 10))
     with small_problem_threads(1):
-        fast = ga.train_heads_batched(
+        fast = ga.fast.train_heads(
             mu,
             1.0,
             steps,
@@ -215,7 +216,7 @@ def test_batched_torch_matches_numpy_on_same_samples(mu, score):
 
 def test_batched_torch_learns(mu):
     with small_problem_threads(1):
-        out = ga.train_heads_batched(mu, 1.0, 300, 0.1, 256, seeds=4, device="cpu", seed=1)
+        out = ga.fast.train_heads(mu, 1.0, 300, 0.1, 256, seeds=4, device="cpu", seed=1)
     assert out.shape == (4, 2, 10) and out.dtype == torch.float32
     assert min(ga.alignment(o.numpy(), mu) for o in out) > 0.99
 
@@ -234,13 +235,14 @@ def test_identity_attention_properties():
     np.testing.assert_array_equal(ga.identity_attention(X, 3.0, 0), X)
 
 
-def test_sdpa_matches_reference():
+def test_pair_identity_attention():
+    """reference.identity_attention == fast.identity_attention (SDPA) on shared inputs."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4, 32, 5))
     ref = ga.identity_attention(X, 0.3, 2)
-    out = ga.identity_attention_sdpa(X, 0.3, 2, device="cpu")
+    out = ga.fast.identity_attention(X, 0.3, 2, device="cpu")
     np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
-    out32 = ga.identity_attention_sdpa(torch.tensor(X, dtype=torch.float32), 0.3, 2)
+    out32 = ga.fast.identity_attention(torch.tensor(X, dtype=torch.float32), 0.3, 2)
     np.testing.assert_allclose(out32.numpy(), ref, atol=1e-5)
 
 
@@ -313,9 +315,9 @@ def test_cuda_fast_paths_match(mu):  # pragma: no cover - GPU only
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4, 256, 16))
     ref = ga.identity_attention(X, 0.2)
-    out = ga.identity_attention_sdpa(torch.tensor(X, dtype=torch.float32, device="cuda"), 0.2)
+    out = ga.fast.identity_attention(torch.tensor(X, dtype=torch.float32, device="cuda"), 0.2)
     np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-4)
-    heads = ga.train_heads_batched(mu, 1.0, 300, 0.1, 1024, seeds=8, device="cuda")
+    heads = ga.fast.train_heads(mu, 1.0, 300, 0.1, 1024, seeds=8, device="cuda")
     assert min(ga.alignment(h.cpu().numpy(), mu) for h in heads) > 0.999
 
 
@@ -332,7 +334,7 @@ def test_package_is_lazy_and_files_stay_short():
     code = (
         "import sys, lab.gmm_attention as ga; "
         "assert 'lab.gmm_attention.fast' not in sys.modules; "
-        "ga.train_heads_batched; assert 'lab.gmm_attention.fast' in sys.modules"
+        "ga.fast.train_heads; assert 'lab.gmm_attention.fast' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     folder = Path(ga.__file__).parent
@@ -439,14 +441,25 @@ def test_attention_modules_bad_input(make):
 def test_temperature_curves_match_temperature_curve():
     """The live figure's layered curve cache equals the direct computation exactly, for the
     layer asked and every fewer one it stored on the way."""
-    from lab.gmm_attention import figures
-
-    betas, errs3, raw = figures.temperature_curves(16, 3, 2.0, 3)
+    betas, errs3, raw = ga.temperature_curves(16, 3, 2.0, 3)
     for n in (1, 3):
-        direct, raw_direct = figures.temperature_curve(betas, 16, 3, 2.0, n, n_seq=100)
-        assert np.array_equal(figures.temperature_curves(16, 3, 2.0, n)[1], direct)
+        direct, raw_direct = ga.temperature_curve(betas, 16, 3, 2.0, n, n_seq=100)
+        assert np.array_equal(ga.temperature_curves(16, 3, 2.0, n)[1], direct)
         assert raw == raw_direct
-    assert np.array_equal(errs3, figures.temperature_curves(16, 3, 2.0, 3)[1])
+    assert np.array_equal(errs3, ga.temperature_curves(16, 3, 2.0, 3)[1])
     for kwargs in ({"L": 4}, {"K": 6}, {"separation": -1.0}, {"n_layers": 0}, {"L": "x"}):
         with pytest.raises((ValueError, TypeError)):
-            figures.temperature_curves(**kwargs)
+            ga.temperature_curves(**kwargs)
+
+
+def test_widget_drivers_live_in_experiments():
+    """cached_run and context_data are memoised drivers (figures only draw)."""
+    from lab.gmm_attention import experiments, figures
+
+    run = ga.cached_run(4, 3.0, 1.0, "dot", True, 5, 0)
+    assert ga.cached_run(4, 3.0, 1.0, "dot", True, 5, 0) is run and run.means.shape == (2, 4)
+    X, z = experiments.context_data(3, 8, 2, 3.0, 0)
+    assert X.shape[:2] == (3, 8) and experiments.context_data(3, 8, 2, 3.0, 0)[0] is X
+    assert not hasattr(figures, "cached_run") or figures.cached_run is ga.cached_run
+    with pytest.raises((ValueError, TypeError)):
+        ga.cached_run(1)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -36,7 +33,7 @@ def test_one_dimension_koalapp_is_the_ekf(q, r, s0):
     prob = koala.NoisyQuadratic(n=1, kappa=1.0, noise=0.3, seed=3)
     th0 = np.array([2.5])
     ekf = koala.ekf_full(th0, prob.loss, prob.grad, s0, q, r, 50, phantom=True)
-    ref = koala.koalapp_reference(th0, prob.loss, prob.grad, steps=50, sigma0=s0, q=q, r=r)
+    ref = koala.koalapp(th0, prob.loss, prob.grad, steps=50, sigma0=s0, q=q, r=r)
     np.testing.assert_allclose(ref["theta"], ekf["theta"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(ref["v"], ekf["v_true"], rtol=1e-12, atol=1e-14)
     final, _ = run_opt(koala.KoalaPP, th0, prob.loss, prob.grad, 50, lr=1.0, sigma0=s0, q=q, r=r)
@@ -58,9 +55,7 @@ def test_collinear_gradients_all_variants_equal_ekf():
     th0 = rng.standard_normal(6)
     ekf = koala.ekf_full(th0, loss, grad, 0.2, 0.05, 0.3, 40)
     for sym in (True, False):
-        ref = koala.koalapp_reference(
-            th0, loss, grad, steps=40, sigma0=0.2, q=0.05, r=0.3, symmetric=sym
-        )
+        ref = koala.koalapp(th0, loss, grad, steps=40, sigma0=0.2, q=0.05, r=0.3, symmetric=sym)
         np.testing.assert_allclose(ref["theta"], ekf["theta"], atol=1e-12)
 
 
@@ -69,7 +64,7 @@ def test_first_step_closed_form():
     th0 = rng.standard_normal(5)
     h1 = rng.standard_normal(5)
     s0, q, r = 0.3, 0.2, 0.7
-    out = koala.koalapp_reference(th0, lambda t: 1.0, lambda t: h1, steps=1, sigma0=s0, q=q, r=r)
+    out = koala.koalapp(th0, lambda t: 1.0, lambda t: h1, steps=1, sigma0=s0, q=q, r=r)
     xx = h1 @ h1
     lam = (s0 + q) * xx / ((s0 + q) * xx + r)
     np.testing.assert_allclose(out["v"][0], (1 - lam) * (s0 + q) * h1, rtol=1e-14)
@@ -130,13 +125,13 @@ def test_limits():
         return c
 
     # Q = sigma0 = 0: v = 0, no step
-    out = koala.koalapp_reference(th0, loss, grad, steps=3, sigma0=0.0, q=0.0, r=1.0)
+    out = koala.koalapp(th0, loss, grad, steps=3, sigma0=0.0, q=0.0, r=1.0)
     np.testing.assert_array_equal(out["theta"][-1], th0)
     # R -> infinity: the step vanishes
-    big = koala.koalapp_reference(th0, loss, grad, steps=1, r=1e12)
+    big = koala.koalapp(th0, loss, grad, steps=1, r=1e12)
     assert np.linalg.norm(big["theta"][1] - th0) < 1e-10
     # R = 0, linear loss, eta = 1: one step solves L = 0
-    one = koala.koalapp_reference(th0, loss, grad, steps=1, r=0.0)
+    one = koala.koalapp(th0, loss, grad, steps=1, r=0.0)
     assert abs(loss(one["theta"][1])) < 1e-13
 
 
@@ -149,7 +144,7 @@ def test_limits():
 def test_koalapp_matches_reference(quad10, foreach, symmetric, init):
     th0 = quad10.start()
     hp = dict(lr=0.8, sigma0=0.1, q=0.1, r=0.5, symmetric=symmetric, init=init, weight_decay=0.01)
-    ref = koala.koalapp_reference(th0, quad10.loss, quad10.grad, steps=100, **hp)
+    ref = koala.koalapp(th0, quad10.loss, quad10.grad, steps=100, **hp)
     got, _ = run_opt(koala.KoalaPP, th0, quad10.loss, quad10.grad, 100, foreach=foreach, **hp)
     np.testing.assert_allclose(got, ref["theta"][-1], rtol=0, atol=1e-12)
 
@@ -161,7 +156,7 @@ def test_koalapp_ema_r_matches_reference_sequence(quad10):
     for v in lsq:
         R = 0.9 * R + 0.1 * v
         Rs.append(R)
-    ref = koala.koalapp_reference(th0, quad10.loss, quad10.grad, steps=40, r=np.array(Rs))
+    ref = koala.koalapp(th0, quad10.loss, quad10.grad, steps=40, r=np.array(Rs))
     got, opt = run_opt(koala.KoalaPP, th0, quad10.loss, quad10.grad, 40, lsq=lsq)
     np.testing.assert_allclose(got, ref["theta"][-1], atol=1e-12)
     assert abs(float(opt.state["R"]) - Rs[-1]) < 1e-14
@@ -206,7 +201,7 @@ def _separable_run(device, steps=200, host_checks=None):
         opt.step_with_loss(L)
     worst = 0.0
     for i, A in enumerate(As):
-        ref = koala.koalapp_reference(
+        ref = koala.koalapp(
             th0[i].ravel(),
             lambda t, k: losses[k - 1],
             lambda t, k, A=A: A @ t,
@@ -238,7 +233,7 @@ def test_foreach_multi_tensor_matches_reference_cuda():
 def test_koalav_matches_reference(quad10):
     th0 = quad10.start()
     hp = dict(lr=1.0, sigma0=0.1, q=0.1, r=0.5, weight_decay=0.01)
-    ref = koala.koalav_reference(th0, quad10.loss, quad10.grad, steps=60, **hp)
+    ref = koala.koalav(th0, quad10.loss, quad10.grad, steps=60, **hp)
     got, opt = run_opt(koala.KoalaV, th0, quad10.loss, quad10.grad, 60, **hp)
     np.testing.assert_allclose(got, ref["theta"][-1], atol=1e-12)
     assert abs(float(opt.state["sigma"]) - ref["sigma"][-1]) < 1e-14
@@ -246,7 +241,7 @@ def test_koalav_matches_reference(quad10):
 
 def test_adam_reference_matches_torch(quad10):
     th0 = quad10.start()
-    ref = koala.adam_reference(th0, quad10.grad, steps=30, lr=0.1)
+    ref = koala.adam(th0, quad10.grad, steps=30, lr=0.1)
     p = torch.nn.Parameter(torch.tensor(th0))
     opt = torch.optim.Adam([p], lr=0.1)
     for k in range(1, 31):
@@ -280,174 +275,6 @@ def test_ekf_matches_filterpy():
         )
     np.testing.assert_allclose(f.x.ravel(), ours["theta"][-1], atol=1e-10)
     np.testing.assert_allclose(f.P, ours["P"][-1], atol=1e-10)
-
-
-# ------------------------------------------------------------------ optimizer invariants
-
-
-def _mlp(seed=0, dtype=torch.float64):
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)).to(
-        dtype
-    )
-
-
-def _batch(seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(32, 8, generator=g, dtype=dtype), torch.randint(0, 3, (32,), generator=g)
-
-
-def _train(model, opt, steps, start=0):
-    for k in range(start, start + steps):
-        x, y = _batch(k)
-        opt.zero_grad()
-        per = torch.nn.functional.cross_entropy(model(x), y, reduction="none")
-        per.mean().backward()
-        opt.step_with_loss(per.mean().detach(), (per.detach() ** 2).mean())
-
-
-def test_foreach_equals_loop_on_mlp():
-    outs = []
-    for foreach in (True, False):
-        model = _mlp()
-        _train(model, koala.KoalaPP(model.parameters(), foreach=foreach, weight_decay=5e-4), 30)
-        outs.append(torch.cat([p.detach().ravel() for p in model.parameters()]))
-    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=1e-12)
-
-
-def test_foreach_equals_loop_with_skipped_late_and_low_precision_tensors():
-    """The multi-tensor path's host-side cases: a tensor skipped by the skip rule, one that
-    gets its first gradient late (phantom start mid-run), weight decay, and bfloat16 weights
-    (computed in float32) agree with the per-tensor loop."""
-    for dtype, tol in ((torch.float64, 1e-12), (torch.bfloat16, 0.0)):
-        outs = []
-        for foreach in (True, False):
-            g = torch.Generator().manual_seed(3)
-            params = [torch.nn.Parameter(torch.randn(s, generator=g).to(dtype)) for s in SHAPES]
-            opt = koala.KoalaPP(params, foreach=foreach, weight_decay=1e-3, r=0.5, init="prior")
-            for k in range(12):
-                for i, p in enumerate(params):
-                    grad = torch.randn(p.shape, generator=g).to(dtype) * 0.1
-                    if i == 1 and k % 3 == 0:
-                        grad.zero_()  # skipped this step
-                    p.grad = None if (i == 2 and k < 5) else grad  # tensor 2 starts late
-                opt.step_with_loss(0.5 / (1 + k))
-            outs.append(torch.cat([p.detach().double().ravel() for p in params]))
-        assert torch.isfinite(outs[0]).all()
-        torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=tol)
-
-
-SHAPES = [(4, 3), (5,), (2, 3)]
-
-
-def test_state_shapes_grad_untouched_and_state_dict_roundtrip():
-    model = _mlp()
-    opt = koala.KoalaPP(model.parameters())
-    _train(model, opt, 5)
-    for p in model.parameters():
-        st = opt.state[p]
-        assert st["v"].shape == (p.numel(),) and st["h_prev"].shape == (p.numel(),)
-    x, y = _batch(99)
-    opt.zero_grad()
-    per = torch.nn.functional.cross_entropy(model(x), y, reduction="none")
-    per.mean().backward()
-    grads = [p.grad.clone() for p in model.parameters()]
-    opt.step_with_loss(per.mean().detach(), (per.detach() ** 2).mean())
-    for g, p in zip(grads, model.parameters(), strict=True):
-        assert torch.equal(g, p.grad)
-    # continuation from a state_dict is bit-identical
-    model2 = copy.deepcopy(model)
-    opt2 = koala.KoalaPP(model2.parameters())
-    opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
-    _train(model, opt, 5, start=10)
-    _train(model2, opt2, 5, start=10)
-    for a, b in zip(model.parameters(), model2.parameters(), strict=True):
-        assert torch.equal(a, b)
-
-
-def test_closure_api_equals_explicit():
-    m1, m2 = _mlp(), _mlp()
-    o1, o2 = koala.KoalaPP(m1.parameters()), koala.KoalaPP(m2.parameters())
-    _train(m1, o1, 3)
-    for k in range(3):
-        x, y = _batch(k)
-
-        def closure(x=x, y=y):
-            o2.zero_grad()
-            per = torch.nn.functional.cross_entropy(m2(x), y, reduction="none")
-            per.mean().backward()
-            return per.mean(), per
-
-        o2.step(closure)
-    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
-        assert torch.equal(a, b)
-
-
-def test_nonpositive_s_raises_on_cpu():
-    # sigma0 = 1, Q = 1e-3: the least-squares closure loses positivity at step 21
-    prob = koala.NoisyQuadratic(n=10, kappa=100.0, seed=0)
-    with pytest.raises(FloatingPointError, match="S_k"):
-        run_opt(koala.KoalaPP, prob.start(), prob.loss, prob.grad, 40, sigma0=1.0, q=1e-3, r=0.5)
-    with pytest.raises(FloatingPointError, match="S_k"):
-        koala.koalapp_reference(
-            prob.start(), prob.loss, prob.grad, steps=40, sigma0=1.0, q=1e-3, r=0.5
-        )
-
-
-# ------------------------------------------------------------------ bad input
-
-
-@pytest.mark.parametrize(
-    "kw,match",
-    [
-        ({"lr": 0.0}, "lr"),
-        ({"q": -0.1}, "q"),
-        ({"sigma0": -1.0}, "sigma0"),
-        ({"alpha_r": 1.0}, "alpha_r"),
-        ({"init": "zero"}, "init"),
-    ],
-)
-def test_bad_hyperparameters(kw, match):
-    with pytest.raises(ValueError, match=match):
-        koala.KoalaPP(_mlp().parameters(), **kw)
-
-
-def test_bad_calls():
-    model = _mlp()
-    opt = koala.KoalaPP(model.parameters())
-    with pytest.raises(TypeError, match="step_with_loss"):
-        opt.step()
-    x, y = _batch()
-    torch.nn.functional.cross_entropy(model(x), y).backward()
-    with pytest.raises(TypeError, match="loss_sq_mean"):
-        opt.step_with_loss(1.0)
-    with pytest.raises(FloatingPointError, match="non-finite"):
-        opt.step_with_loss(float("nan"), 1.0)
-    before = [p.detach().clone() for p in model.parameters()]
-    skip = koala.KoalaPP(model.parameters(), skip_nonfinite=True)
-    skip.step_with_loss(float("inf"), 1.0)
-    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
-    emb = torch.nn.Embedding(10, 3, sparse=True)
-    emb(torch.tensor([1, 2])).sum().backward()
-    with pytest.raises(NotImplementedError, match="sparse"):
-        koala.KoalaPP(emb.parameters(), r=1.0).step_with_loss(1.0)
-    with pytest.raises(ValueError, match="kappa"):
-        koala.NoisyQuadratic(kappa=0.5)
-    with pytest.raises(ValueError, match="method"):
-        koala.run_quadratic(koala.NoisyQuadratic(n=2), "lbfgs")
-    with pytest.raises(ValueError, match="optimizer"):
-        koala.train_digits("rmsprop")
-    with pytest.raises(ValueError, match="h_prev must be nonzero"):
-        koala.koalapp_v_update(np.ones(2), np.zeros(2), np.ones(2), 1.0, 0.1)
-
-
-def test_skip_rule_keeps_state():
-    p = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
-    opt = koala.KoalaPP([p], r=1.0)
-    p.grad = torch.full((3,), 1e-12, dtype=torch.float64)
-    opt.step_with_loss(1.0)
-    assert torch.equal(p.detach(), torch.ones(3, dtype=torch.float64))
-    assert float(opt.state[p]["initialized"]) == 0.0
 
 
 # ------------------------------------------------------------------ training sanity
@@ -493,7 +320,7 @@ def test_import_is_lazy_and_files_stay_short():
     from pathlib import Path
 
     code = (
-        "import sys, lab.koala as k; k.koalapp_reference; k.NoisyQuadratic; "
+        "import sys, lab.koala as k; k.koalapp; k.NoisyQuadratic; "
         "assert 'torch' not in sys.modules, 'the numpy reference must not import torch'; "
         "k.KoalaPP; assert 'lab.koala.fast' in sys.modules"
     )
@@ -521,7 +348,7 @@ def test_equation_labels_are_blocks_not_paper_numbers():
 
 
 def test_reference_calls_the_v_update(monkeypatch):
-    """koalapp_reference runs the recursion through koalapp_v_update (written once)."""
+    """koalapp runs the recursion through koalapp_v_update (written once)."""
     from lab.koala import reference
 
     calls = []
@@ -533,233 +360,45 @@ def test_reference_calls_the_v_update(monkeypatch):
 
     monkeypatch.setattr(reference, "koalapp_v_update", counted)
     prob = koala.NoisyQuadratic(n=4, kappa=10.0, seed=1)
-    out = koala.koalapp_reference(prob.start(), prob.loss, prob.grad, steps=6, r=0.5)
+    out = koala.koalapp(prob.start(), prob.loss, prob.grad, steps=6, r=0.5)
     assert len(calls) == 6  # phantom start: the recursion runs from the first step
     np.testing.assert_array_equal(out["v"][-1], real(*calls[-1]))
     calls.clear()
-    koala.koalapp_reference(prob.start(), prob.loss, prob.grad, steps=6, r=0.5, init="prior")
+    koala.koalapp(prob.start(), prob.loss, prob.grad, steps=6, r=0.5, init="prior")
     assert len(calls) == 5  # prior start: v_1 = sigma0 H_1 without the recursion
 
 
-# ------------------------------------------------------------------ the fast path as a function
+# ------------------------------------------------------------------ the pairs and the widget driver
 
 
-def test_foreach_function_fills_fresh_states_and_equals_the_optimizer():
-    """koalapp_foreach_ called by hand (fresh dict states, float loss and R, autograd on)
-    takes the optimizer's steps, on both of its code paths."""
-    shapes = [(3, 2), (4,)]
-    for host_checks in (None, False):
-        g = torch.Generator().manual_seed(0)
-        a = [torch.nn.Parameter(torch.randn(s, generator=g, dtype=torch.float64)) for s in shapes]
-        b = [torch.nn.Parameter(p.detach().clone()) for p in a]
-        opt = koala.KoalaPP(b, r=0.5, weight_decay=1e-3, foreach=True)
-        states = [{} for _ in a]
-        for k in range(8):
-            grads = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
-            for p, gr in zip(b, grads, strict=True):
-                p.grad = gr.clone()
-            opt.step_with_loss(1.0 / (1 + k))
-            koala.koalapp_foreach_(
-                a, grads, states, loss=1.0 / (1 + k), R=0.5, lr=1.0, sigma0=0.1, q=0.1,
-                weight_decay=1e-3, host_checks=host_checks,
-            )  # fmt: skip
-        for p, q in zip(a, b, strict=True):
-            torch.testing.assert_close(p.detach(), q.detach(), rtol=0, atol=1e-12)
-        assert sorted(states[0]) == sorted(koala.init_state(a[0]))
+@pytest.mark.parametrize("host_checks", [True, False])
+def test_pair_koalapp(quad10, host_checks):
+    """reference.koalapp (a whole run on one vector) == fast.koalapp_foreach_ (one in-place step
+    on a list of tensors) stepped by hand on the same quadratic, float64."""
+    th0 = quad10.start()
+    hp = dict(lr=0.8, sigma0=0.1, q=0.1, weight_decay=0.01, symmetric=True, init="phantom")
+    ref = koala.koalapp(th0, quad10.loss, quad10.grad, steps=30, r=0.5, **hp)
+    p = torch.tensor(th0, dtype=torch.float64)
+    state: dict = {}
+    for k in range(1, 31):
+        th = p.numpy().copy()
+        g = torch.tensor(quad10.grad(th, k))
+        koala.fast.koalapp_foreach_(
+            [p], [g], [state], loss=float(quad10.loss(th, k)), R=0.5, host_checks=host_checks, **hp
+        )
+        np.testing.assert_allclose(p.numpy(), ref["theta"][k], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize(
-    "change,error,match",
-    [
-        ({"params": "junk"}, TypeError, "params must be a list"),
-        ({"params": []}, ValueError, "non-empty"),
-        ({"grads": [torch.zeros(4), torch.zeros(4)]}, ValueError, "equal length"),
-        ({"grads": [torch.zeros(3)]}, ValueError, "shape"),
-        ({"states": [{"v": torch.zeros(4)}]}, ValueError, "lacks"),
-        ({"states": ["junk"]}, TypeError, "states\\[0\\]"),
-        ({"loss": "junk"}, TypeError, "loss"),
-        ({"R": torch.ones(2)}, ValueError, "R must be a scalar"),
-        ({"lr": 0.0}, ValueError, "lr"),
-        ({"q": float("nan")}, ValueError, "q"),
-        ({"init": "zero"}, ValueError, "init"),
-    ],
-)
-def test_foreach_function_bad_input(change, error, match):
-    p = torch.nn.Parameter(torch.ones(4))
-    kw = dict(params=[p], grads=[torch.ones(4)], states=[{}], loss=1.0, R=1.0, lr=1.0)
-    kw.update(sigma0=0.1, q=0.1)
-    kw.update(change)
-    with pytest.raises(error, match=match):
-        koala.koalapp_foreach_(kw.pop("params"), kw.pop("grads"), kw.pop("states"), **kw)
+def test_quadratic_paths_is_memoised_and_drawn():
+    from lab.koala import experiments, figures
 
-
-def test_tracking_error_bad_input():
-    run = koala.run_quadratic(koala.NoisyQuadratic(n=2), "koalapp", steps=5)
-    with pytest.raises(TypeError, match="run dict"):
-        koala.tracking_error(np.array([]), run)
-    with pytest.raises(ValueError, match="no 'theta'"):
-        koala.tracking_error(run, {"v": run["theta"]})
-    with pytest.raises(ValueError, match="one shape"):
-        koala.tracking_error(run, {"theta": run["theta"][:3]})
-    assert koala.tracking_error(run, run).shape == (6,)
-
-
-def test_train_digits_leaves_the_global_generator_alone():
-    torch.manual_seed(123)
-    before = torch.random.get_rng_state()
-    run = koala.train_digits("koalapp", epochs=1, seed=0, device="cpu")
-    assert torch.equal(before, torch.random.get_rng_state())
-    assert run.finite and run.test_acc.shape == (2,)
-
-
-def test_step_times_and_final_accuracies_drivers():
-    st = koala.step_times(((8, 4), (4,)), optimizers=("adam", "adam_foreach", "koalapp"), blocks=2)
-    assert st.parameters == 36 and set(st.seconds) == {"adam", "adam_foreach", "koalapp"}
-    assert all(v > 0 for v in st.seconds.values())
-    assert st.ratio("koalapp") == st.seconds["koalapp"] / st.seconds["adam"]
-    with pytest.raises(ValueError, match="optimizers"):
-        koala.step_times(optimizers=("lbfgs",))
-    with pytest.raises(ValueError, match="shapes"):
-        koala.step_times(())
-    fake = koala.TrainRun(
-        "sgd", 0.1, np.ones(2), np.array([0.1, 0.5]), 0.0, 0.0, np.ones((1, 4)), 1, 0.0
-    )
-    accs = koala.final_accuracies(("sgd",), (0,), known={("sgd", 0): fake})  # no training
-    np.testing.assert_array_equal(accs["sgd"], [0.5])
-    with pytest.raises(ValueError, match="optimizers"):
-        koala.final_accuracies(("rmsprop",))
-    with pytest.raises(TypeError, match="seeds"):
-        koala.final_accuracies(("sgd",), seeds=3)
-
-
-def test_state_floats_counts_two_buffers_per_weight_like_adam():
-    model = _mlp()
-    n = sum(p.numel() for p in model.parameters())
-    kp, adam = koala.KoalaPP(model.parameters()), torch.optim.Adam(model.parameters())
-    _train(model, kp, 1)
-    adam.step()
-    assert koala.state_floats(kp) == 2 * n + 2 * 4 + 1  # v, h_prev; S, flag per tensor; R
-    assert koala.state_floats(adam) == 2 * n + 4  # exp_avg, exp_avg_sq; step per tensor
-    with pytest.raises(TypeError, match="Optimizer"):
-        koala.state_floats("adam")
-
-
-def test_default_path_on_cpu_follows_the_mean_tensor_size(monkeypatch):
-    """foreach=None on CPU: the multi-tensor path for groups of small tensors (per-call overhead
-    dominates), the per-tensor loop for groups of large ones (measured in bench_koala)."""
-    from lab.koala import optim
-
-    calls = []
-    multi, loop = optim.koalapp_foreach_, optim._koalapp_loop_
-    monkeypatch.setattr(
-        optim, "koalapp_foreach_", lambda *a, **k: calls.append("multi") or multi(*a, **k)
-    )
-    monkeypatch.setattr(
-        optim, "_koalapp_loop_", lambda *a, **k: calls.append("loop") or loop(*a, **k)
-    )
-    cap = optim.FOREACH_MAX_MEAN_NUMEL
-    for numels, expected in (
-        ((64, 4096), "multi"),
-        ((cap, cap), "multi"),
-        ((cap + 1, cap + 1), "loop"),
-    ):
-        params = [torch.nn.Parameter(torch.zeros(n)) for n in numels]
-        for p in params:
-            p.grad = torch.full_like(p, 0.01)
-        calls.clear()
-        koala.KoalaPP(params, r=0.5).step_with_loss(0.5)
-        assert calls == [expected], (numels, calls)
-
-
-# ---------------------------------------------------------------------------------------------
-# Parity with the authors' code (lab/koala/data/koala_official.json)
-# ---------------------------------------------------------------------------------------------
-OFFICIAL = koala.OFFICIAL_FIXTURE
-
-
-def test_official_fixture_has_its_provenance():
-    data = json.loads(OFFICIAL.read_text())
-    prov = data["provenance"]
-    assert prov["repository"] == "Sumxiaa/KOALA_Plus_Plus" and len(prov["commit"]) == 40
-    for key in ("files", "functions", "command", "versions", "protocol"):
-        assert prov[key], key
-    assert {c["optimizer"] for c in data["cases"]} == {"KOALAPlusPlus", "VanillaKOALA"}
-
-
-def test_koalapp_reproduces_the_official_update():
-    """Our KoalaPP takes the authors' KOALAPlusPlus.update steps: both closures, with and
-    without weight decay, 8 steps of a 5-4-3 MLP in float64; tolerance 1e-12 (measured 4e-16)."""
-    parity = koala.official_parity(OFFICIAL)
-    kpp = {k: v for k, v in parity.items() if k.startswith("KOALAPlusPlus")}
-    assert len(kpp) == 4
-    for name, errors in kpp.items():
-        assert errors.shape == (8,) and errors.max() < 1e-12, (name, errors)
-
-
-def test_koalav_matches_the_official_first_step_only():
-    """KOALA-V: the same first step (tolerance 1e-12); the authors' covariance update divides
-    max ||H||^4 (not ||H||^2) by S, so later steps differ (a listed deviation)."""
-    errors = koala.official_parity(OFFICIAL)["VanillaKOALA wd=0"]
-    assert errors[0] < 1e-12 and errors[-1] > 1e-6
-    # the authors' sigma after step 1 is sigma_hat - sigma_hat^2 max_l ||H_l||^4 / S_l
-    data = json.loads(OFFICIAL.read_text())
-    case = next(c for c in data["cases"] if c["optimizer"] == "VanillaKOALA")
-    inst = data["instance"]
-    shapes = [(4, 5), (4,), (3, 4), (3,)]
-    ps = [torch.tensor(a, dtype=torch.float64).reshape(s).requires_grad_() for a, s in
-          zip(inst["init"], shapes, strict=True)]  # fmt: skip
-    X = torch.tensor(inst["X"], dtype=torch.float64)
-    y = torch.tensor(inst["y"])
-    b = inst["batch"]
-    per = torch.nn.functional.cross_entropy(
-        torch.tanh(X[:b] @ ps[0].T + ps[1]) @ ps[2].T + ps[3], y[:b], reduction="none"
-    )
-    per.mean().backward()
-    r = 0.9 * 1.0 + 0.1 * float((per.detach() ** 2).mean())
-    sigma_hat = case["sigma"] + case["q"]
-    hh = np.array([float((p.grad**2).sum()) for p in ps])
-    official = sigma_hat - sigma_hat**2 * np.max(hh**2 / (sigma_hat * hh + r))
-    ours = sigma_hat - sigma_hat**2 * np.max(hh / (sigma_hat * hh + r))
-    assert case["params"][0]["sigma"] == pytest.approx(official, rel=1e-12)
-    assert abs(ours - official) > 1e-3
-
-
-def test_official_parity_rejects_bad_paths(tmp_path):
-    with pytest.raises(TypeError, match="path"):
-        koala.official_parity(3)
-    with pytest.raises(FileNotFoundError):
-        koala.official_parity(tmp_path / "missing.json")
-
-
-def test_seed_runs_and_the_authors_settings():
-    fake = koala.TrainRun(
-        "sgd", 0.1, np.ones(2), np.array([0.1, 0.5]), 0.0, 0.0, np.ones((1, 4)), 1, 0.0
-    )
-    assert koala.seed_runs("sgd", (0,), known={0: fake}) == [fake]  # no training
-    with pytest.raises(ValueError, match="optimizer"):
-        koala.seed_runs("rmsprop")
-    with pytest.raises(TypeError, match="seeds"):
-        koala.seed_runs("sgd", seeds=3)
-    with pytest.raises(ValueError, match="seeds"):
-        koala.seed_runs("sgd", seeds=())
-    assert koala.DEFAULT_SETTINGS["koalav"] == {
-        "lr": 0.1, "sigma0": 0.1, "q": 1.0, "weight_decay": 5e-4
-    }  # fmt: skip
-    assert koala.DEFAULT_SETTINGS["koalapp"]["weight_decay"] == 5e-4
-    with pytest.raises(ValueError, match="momentum"):
-        koala.train_digits("adam", momentum=0.5)
-    with pytest.raises(ValueError, match="momentum"):
-        koala.train_digits("sgd", momentum=1.0)
-
-
-def test_train_digits_passes_weight_decay_to_koalav():
-    a = koala.train_digits("koalav", epochs=1, seed=0, device="cpu", weight_decay=0.0)
-    b = koala.train_digits("koalav", epochs=1, seed=0, device="cpu")  # the authors' 5e-4
-    assert not np.array_equal(a.train_loss, b.train_loss)
-
-
-def test_step_times_ekf_is_dense_and_bounded():
-    st = koala.step_times(((8, 4),), optimizers=("adam", "ekf"), blocks=1, steps=1)
-    assert st.seconds["ekf"] > 0
-    with pytest.raises(ValueError, match="ekf"):
-        koala.step_times(((100, 100),), optimizers=("ekf",))
+    experiments.quadratic_paths.clear()
+    paths = koala.quadratic_paths(30.0, 0.1, 0.1, 0.5, steps=12)
+    assert koala.quadratic_paths(kappa=30.0, steps=12) is paths  # keyed on the bound arguments
+    assert set(paths.runs) == set(experiments.PATH_METHODS) and paths.steps == 12
+    assert paths.runs["koalapp"]["theta"].shape == (13, 2)
+    assert len(figures.quadratic_figure(paths).data) == 9
+    with pytest.raises(ValueError, match="kappa"):
+        koala.quadratic_paths(0.5)
+    with pytest.raises(TypeError, match="paths"):
+        figures.quadratic_figure({"runs": {}})

@@ -89,7 +89,8 @@ def test_torch_matches_numpy_reference():
     assert a == b
 
 
-def test_decode_is_optimal():
+def test_pair_decode():
+    """reference.decode is optimal on 40 draws, and fast.decode (batched) returns the same."""
     rng = np.random.default_rng(5)
     lo, hi = random_topk(rng, 8)
     X, C = L.topk_problem(lo, hi, 3)
@@ -98,7 +99,7 @@ def test_decode_is_optimal():
     for c in cs:  # the reference (cvxpy projection + HiGHS LP) on 40 draws
         x = L.decode(D, D @ c, X, C)
         assert c @ x - X.value(c) <= 1e-8
-    xb, _ = L.decode_batched(D, cs @ D.T, X, C, device="cpu")
+    xb, _ = L.fast.decode(D, cs @ D.T, X, C, device="cpu")
     assert np.array_equal(xb, np.array([L.decode(D, D @ c, X, C) for c in cs]))
 
 
@@ -236,12 +237,12 @@ def test_violation_rate_cuda():
 
 
 @pytest.mark.cuda
-def test_decode_batched_cuda():
+def test_fast_decode_cuda():
     rng = np.random.default_rng(6)
     lo, hi = random_topk(rng, 9, width=(2.0, 4.0))
     X, C = L.topk_problem(lo, hi, 3)
     D = L.topk_sdd(lo, hi, 3)
     S = C.sample(500, rng=1) @ D.T
-    a, _ = L.decode_batched(D, S, X, C, device="cpu")
-    b, _ = L.decode_batched(D, S, X, C, device="cuda")
+    a, _ = L.fast.decode(D, S, X, C, device="cpu")
+    b, _ = L.fast.decode(D, S, X, C, device="cuda")
     assert np.array_equal(a, b)

@@ -15,7 +15,7 @@ from scipy.linalg import subspace_angles
 from sklearn.decomposition import FactorAnalysis
 
 from lab import omiso
-from lab.omiso.fast import simulate_batch
+from lab.omiso.fast import run_sessions
 
 
 @pytest.fixture(scope="module")
@@ -233,10 +233,11 @@ def test_miso_update_rule():
 # ------------------------------------------------------------------------------------------
 
 
-def test_numpy_session_equals_torch_batch():
+def test_pair_run_session():
+    """The declared pair (PAIRS): reference.run_session == fast.run_sessions, session by session."""
     kw = dict(drift=0.01, adapt=0.02, ramp=0.0005, kappa=0.8)
     seeds, methods = [1, 1, 2, 4], ["omiso", "miso", "static", "random"]
-    fast = simulate_batch(seeds, methods, n_cal=300, n_train=250, n_test=60, device="cpu", **kw)
+    fast = run_sessions(seeds, methods, n_cal=300, n_train=250, n_test=60, device="cpu", **kw)
     for i, (s, m) in enumerate(zip(seeds, methods, strict=True)):
         log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, 300, 250, 60)
         np.testing.assert_array_equal(log.choices, fast["choices"][i])
@@ -285,8 +286,8 @@ def test_paper_scale_ordering_over_8_seeds():
 def test_cuda_batch_equals_cpu_batch():
     kw = dict(n_cal=300, n_train=250, n_test=60, drift=0.01)
     seeds, methods = [0, 0, 1], ["omiso", "miso", "static"]
-    cpu = simulate_batch(seeds, methods, device="cpu", **kw)
-    gpu = simulate_batch(seeds, methods, device="cuda", **kw)
+    cpu = run_sessions(seeds, methods, device="cpu", **kw)
+    gpu = run_sessions(seeds, methods, device="cuda", **kw)
     np.testing.assert_array_equal(cpu["choices"], gpu["choices"])
     np.testing.assert_allclose(cpu["errors"], gpu["errors"], atol=1e-6)
 
@@ -329,9 +330,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="U must"):
         m.fit(np.zeros((3, 4)), np.array([0, 1, 7]), np.zeros((3, 4)))
     with pytest.raises(ValueError, match="target"):
-        simulate_batch([0], "omiso", target=[1.0, 2.0, 3.0])
+        run_sessions([0], "omiso", target=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="methods"):
-        simulate_batch([0, 1], ["omiso"])
+        run_sessions([0, 1], ["omiso"])
 
 
 def test_align_loadings_on_shared_channels():
@@ -346,24 +347,23 @@ def test_align_loadings_on_shared_channels():
         omiso.align_loadings(L, new, channels=[0, 99, 2])
 
 
-def test_simulate_batch_per_session_process_noise():
+def test_run_sessions_per_session_process_noise():
     """A per-session ``q_proc`` runs each session exactly as a scalar ``q_proc`` would."""
     kw = dict(n_cal=300, n_train=250, n_test=40, device="cpu", drift=0.01)
-    mixed = simulate_batch([0, 0, 1, 1], "omiso", q_proc=[0.0, 0.1, 0.002, 0.1], **kw)
+    mixed = run_sessions([0, 0, 1, 1], "omiso", q_proc=[0.0, 0.1, 0.002, 0.1], **kw)
     for i, (s, q) in enumerate([(0, 0.0), (0, 0.1), (1, 0.002), (1, 0.1)]):
-        alone = simulate_batch([s], "omiso", q_proc=q, **kw)
+        alone = run_sessions([s], "omiso", q_proc=q, **kw)
         assert np.array_equal(mixed["errors"][i], alone["errors"][0])
     with pytest.raises(ValueError, match="q_proc"):
-        simulate_batch([0, 1], "omiso", q_proc=[0.1, -1.0], **kw)
+        run_sessions([0, 1], "omiso", q_proc=[0.1, -1.0], **kw)
 
 
 def test_precompute_drift_figure_validates():
-    from lab.omiso import figures
 
     with pytest.raises(TypeError, match="q_values"):
-        figures.precompute_drift_figure("abc")
+        omiso.precompute_drift_figure("abc")
     with pytest.raises(ValueError, match="q_values"):
-        figures.precompute_drift_figure((-1.0,))
+        omiso.precompute_drift_figure((-1.0,))
     with pytest.raises(ValueError, match="drifts"):
-        figures.precompute_drift_figure((0.1,), drifts=(0.015,))
-    assert figures.precompute_drift_figure((figures.DRIFT_Q,)) == 0  # drift_sessions has it
+        omiso.precompute_drift_figure((0.1,), drifts=(0.015,))
+    assert omiso.precompute_drift_figure((omiso.DRIFT_Q,)) == 0  # drift_sessions has it

@@ -28,8 +28,8 @@ import pytest
 import tomllib
 import yaml
 
-from lab.core.chapters import chapters
 from lab.tooling import colab
+from lab.tooling.chapters import chapters
 
 ROOT = Path(__file__).resolve().parents[1]
 URL, BRANCH = colab.repository(ROOT)

@@ -121,11 +121,12 @@ def test_fewer_datasets_than_clients_raises(digits):
 
 # ---------------------------------------------------------------- reference vs fast path
 @pytest.mark.parametrize("backend", ["vmap", "bmm"])
-def test_vectorized_matches_reference_float64(digits, backend):
+def test_pair_simulate(digits, backend):
+    """The pair: reference.simulate == fast.simulate (both backends), float64, same rounds."""
     c, s = _nets()
     cfg = sf.MUSplitFedConfig(tau=3, rounds=20, dtype="float64", eta_g=1.0)
     ref = sf.simulate(c, s, digits["clients"], cfg)
-    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, backend=backend, device="cpu")
+    fast = sf.fast.simulate(c, s, digits["clients"], cfg, backend=backend, device="cpu")
     assert float((ref.xc - fast.xc).abs().max()) < 1e-10
     assert float((ref.xs - fast.xs).abs().max()) < 1e-10
     assert np.allclose(ref.batch_loss, fast.batch_loss, atol=1e-10)
@@ -136,7 +137,7 @@ def test_vectorized_adaptive_tau_matches_reference(digits):
     c, s = _nets()
     cfg = sf.MUSplitFedConfig(rounds=15, dtype="float64", adaptive_tau=True, delay_mean=2.0)
     ref = sf.simulate(c, s, digits["clients"], cfg)
-    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cpu")
+    fast = sf.fast.simulate(c, s, digits["clients"], cfg, device="cpu")
     assert ref.tau == fast.tau and len(set(ref.tau)) > 1
     assert float((ref.xc - fast.xc).abs().max()) < 1e-10
 
@@ -153,11 +154,11 @@ def test_simulate_is_deterministic(digits):
 def test_global_step_zero_and_one(digits):
     c, s = _nets()
     h0 = sf.simulate(c, s, digits["clients"], sf.MUSplitFedConfig(rounds=4, eta_g=0.0))
-    fc, fs = alg._Flat(c), alg._Flat(s)
+    fc, fs = alg.FlatParams(c), alg.FlatParams(s)
     assert torch.equal(h0.xc, fc.init(torch.float32)) and torch.equal(h0.xs, fs.init(torch.float32))
     x = torch.zeros(3)
     ups = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([3.0, 0.0, 1.0])]
-    assert torch.allclose(alg._aggregate(x, ups, 1.0), (ups[0] + ups[1]) / 2)
+    assert torch.allclose(alg.aggregate(x, ups, 1.0), (ups[0] + ups[1]) / 2)
 
 
 def test_frozen_server_makes_client_independent_of_tau(digits):
@@ -174,17 +175,17 @@ def test_single_client_tau1_is_block_zo_sgd(digits):
         rounds=1, clients=1, participation=1.0, tau=1, eta_g=1.0, dtype="float64"
     )
     hist = sf.simulate(c, s, digits["clients"][:1], cfg)
-    fc, fs = alg._Flat(c), alg._Flat(s)
+    fc, fs = alg.FlatParams(c), alg.FlatParams(s)
     xc, xs = fc.init(torch.float64), fs.init(torch.float64)
     X, y = digits["clients"][0]
-    idx = torch.as_tensor(alg._batch(cfg, 0, 0, len(y)))
+    idx = torch.as_tensor(alg.draw_batch(cfg, 0, 0, len(y)))
     Xb, yb = X[idx].double(), y[idx]
-    uc = alg._client_direction(cfg, 0, 0, fc.dim, torch.float64)
-    us = alg._server_directions(cfg, 0, 0, 1, fs.dim, torch.float64)[0]
+    uc = alg.client_direction(cfg, 0, 0, fc.dim, torch.float64)
+    us = alg.server_directions(cfg, 0, 0, 1, fs.dim, torch.float64)[0]
     lam = cfg.lam
 
     def F(a, b):
-        return alg._loss(fs(b, fc(a, Xb)), yb)
+        return alg.ce_loss(fs(b, fc(a, Xb)), yb)
 
     xs_new = xs - cfg.eta_s * (F(xc, xs + lam * us) - F(xc, xs - lam * us)) / (2 * lam) * us
     xc_new = xc - cfg.eta_c * (F(xc + lam * uc, xs_new) - F(xc - lam * uc, xs_new)) / (2 * lam) * uc
@@ -195,13 +196,13 @@ def test_single_client_tau1_is_block_zo_sgd(digits):
 
 def test_server_steps_reuse_clean_h_without_writing_it():
     c, s = _nets()
-    fs = alg._Flat(s)
+    fs = alg.FlatParams(s)
     h = torch.randn(8, 32)
     y = torch.randint(0, 10, (8,))
     v0 = h._version
     cfg = sf.MUSplitFedConfig()
     seen = []
-    alg._server_steps(fs, fs.init(torch.float32), h, y, cfg, 0, 0, 4, 0.01, on_step=seen.append)
+    alg.server_zo_steps(fs, fs.init(torch.float32), h, y, cfg, 0, 0, 4, 0.01, on_step=seen.append)
     assert h._version == v0 and seen == [0, 1, 2, 3]
 
 
@@ -211,9 +212,7 @@ def test_more_server_steps_train_faster(digits):
     losses = []
     for tau in (1, 2, 4):
         cfg = sf.MUSplitFedConfig(tau=tau, rounds=300, eta_g=1.0, eval_every=300)
-        losses.append(
-            sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu").loss[-1]
-        )
+        losses.append(sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu").loss[-1])
     assert losses[0] > losses[1] > losses[2]
 
 
@@ -221,9 +220,9 @@ def test_stop_loss_stops_at_the_first_hit(digits):
     c, s = _nets()
     ev = sf.evaluator(c, s, digits["train"], digits["test"])
     cfg = sf.MUSplitFedConfig(tau=4, rounds=200, eta_g=1.0, eval_every=10, eta_s=0.02, eta_c=0.01)
-    full = sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu")
+    full = sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu")
     target = full.loss[5]
-    stop = sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu", stop_loss=target)
+    stop = sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu", stop_loss=target)
     r, _ = sf.rounds_to_target(full, target)
     assert len(stop.tau) == r and stop.loss[-1] <= target
     with pytest.raises(TypeError):
@@ -326,7 +325,7 @@ def test_vectorized_cuda_matches_reference(digits):
     cfg = sf.MUSplitFedConfig(tau=3, rounds=20, dtype="float64")
     ref = sf.simulate(c, s, digits["clients"], cfg)
     for backend in ("vmap", "bmm"):
-        fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cuda", backend=backend)
+        fast = sf.fast.simulate(c, s, digits["clients"], cfg, device="cuda", backend=backend)
         assert fast.xc.is_cuda
         assert float((ref.xc - fast.xc.cpu()).abs().max()) < 1e-6
 
@@ -361,7 +360,7 @@ def test_adaptive_run_uses_the_coupling(digits):
         rounds=12, adaptive_tau=True, delay_mean=4.0, dtype="float64", **BENCH_STEPS
     )
     ref = sf.simulate(c, s, digits["clients"], cfg)
-    fast = sf.simulate_vectorized(c, s, digits["clients"], cfg, device="cpu")
+    fast = sf.fast.simulate(c, s, digits["clients"], cfg, device="cpu")
     assert max(ref.tau) > 4 and float((ref.xs - fast.xs).abs().max()) < 1e-10
     old = sf.simulate(c, s, digits["clients"], cfg.replace(coupling="fixed"))
     assert old.tau == ref.tau and not torch.equal(old.xs, ref.xs)
@@ -373,7 +372,7 @@ def _long_run(digits, rounds, coupling="sqrt", eval_every=None, **kw):
     cfg = sf.MUSplitFedConfig(
         rounds=rounds, eval_every=eval_every or rounds, coupling=coupling, **{**BENCH_STEPS, **kw}
     )
-    return sf.simulate_vectorized(c, s, digits["clients"], cfg, ev, device="cpu")
+    return sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu")
 
 
 def _adaptive_run(digits, rounds, coupling, **kw):
@@ -493,3 +492,17 @@ def test_client_memory_cuda():
     zo = sf.client_memory(c, X, mode="zo", device="cuda")
     fo = sf.client_memory(c, X, mode="fo", device="cuda")
     assert zo["method"].startswith("torch.cuda") and fo["peak_bytes"] > zo["param_bytes"]
+
+
+def test_figures_refuse_junk_containers():
+    from lab.splitfed import figures
+
+    with pytest.raises(TypeError, match="table"):
+        figures.spsa_figure(np.array([np.nan]), 1e-3, 100, 1)
+    with pytest.raises(TypeError, match="runs"):
+        figures.tau_figure(np.array([np.nan]), 2)
+    with pytest.raises(TypeError, match="curves"):
+        figures.straggler_figure(None, 1.0, 0.5)
+    with pytest.raises(TypeError, match="events"):
+        figures.gantt_figure(np.array([np.nan]))
+    assert len(figures.gantt_figure([]).data) == len(figures.GANTT_KINDS)

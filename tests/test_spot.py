@@ -202,15 +202,15 @@ def test_rsbb_trace_monotone_and_bound_types():
     assert abs(v - v2) < 1e-12 and st2.nodes >= st.nodes
 
 
-def test_bound_children_torch_matches_numpy():
+def test_bound_frontier_torch_matches_numpy():
     pytest.importorskip("torch")
     rng = np.random.default_rng(4)
     G = rng.normal(size=(20, 3))
     B = rng.random((7, 20)) < 0.5
     masks = rng.random((9, 4, 20)) < 0.5
     exact = np.array([True, False, True, False])
-    b1, i1 = spot.bound_children(G, B, masks, exact, backend="numpy")
-    b2, i2 = spot.bound_children(G, B, masks, exact, backend="torch", device="cpu")
+    b1, i1 = spot.bound_frontier(G, B, masks, exact, backend="numpy")
+    b2, i2 = spot.bound_frontier(G, B, masks, exact, backend="torch", device="cpu")
     np.testing.assert_allclose(b1, b2, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(i1, i2, rtol=1e-12, atol=1e-12)
     assert np.all(b1 >= i1 - 1e-12)
@@ -238,8 +238,8 @@ def test_bound_children_cuda():
     B = rng.random((30, 256)) < 0.5
     masks = rng.random((512, 4, 256)) < 0.5
     exact = np.array([True, True, False, False])
-    b1, i1 = spot.bound_children(G, B, masks, exact, backend="numpy")
-    b2, i2 = spot.bound_children(G, B, masks, exact, backend="torch", device="cuda")
+    b1, i1 = spot.bound_frontier(G, B, masks, exact, backend="numpy")
+    b2, i2 = spot.bound_frontier(G, B, masks, exact, backend="torch", device="cuda")
     np.testing.assert_allclose(b1, b2, rtol=1e-9)
     np.testing.assert_allclose(i1, i2, rtol=1e-9)
     X = rng.integers(0, 8, size=(256, 3)).astype(float)
@@ -311,7 +311,7 @@ def test_stored_sysadmin_tree_is_a_valid_depth2_tree():
     assert stored.J > spot.spot(admin, 2).J  # above the loop's stall
 
 
-def test_reference_and_fast_modules_agree():
+def test_pair_bound_children():
     pytest.importorskip("torch")
     from lab.spot import fast, reference
 
@@ -321,8 +321,8 @@ def test_reference_and_fast_modules_agree():
     G = rng.normal(size=(16, 4))
     masks = rng.random((7, 3, 16)) < 0.5
     exact = np.array([True, False, True])
-    b1, i1 = reference.bound_children_numpy(G, B, masks, exact)
-    b2, i2 = fast.bound_children_torch(G, B, masks, exact)
+    b1, i1 = reference.bound_children(G, B, masks, exact)
+    b2, i2 = fast.bound_children(G, B, masks, exact)
     assert np.allclose(b1, b2, atol=1e-12) and np.allclose(i1, i2, atol=1e-12)
     assert np.all(b1 >= i1 - 1e-12)  # a bound is never below the incumbent
 
@@ -346,3 +346,85 @@ def test_experiment_drivers():
         experiments.time_to_value(lake, 1, loop, factor=-1)
     with pytest.raises(TypeError, match="weights"):
         experiments.weighting_runs(lake, 1, "optimal")
+
+
+def test_greedy_split_tree_is_a_feasible_answer_to_the_step(lake):
+    """The greedy top-down tree is a valid tree whose value is its objective, never above RSBB's
+    certified optimum, and equal to it at depth 1 (one node: its own parse is exact)."""
+    rng = np.random.default_rng(5)
+    for d in (0, 1, 2, 3):
+        G = rng.normal(size=(16, 4))
+        v, tree = spot.greedy_split_tree(G, lake.X, d)
+        assert tree.depth == d
+        assert v == pytest.approx(G[np.arange(16), tree.act(lake.X)].sum(), abs=1e-12)
+        v_opt = spot.rsbb(G, lake.X, d)[0]
+        assert v <= v_opt + 1e-12
+        if d <= 1:
+            assert v == pytest.approx(v_opt, abs=1e-12)
+    with pytest.raises(ValueError, match="rows like G"):
+        spot.greedy_split_tree(np.zeros((15, 4)), lake.X, 2)
+    with pytest.raises(ValueError, match="depth"):
+        spot.greedy_split_tree(np.zeros((16, 4)), lake.X, -1)
+    with pytest.raises(ValueError, match="finite"):
+        spot.greedy_split_tree(np.full((16, 4), np.nan), lake.X, 2)
+
+
+def test_reference_trees_and_baseline_drivers():
+    from lab.spot import experiments
+
+    for (name, d), (*_, certified) in experiments.REFERENCE_TREES.items():
+        ref = experiments.reference_tree(name, d)
+        mdp = experiments.make_mdp(name)
+        J_star = float(mdp.p0 @ spot.value_iteration(mdp)[0])
+        assert ref.tree.depth == d and ref.J <= J_star + 1e-9
+        if certified:  # a certified optimum is at least as good as the loop's tree
+            assert ref.J >= spot.spot(mdp, d).J - 1e-9
+    assert experiments.reference_tree("sysadmin 6", 2).J == pytest.approx(
+        spot.best_sysadmin_depth2().J, abs=1e-9
+    )
+    with pytest.raises(ValueError, match="depth"):
+        experiments.reference_tree("lake 8x8", 1)
+    with pytest.raises(ValueError, match="name"):
+        experiments.reference_tree("lake 4x4", 2)
+    lake = spot.frozen_lake("4x4")
+    cart = experiments.cart_run(lake, 2)
+    assert cart.seconds > 0 and cart.J == pytest.approx(spot.evaluate(lake, cart.tree)[0])
+    t = experiments.milp_time_to_value(lake, 1, 0.0, 1.0, factor=20.0)  # value 0: any tree
+    assert t.reached and t.milp_limit == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="value"):
+        experiments.milp_time_to_value(lake, 1, float("nan"), 1.0)
+    with pytest.raises(ValueError, match="seconds"):
+        experiments.milp_time_to_value(lake, 1, 0.1, 0.0)
+    v, s = experiments.greedy_step("lake 4x4", 2)
+    assert s >= 0 and v <= experiments.bnb_problem("lake 4x4", 2)[2] + 1e-12
+
+
+def test_public_kernels_and_figures_validate_their_arguments(lake):
+    from lab.spot import fast, reference
+
+    B = spot.split_matrix(lake.X)
+    masks = np.ones((2, 1, 16), dtype=bool)
+    for kernel in (reference.bound_children, fast.bound_children):
+        with pytest.raises(ValueError, match="G"):
+            kernel(None, B, masks, np.array([True]))
+        with pytest.raises(ValueError, match="exact"):
+            kernel(np.zeros((16, 4)), B, masks, np.array([True, False]))
+        with pytest.raises(ValueError, match="states"):
+            kernel(np.zeros((16, 4)), B[:, :5], masks, np.array([True]))
+    with pytest.raises(TypeError, match="mdp"):
+        figures.action_symbols("lake")
+    with pytest.raises(TypeError, match="tree"):
+        figures.policy_figure(lake, None)
+
+
+def test_explorer_run_is_cached_and_validates():
+    from lab.spot import experiments
+
+    run = experiments.explorer_run("lake 4x4", 1, cart=True)
+    assert run is experiments.explorer_run("lake 4x4", depth=1, cart=True)  # memoised
+    assert run.cart is not None and run.result.J <= run.optimum + 1e-12
+    assert abs(spot.evaluate(run.mdp, run.result.tree)[0] - run.result.J) < 1e-12
+    with pytest.raises(ValueError, match="slip"):
+        experiments.explorer_run("lake 4x4", 1, slip=0.9)
+    with pytest.raises(ValueError, match="weights"):
+        experiments.explorer_run("lake 4x4", 1, "nope")

@@ -167,7 +167,7 @@ def test_batched_prox_equals_the_reference():
         W, G, _, U, C = (np.array([r[i] for r in rows]) for i in range(5))
         sol, ok = fast._prox_rows(W, G, 0.05, U, C, p)
         assert ok.mean() > 0.9
-        ref = np.stack([reference._prox_argmin(W[i], G[i], 0.05, U[i], C[i], p) for i in range(40)])
+        ref = np.stack([reference.prox_argmin(W[i], G[i], 0.05, U[i], C[i], p) for i in range(40)])
         np.testing.assert_allclose(sol[ok], ref[ok], atol=1e-10)
         np.testing.assert_allclose(fast._project_rows(W + G, U, C),
                                    [st.project_cone_ball(W[i] + G[i], U[i], C[i]) for i in range(40)],
@@ -278,13 +278,13 @@ def test_horizon_study_curves():
 def paired_runs():
     env = st.StrategicMassart(d=3, gamma=0.2, eta=0.2)
     T = 3000
-    draws = st.draw_batch(T, 3, [0, 1, 2])
-    fast = st.strategic_massart_batch(env, T, draws=draws, device="cpu")
+    draws = st.draw_streams(T, 3, [0, 1, 2])
+    fast = st.strategic_massart_many(env, T, draws=draws, device="cpu")
     refs = [st.strategic_massart_learner(env, T, draws=tuple(a[i] for a in draws)) for i in (0, 2)]
     return env, fast, refs
 
 
-def test_fast_path_matches_reference(paired_runs):
+def test_pair_strategic_massart_learner(paired_runs):
     env, fast, refs = paired_runs
     for i, ref in zip((0, 2), refs, strict=True):
         np.testing.assert_allclose(fast.cos[i], ref.cos, atol=1e-8)
@@ -309,8 +309,8 @@ def test_run_invariants(paired_runs):
 
 def test_determinism():
     env = st.StrategicMassart()
-    a = st.strategic_massart_batch(env, 800, seeds=[5, 6], device="cpu")
-    b = st.strategic_massart_batch(env, 800, seeds=[5, 6], device="cpu")
+    a = st.strategic_massart_many(env, 800, seeds=[5, 6], device="cpu")
+    b = st.strategic_massart_many(env, 800, seeds=[5, 6], device="cpu")
     np.testing.assert_array_equal(a.regret, b.regret)
 
 
@@ -329,7 +329,7 @@ def test_baselines_linear_regret_and_ours_sublinear():
 
 def test_perceptron_first_round_and_partial_updates():
     env = st.StrategicMassart(d=2, gamma=0.2, eta=0.0)
-    run = st.strategic_perceptron_batch(env, 50, seeds=[0], feedback="partial")
+    run = st.strategic_perceptron(env, 50, seeds=[0], feedback="partial")
     assert abs(run.regret[0, 0] - 0.5) < 1e-12  # the first agent is admitted without a rule
     assert np.all(run.threshold[0, 1:] == env.gamma)
 
@@ -343,9 +343,9 @@ def test_new_bad_inputs():
     with pytest.raises(ValueError, match="d must"):
         st.StrategicMassart(d=1)
     with pytest.raises(TypeError, match="env must be a StrategicMassart"):
-        st.strategic_massart_batch("env", 100)
+        st.strategic_massart_many("env", 100)
     with pytest.raises(ValueError, match="variant"):
-        st.strategic_massart_batch(env, 100, variant="other")
+        st.strategic_massart_many(env, 100, variant="other")
     with pytest.raises(ValueError, match="T must"):
         st.strategic_massart_learner(env, 2)
     with pytest.raises(ValueError, match="name"):
@@ -355,6 +355,15 @@ def test_new_bad_inputs():
 @pytest.mark.cuda
 def test_fast_path_cuda_matches_cpu():
     env = st.StrategicMassart(d=2)
-    a = st.strategic_massart_batch(env, 1500, seeds=[0, 1], device="cpu")
-    b = st.strategic_massart_batch(env, 1500, seeds=[0, 1], device="cuda")
+    a = st.strategic_massart_many(env, 1500, seeds=[0, 1], device="cpu")
+    b = st.strategic_massart_many(env, 1500, seeds=[0, 1], device="cuda")
     np.testing.assert_allclose(a.regret, b.regret, atol=1e-8)
+
+
+def test_parameter_sweep_smoke_mode_keeps_its_shape(monkeypatch):
+    """Under LAB_SMOKE=1 each run stops after 200 cycles; one final regret per seed and value."""
+    monkeypatch.setenv("LAB_SMOKE", "1")
+    sweep = st.parameter_sweep("d", [2, 3], 5_000, [0, 1, 2])
+    assert sweep.final.shape == (3, 2)
+    short = st.strategic_massart_many(st.StrategicMassart(d=2), 200, [0, 1, 2])
+    assert np.allclose(sweep.final[:, 0], short.regret.sum(1))

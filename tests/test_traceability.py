@@ -175,13 +175,14 @@ def test_trace_with_oracle_center(inst):
     assert np.array_equal(m, s > tau)
 
 
-def test_trace_batched_matches_reference(inst):
+def test_pair_trace(inst):
+    """reference.trace == fast.trace (batched torch) on shared models and samples."""
     rng = np.random.default_rng(0)
     d = inst["d"]
     W = np.stack([tr.noisy_erm_l2(inst["Z"], s, 1) for s in (0.0, 0.3, 1.0)])
     W = W + 1e-3 * rng.standard_normal(W.shape)  # generic, tie-free
     cand = np.concatenate([inst["Z"], inst["Z_fresh"]])
-    got = tr.trace_batched(
+    got = tr.fast.trace(
         torch.as_tensor(W),
         torch.as_tensor(cand).expand(3, -1, -1),
         torch.as_tensor(inst["Z_ref"]).expand(3, -1, -1),
@@ -337,6 +338,19 @@ def test_recall_curve_sound_and_dp_below_ceiling():
     assert r.traced[0] > 3 * 0.05  # ERM is traced on a constant fraction
     assert r.traced[2] <= tr.dp_trace_bound(1.0, 1 / 50**2, 0.05) + 3 * r.traced_se[2] + 1e-12
     assert r.excess[0] < r.excess[1]
+
+
+def test_recall_sweep_is_the_memoised_widget_curve():
+    """The recall widget's driver: recall_curve over RECALL_SIGMAS and DP, computed once."""
+    tr.recall_sweep.clear()
+    a = tr.recall_sweep(0.15, 2.0, 0.05, 20, 200, 2, 0)
+    assert tr.recall_sweep(0.15, 2.0, 0.05, 20, 200, 2, 0) is a
+    b = tr.recall_curve(
+        20, 200, 0.15, 2.0, sigmas=tr.RECALL_SIGMAS, eps=(1.0,), xi=0.05, reps=2, n_ref=500
+    )
+    assert np.array_equal(a.traced, b.traced) and np.array_equal(a.excess, b.excess)
+    with pytest.raises((ValueError, TypeError)):
+        tr.recall_sweep(0.15, 2.0, 0.05, 1, 200, 2, 0)
 
 
 def test_l2_counterexample_rate():

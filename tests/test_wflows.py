@@ -182,7 +182,8 @@ def test_svrg_beats_sgld_at_equal_budget(pot, far_start):
 
 
 @pytest.mark.parametrize("method", wf.METHODS)
-def test_torch_matches_reference_with_shared_draws(pot, far_start, method):
+def test_pair_run_sampler(pot, far_start, method):
+    """reference.run_sampler == fast.run_sampler on shared draws, for every method."""
     steps = 100
     kw = {} if method == "langevin" else {"batch_size": 4}
     if method == "svrg":
@@ -193,7 +194,7 @@ def test_torch_matches_reference_with_shared_draws(pot, far_start, method):
         dr = wf.SamplerDraws(dr.indices[:, :, :0], dr.normals)
     X0 = far_start[:200]
     ref = wf.run_sampler(method, pot, X0, 0.05, steps, draws=dr, **kw)
-    fast = wf.run_sampler_torch(method, pot, X0, 0.05, steps, draws=dr, device="cpu", **kw)
+    fast = wf.fast.run_sampler(method, pot, X0, 0.05, steps, draws=dr, device="cpu", **kw)
     assert np.abs(ref.X - fast.X).max() < 1e-10
     np.testing.assert_allclose(ref.kl, fast.kl, atol=1e-10)
     np.testing.assert_array_equal(ref.grad_evals, fast.grad_evals)
@@ -201,7 +202,7 @@ def test_torch_matches_reference_with_shared_draws(pot, far_start, method):
 
 def test_torch_device_follows_input(pot, far_start):
     X0 = torch.as_tensor(far_start[:50])
-    H = wf.run_sampler_torch("sgld", pot, X0, 0.05, 10, batch_size=2)
+    H = wf.fast.run_sampler("sgld", pot, X0, 0.05, 10, batch_size=2)
     assert H.extra["device"] == "cpu"
 
 
@@ -209,8 +210,8 @@ def test_determinism(pot, far_start):
     a = wf.run_sampler("svrg", pot, far_start, 0.05, 50, batch_size=3, epoch_length=10, seed=4)
     b = wf.run_sampler("svrg", pot, far_start, 0.05, 50, batch_size=3, epoch_length=10, seed=4)
     np.testing.assert_array_equal(a.X, b.X)
-    c = wf.run_sampler_torch("sgld", pot, far_start, 0.05, 30, batch_size=3, seed=4, device="cpu")
-    d = wf.run_sampler_torch("sgld", pot, far_start, 0.05, 30, batch_size=3, seed=4, device="cpu")
+    c = wf.fast.run_sampler("sgld", pot, far_start, 0.05, 30, batch_size=3, seed=4, device="cpu")
+    d = wf.fast.run_sampler("sgld", pot, far_start, 0.05, 30, batch_size=3, seed=4, device="cpu")
     np.testing.assert_array_equal(c.X, d.X)
 
 
@@ -360,7 +361,7 @@ def test_nonfinite_particles_are_reported(pot, far_start):
 def test_cuda_matches_reference(pot, far_start):
     dr = wf.draw_noise(50, 200, 2, pot.N, 4, seed=1)
     ref = wf.run_sampler("svrg", pot, far_start[:200], 0.05, 50, 4, 10, draws=dr)
-    fast = wf.run_sampler_torch(
+    fast = wf.fast.run_sampler(
         "svrg", pot, far_start[:200], 0.05, 50, 4, 10, draws=dr, device="cuda"
     )
     assert np.abs(ref.X - fast.X).max() < 1e-10
@@ -436,3 +437,15 @@ def test_import_is_lazy():
     code = "import sys, lab.wflows; print('torch' in sys.modules, 'lab.wflows.reference' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_flow_1d_data_is_a_memoised_driver():
+    """The 1-D widget's data come from experiments (memo), not from figures."""
+    kw = dict(particles=200, t_end=0.5, frames=3)
+    a = wf.flow_1d_data(0.25, 1, **kw)
+    assert wf.flow_1d_data(0.25, 1, **kw) is a
+    assert len(a["t"]) == 3 and a["gd"].shape == (3, a["x"].size)
+    wf.flow_1d_data.clear()
+    assert wf.flow_1d_data(0.25, 1, **kw) is not a
+    with pytest.raises((ValueError, TypeError)):
+        wf.flow_1d_data(-0.1, 1, **kw)

@@ -81,48 +81,4 @@ from __future__ import annotations
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submod_attrs={
-        "reference": ["dual_step", "scalar_gda", "truncation_bound", "violation_bound"],
-        "fast": ["equivariance_error"],
-        "layer": ["HomotopyLayer", "homotopy"],
-        "optim": ["ACE"],
-        "models": [
-            "METHODS",
-            "NeqBranch",
-            "VNLayer2D",
-            "make_toy_model",
-            "rotation_matrices",
-            "swirl_dataset",
-            "swirl_field",
-        ],
-        "official": ["OFFICIAL_FIXTURE", "official_parity"],
-        "converged": [
-            "CONVERGED_PATH",
-            "CONVERGED_STEPS",
-            "ROBUST_SEEDS",
-            "converged_jobs",
-            "converged_run",
-            "load_converged",
-            "run_converged",
-        ],
-        "experiments": [
-            "METHOD_SETTINGS",
-            "SWEEP_PATH",
-            "SWEEP_SETTINGS",
-            "GammaSlopes",
-            "Robustness",
-            "gamma_slopes",
-            "input_robustness",
-            "layer_constants",
-            "load_sweep",
-            "run_sweep",
-            "so2_equivariance_error",
-            "sweep_mse",
-            "train_toy",
-            "truncation_gap",
-            "violation_gap",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

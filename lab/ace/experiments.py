@@ -33,6 +33,7 @@ from lab.ace.layer import HomotopyLayer, homotopy
 from lab.ace.models import METHODS, make_toy_model, rotation_matrices, swirl_dataset
 from lab.ace.optim import ACE
 from lab.core.checks import check_choice, check_int, check_positive, check_real
+from lab.core.memo import memo
 from lab.core.progress import progress
 from lab.core.runtime import smoke_steps
 
@@ -46,6 +47,7 @@ __all__ = [
     "SWEEP_PATH",
     "SWEEP_SETTINGS",
     "layer_constants",
+    "live_cell",
     "load_sweep",
     "run_sweep",
     "so2_equivariance_error",
@@ -444,8 +446,31 @@ def _seq(name: str, value: Any) -> list:
     return list(value)
 
 
-def _key(method: str, eps: float, N: int, seed: int) -> str:
+def sweep_key(method: str, eps: float, N: int, seed: int) -> str:
+    """The key of one run in a sweep's ``runs`` (``method|eps|N|seed``)."""
     return f"{method}|{eps:g}|{N}|{seed}"
+
+
+@memo(maxsize=64)
+def live_cell(method: str, eps: float, N: int, steps: int) -> dict:
+    """One (method, eps, N) cell off the stored grid, trained live: one seed, ``steps`` steps,
+    the sweep's settings. Returns the final metrics with the per-layer ``u`` and ``lam`` (what
+    :func:`~lab.ace.figures.partial_symmetry_figure` draws).
+
+    See: book/ace/02-partial-symmetry.ipynb
+    """
+    method = check_choice("method", method, tuple(METHOD_SETTINGS))
+    eps = check_real("eps", eps)
+    N = check_int("N", N, 1)
+    steps = check_int("steps", steps, 1)
+    settings = {**SWEEP_SETTINGS, "steps": steps}
+    out = train_toy(method, N=N, eps=eps, record_every=10**9, **settings, **METHOD_SETTINGS[method])
+    ace = out["ace"]
+    return {
+        **out["final"],
+        "u": [] if ace is None or ace.u is None else ace.u.detach().tolist(),
+        "lam": [] if ace is None else ace.lam.tolist(),
+    }
 
 
 def run_sweep(
@@ -489,7 +514,7 @@ def run_sweep(
                 **METHOD_SETTINGS[method],
             )
             ace = out["ace"]
-            runs[_key(method, eps, N, seed)] = {
+            runs[sweep_key(method, eps, N, seed)] = {
                 **out["final"],
                 "lam": [] if ace is None else ace.lam.tolist(),
                 "u": [] if ace is None or ace.u is None else ace.u.detach().tolist(),
@@ -535,9 +560,9 @@ def sweep_mse(sweep: dict[str, Any], method: str, eps: float, N: int, key: str =
         "key", key, ("test_mse", "test_mse_truncated", "eq_error", "eq_error_truncated")
     )
     vals = [
-        sweep["runs"][_key(method, eps, N, s)][key]
+        sweep["runs"][sweep_key(method, eps, N, s)][key]
         for s in sweep["grid"]["seed"]
-        if _key(method, eps, N, s) in sweep["runs"]
+        if sweep_key(method, eps, N, s) in sweep["runs"]
     ]
     if not vals:
         raise ValueError(f"no runs for method={method!r}, eps={eps:g}, N={N} in the sweep")

@@ -1,7 +1,7 @@
 """Fast path: the batched equivariance error (every sampled group element in one forward pass).
 
-The loop over group elements it replaces is timed in ``benchmarks/bench_ace.py`` and compared
-with it in ``tests/test_ace.py``.
+The loop over group elements it replaces, :func:`lab.ace.reference.equivariance_error` (the same
+name), is timed in ``benchmarks/bench_ace.py`` and compared with it in ``tests/test_ace.py``.
 
 See: book/ace/02-partial-symmetry.ipynb
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from lab.core.checks import check_int
+from .reference import check_equivariance_args
 
 __all__ = ["equivariance_error"]
 
@@ -50,16 +50,7 @@ def equivariance_error(
 
     See: book/ace/02-partial-symmetry.ipynb
     """
-    if not isinstance(x, torch.Tensor) or x.ndim != 2:
-        raise ValueError(
-            f"x must be a 2-d tensor (B, d_in) (got {getattr(x, 'shape', type(x).__name__)})"
-        )
-    for name, fn in (("f", f), ("group_sampler", group_sampler), ("rho_in", rho_in)):
-        if not callable(fn):
-            raise TypeError(f"{name} must be callable (got {type(fn).__name__})")
-    if not callable(rho_out):
-        raise TypeError(f"rho_out must be callable (got {type(rho_out).__name__})")
-    n = check_int("n", n, 1)
+    n = check_equivariance_args(f, x, group_sampler, rho_in, rho_out, n)
     g = group_sampler(n)
     Rin = torch.as_tensor(rho_in(g), dtype=x.dtype, device=x.device)
     Rout = torch.as_tensor(rho_out(g), dtype=x.dtype, device=x.device)

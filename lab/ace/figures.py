@@ -5,8 +5,6 @@ See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from lab.ace.reference import scalar_gda
@@ -109,20 +107,6 @@ def dual_dynamics_figure(eta_d: float = 0.05, aug: float = 0.0, steps: int = 200
     return fig
 
 
-@functools.lru_cache(maxsize=64)
-def _live_cell(method: str, eps: float, N: int, steps: int) -> dict:
-    from lab.ace.experiments import METHOD_SETTINGS, SWEEP_SETTINGS, train_toy
-
-    settings = {**SWEEP_SETTINGS, "steps": steps}
-    out = train_toy(method, N=N, eps=eps, record_every=10**9, **settings, **METHOD_SETTINGS[method])
-    ace = out["ace"]
-    return {
-        **out["final"],
-        "u": [] if ace is None or ace.u is None else ace.u.detach().tolist(),
-        "lam": [] if ace is None else ace.lam.tolist(),
-    }
-
-
 def partial_symmetry_figure(
     sweep: dict, eps: float = 0.5, log2N: int = 6, truncate: bool = False, live_steps: int = 300
 ):
@@ -136,8 +120,12 @@ def partial_symmetry_figure(
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from lab.ace.experiments import _key
+    from lab.ace.experiments import live_cell, sweep_key
 
+    if not isinstance(sweep, dict) or not {"grid", "runs"} <= set(sweep):
+        raise TypeError(
+            f"sweep must be the stored sweep dict with 'grid' and 'runs' (got {type(sweep).__name__})"
+        )
     N = 2 ** check_int("log2N", log2N, 1, 12)
     methods = ("strict", "unconstrained", "equality", "resilient")
     on_grid = eps in sweep["grid"]["eps"] and N in sweep["grid"]["N"]
@@ -145,12 +133,12 @@ def partial_symmetry_figure(
     for m in methods:
         if on_grid:
             runs = [
-                sweep["runs"][_key(m, eps, N, s)]
+                sweep["runs"][sweep_key(m, eps, N, s)]
                 for s in sweep["grid"]["seed"]
-                if _key(m, eps, N, s) in sweep["runs"]
+                if sweep_key(m, eps, N, s) in sweep["runs"]
             ]
         else:
-            runs = [_live_cell(m, float(eps), N, live_steps)]
+            runs = [live_cell(m, float(eps), N, live_steps)]
         cells[m] = runs
     key = "test_mse_truncated" if truncate else "test_mse"
     mse = [float(np.mean([r[key] for r in cells[m]])) for m in methods]

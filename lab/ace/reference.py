@@ -1,15 +1,26 @@
-"""Reference kernels (numpy, float64): the dual step, the scalar toy problem, Theorems 4.1/4.2.
+"""Reference kernels: the dual step, the scalar toy problem, Theorems 4.1/4.2 (numpy, float64),
+and the equivariance error measured with one forward pass per group element (a loop; the fast
+path, :func:`lab.ace.fast.equivariance_error`, batches every element into one pass).
 
 See: book/ace/01-homotopy-and-duals.ipynb
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive, check_real
 
-__all__ = ["MODES", "dual_step", "scalar_gda", "truncation_bound", "violation_bound"]
+__all__ = [
+    "MODES",
+    "dual_step",
+    "scalar_gda",
+    "truncation_bound",
+    "violation_bound",
+    "equivariance_error",
+]
 
 MODES = ("equality", "resilient")
 
@@ -39,9 +50,9 @@ def dual_step(lam, slack, eta_d: float, kind: str = "equality") -> np.ndarray:
     slack = np.asarray(slack, dtype=float)
     if lam.shape != slack.shape:
         raise ValueError(f"lam and slack must have the same shape (got {lam.shape}, {slack.shape})")
-    new = lam + eta_d * slack  # Alg. 1/2 dual step: lambda + eta_d * slack
+    new = lam + eta_d * slack  # eq. (Alg. 1/2, dual step): lambda + eta_d * slack
     if kind == "inequality":
-        new = np.maximum(new, 0.0)  # Alg. 2: projection onto lambda >= 0
+        new = np.maximum(new, 0.0)  # eq. (Alg. 2): projection onto lambda >= 0
     return new
 
 
@@ -79,12 +90,12 @@ def scalar_gda(
     xs, lams, us = [x], [lam], [u]
     for _ in range(steps):
         if mode == "equality":
-            gx = 2 * (x - a) + lam + 2 * aug * x  # d/dx [(x-a)^2 + lam x + c x^2]
+            gx = 2 * (x - a) + lam + 2 * aug * x  # eq. (Alg. 1): d/dx [(x-a)^2 + lam x + c x^2]
             slack = x  # constraint x = 0
             x = x - eta_p * gx  # primal descent
             lam = float(dual_step(lam, slack, eta_d, "equality"))  # dual ascent (free sign)
         else:
-            gx = 2 * (x - a) + lam * np.sign(x)  # d/dx [(x-a)^2 + lam |x|]
+            gx = 2 * (x - a) + lam * np.sign(x)  # eq. (Alg. 2): d/dx [(x-a)^2 + lam |x|]
             gu = rho * u - lam  # d/du [rho/2 u^2 - lam u]
             slack = abs(x) - u  # constraint |x| <= u
             x, u = x - eta_p * gx, u - eta_p * gu
@@ -126,7 +137,7 @@ def truncation_bound(gammas, B: float, M: float, L: int, x_norm) -> float | np.n
     L = check_int("L", L, 1)
     xn = np.asarray(x_norm, dtype=float)
     geo = sum((1 + gb) ** k for k in range(L))  # sum_{k=0}^{L-1} (1 + gamma_bar)^k
-    out = geo * gb * B * M ** (L - 1) * xn
+    out = geo * gb * B * M ** (L - 1) * xn  # eq. (Thm 4.1)
     return float(out) if out.ndim == 0 else out
 
 
@@ -142,5 +153,65 @@ def violation_bound(gammas, B: float, M: float, C: float, L: int, x_norm) -> flo
     C = check_positive("C", C, allow_zero=True)
     L = check_int("L", L, 1)
     xn = np.asarray(x_norm, dtype=float)
-    out = 2 * gb * (M + C * gb) ** (L - 1) * L * B**2 * xn
+    out = 2 * gb * (M + C * gb) ** (L - 1) * L * B**2 * xn  # eq. (Thm 4.2)
     return float(out) if out.ndim == 0 else out
+
+
+# ----------------------------------------------------------------------------------------
+# The measured equivariance error (torch models; one forward pass per group element)
+# ----------------------------------------------------------------------------------------
+def check_equivariance_args(f, x, group_sampler, rho_in, rho_out, n) -> int:
+    """Validate the arguments of :func:`equivariance_error` (both paths); returns ``n``."""
+    import torch
+
+    if not isinstance(x, torch.Tensor) or x.ndim != 2:
+        raise ValueError(
+            f"x must be a 2-d tensor (B, d_in) (got {getattr(x, 'shape', type(x).__name__)})"
+        )
+    for name, fn in (("f", f), ("group_sampler", group_sampler), ("rho_in", rho_in)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be callable (got {type(fn).__name__})")
+    if not callable(rho_out):
+        raise TypeError(f"rho_out must be callable (got {type(rho_out).__name__})")
+    return check_int("n", n, 1)
+
+
+def equivariance_error(
+    f: Callable,
+    x,
+    group_sampler: Callable,
+    rho_in: Callable,
+    rho_out: Callable,
+    n: int = 8,
+    relative: bool = True,
+) -> float:
+    r"""Measured equivariance violation of ``f`` on the inputs ``x`` (reference: a loop).
+
+    .. math:: E = \frac{\mathbb{E}_{g,x}\lVert f(\rho_{in}(g)x) - \rho_{out}(g) f(x)\rVert^2}
+                       {\mathbb{E}_x \lVert f(x)\rVert^2}
+
+    (``relative=False`` drops the denominator), with one forward pass of ``f`` per sampled
+    group element. Arguments as :func:`lab.ace.fast.equivariance_error`, which batches the
+    ``n`` passes into one.
+
+    See: book/ace/02-partial-symmetry.ipynb
+    """
+    import torch
+
+    n = check_equivariance_args(f, x, group_sampler, rho_in, rho_out, n)
+    g = group_sampler(n)
+    Rin = torch.as_tensor(rho_in(g), dtype=x.dtype, device=x.device)
+    Rout = torch.as_tensor(rho_out(g), dtype=x.dtype, device=x.device)
+    d = x.shape[1]
+    if Rin.shape != (n, d, d):
+        raise ValueError(f"rho_in must return shape {(n, d, d)} (got {tuple(Rin.shape)})")
+    with torch.no_grad():
+        fx = f(x)  # (B, d_out)
+        num = 0.0
+        for k in range(n):
+            # eq. (E): || f(rho_in(g) x) - rho_out(g) f(x) ||^2, averaged over x, then over g
+            num += float(((f(x @ Rin[k].T) - fx @ Rout[k].T) ** 2).sum(-1).mean()) / n
+        if not relative:
+            return num
+        den = float((fx**2).sum(-1).mean())
+    return num / den if den > 0 else float("inf")

@@ -46,9 +46,9 @@ policy-gradient ascent (:func:`exact_pg_ascent`, the perfect critic) and gymnasi
 environments as tabular MDPs (:func:`from_gymnasium`).
 
 Reference kernel: :func:`single_timescale_ac` (numpy, float64, vectorised over independent
-runs). Fast path: :func:`single_timescale_ac_torch` (torch, CPU or CUDA, the same operations in
+runs). Fast path: :func:`lab.actor_critic.fast.single_timescale_ac` (the same name; torch, CPU or CUDA, the same operations in
 the same order; with the same uniforms both give the same trajectory) and
-:func:`single_timescale_ac_batch` (many MDPs x many runs in one computation: numpy on a CPU,
+:func:`single_timescale_ac_many` (many MDPs x many runs in one computation: numpy on a CPU,
 torch on CUDA), the engine of the exponent study (:func:`exponent_study`).
 
 ## Deviations from the paper
@@ -63,7 +63,7 @@ torch on CUDA), the engine of the exponent study (:func:`exponent_study`).
   $k^{-1/2}$ single-timescale schedule of the $\varepsilon$-stationarity analyses, run by the
   same code. The $\varepsilon^{-3}$ against $\varepsilon^{-4}$ comparison is between the two
   proofs' bounds and is not measured; the exponent study compares each schedule with exact
-  policy gradient at the same actor steps (:func:`exact_pg_batch`).
+  policy gradient at the same actor steps (:func:`exact_pg_many`).
 
 ## Files
 
@@ -78,38 +78,7 @@ torch on CUDA), the engine of the exponent study (:func:`exponent_study`).
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["experiments", "fast", "figures", "mdp", "reference"],
-    submod_attrs={
-        "mdp": [
-            "TabularMDP",
-            "random_mdp",
-            "from_gymnasium",
-            "softmax_policy",
-            "policy_evaluation",
-            "optimal_values",
-            "expected_return",
-            "occupancy",
-            "exact_policy_gradient",
-            "critic_error",
-        ],
-        "reference": [
-            "StepSchedule",
-            "ACHistory",
-            "PGHistory",
-            "ac_update",
-            "single_timescale_ac",
-            "exact_pg_ascent",
-            "fit_rate",
-            "samples_to_epsilon",
-        ],
-        "fast": [
-            "BatchHistory",
-            "exact_pg_batch",
-            "single_timescale_ac_batch",
-            "single_timescale_ac_torch",
-        ],
-        "experiments": ["SCHEDULES", "ExponentStudy", "exponent_study"],
-    },
-)
+#: reference name -> fast name where the batched signature differs (many MDPs at once)
+PAIRS = {"exact_pg_ascent": "exact_pg_many"}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

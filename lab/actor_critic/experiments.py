@@ -13,12 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_int, check_range
+from lab.core.checks import check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.rates import ExponentCI, exponent_ci
 from lab.core.rules import paired
 from lab.core.runtime import smoke_steps
 
-from .fast import BatchHistory, _ac_many, _pg_many, exact_pg_batch, single_timescale_ac_batch
+from .fast import (
+    BatchHistory,
+    ac_many_schedules,
+    exact_pg_many,
+    pg_many_schedules,
+    single_timescale_ac_many,
+)
 from .mdp import random_mdp
 from .reference import (
     ACHistory,
@@ -28,7 +35,19 @@ from .reference import (
     single_timescale_ac,
 )
 
-__all__ = ["SCHEDULES", "ExponentStudy", "exponent_study", "cached_run", "run_grid"]
+__all__ = [
+    "SCHEDULES",
+    "ExponentStudy",
+    "exponent_study",
+    "cached_run",
+    "run_grid",
+    "EXPONENTS",
+    "CRITIC_EXPONENTS",
+    "ACTOR_CONSTANTS",
+    "CRITIC_CONSTANTS",
+    "precompute_schedules",
+    "precompute_stall",
+]
 
 #: the runs of the exponent study: (actor, critic). The paper's schedule, the classical
 #: k^-1/2 schedule with the same constants (its step sum grows faster), and the paper's actor
@@ -75,7 +94,7 @@ class ExponentStudy:
         Log-log slope of each MDP's mean critic error, interval over the MDPs.
     exact_gap : dict[str, ndarray (M, n_eval)]
         The baseline: exact policy-gradient ascent with the same actor steps as the schedule
-        (no critic, no sampling noise; :func:`exact_pg_batch`), one curve per MDP.
+        (no critic, no sampling noise; :func:`exact_pg_many`), one curve per MDP.
     exact_ci : dict[str, ExponentCI]
         Log-log slope of the baseline's gap, interval over the MDPs (same window).
     exact_eps_exponent : dict[str, tuple[float, float, float]]
@@ -126,7 +145,7 @@ def exponent_study(
     """Run each schedule on ``random_mdp(n_states, n_actions, gamma, seed + i)``, ``i < n_mdps``,
     and fit the decay exponents of the gap and of the critic error, with intervals over MDPs;
     beside each schedule, run the exact-gradient baseline with the same actor steps
-    (:func:`exact_pg_batch`) and compare the two slopes MDP by MDP (``rate_gap``).
+    (:func:`exact_pg_many`) and compare the two slopes MDP by MDP (``rate_gap``).
 
     Each MDP is one seed of the interval: its ``runs`` runs are averaged, the log-log slope of
     that mean gap over ``k`` in ``[window_start * K, K]`` is fitted, and
@@ -151,7 +170,7 @@ def exponent_study(
     seed : int
         First MDP seed, and the seed of the runs' random numbers.
     eval_points, backend, device, show_progress
-        As in :func:`single_timescale_ac_batch`.
+        As in :func:`single_timescale_ac_many`.
 
     Returns
     -------
@@ -179,7 +198,7 @@ def exponent_study(
     for name, pair in schedules.items():
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise TypeError(f"schedules[{name!r}] must be a pair (actor, critic) (got {pair!r})")
-        h = single_timescale_ac_batch(
+        h = single_timescale_ac_many(
             mdps, K, pair[0], pair[1], runs, seed, eval_points=eval_points, backend=backend,
             device=device, show_progress=show_progress,
         )  # fmt: skip
@@ -192,7 +211,7 @@ def exponent_study(
         crit[name] = exponent_ci(h.k, h.mdp_critic_error, level=level, window=window)
         actor = h.config["actor"]
         if actor not in by_actor:  # the baseline depends on the actor's steps only
-            by_actor[actor] = exact_pg_batch(mdps, K, actor, eval_points=eval_points)[1]
+            by_actor[actor] = exact_pg_many(mdps, K, actor, eval_points=eval_points)[1]
         ex_gap[name] = by_actor[actor]
         ex_ci[name] = exponent_ci(h.k, ex_gap[name], level=level, window=window)
         ex_eps[name] = (_eps(ex_ci[name].mean), _eps(ex_ci[name].low), _eps(ex_ci[name].high))
@@ -312,13 +331,77 @@ def run_grid(
         mdp = random_mdp(n_states, 3, gamma, seed)
         actors = [StepSchedule(k[2], k[0]) for k in todo]
         critics = [StepSchedule(k[3], k[1], cap=critic_cap) for k in todo]
-        hists = _ac_many(mdp, K, actors, critics, runs, seed, eval_points=60)
+        hists = ac_many_schedules(mdp, K, actors, critics, runs, seed, eval_points=60)
         pgs = [None] * len(todo)
         if with_pg:  # the exact ascent depends on the actor's schedule only
             pg_keys = list(dict.fromkeys((k[0], k[2]) for k in todo))
-            pg_runs = _pg_many(mdp, K, [StepSchedule(c, p) for p, c in pg_keys], eval_points=60)
+            pg_runs = pg_many_schedules(
+                mdp, K, [StepSchedule(c, p) for p, c in pg_keys], eval_points=60
+            )
             pg_of = dict(zip(pg_keys, pg_runs, strict=True))
             pgs = [pg_of[(k[0], k[2])] for k in todo]
         for key, h, pg in zip(todo, hists, pgs, strict=True):
             _GRID[key] = (h, pg)
     return [_GRID[k] for k in keys]
+
+
+# ---------------------------------------------------------------------------------------------
+# The widgets' grids: every value a control offers, run ahead in one batch
+# ---------------------------------------------------------------------------------------------
+#: The values the widgets offer (``Dropdown`` controls: every reachable value is precomputed
+#: by :func:`precompute_schedules` / :func:`precompute_stall`, so a move only redraws).
+#: Exponents are rounded to 6 digits, as :func:`cached_run` keys them.
+EXPONENTS = (0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
+CRITIC_EXPONENTS = (0.0, 0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
+ACTOR_CONSTANTS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+CRITIC_CONSTANTS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+_STALL_CONSTANTS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)  # the notebook's C_GRID
+
+
+def _cross(default: tuple, grids: tuple) -> list[tuple]:
+    """``default`` and every point that differs from it in one coordinate, taken from ``grids``."""
+    out = {tuple(default)}
+    for i, grid in enumerate(grids):
+        for v in grid:
+            out.add(tuple(default[:i]) + (float(v),) + tuple(default[i + 1 :]))
+    return sorted(out)
+
+
+@memo
+def precompute_schedules(K: int = 3000, runs: int = 4, seed: int = 0) -> int:
+    """Run, in one batched computation, every schedule the widget of
+    :func:`lab.actor_critic.figures.schedule_figure` reaches by moving one control from its defaults (``EXPONENTS`` x ``CRITIC_EXPONENTS`` x
+    ``ACTOR_CONSTANTS`` x ``CRITIC_CONSTANTS`` around ``(2/3, 2/3, 0.1, 1)``), with the exact
+    policy-gradient ascents. Returns the number of schedules (a later :func:`cached_run` of any
+    of them reads the stored run; other combinations are computed when asked).
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    K = check_int("K", K, 10)
+    runs = check_int("runs", runs, 1, 1024)
+    seed = check_int("seed", seed, 0, 2**32 - 1)
+    grids = (EXPONENTS, CRITIC_EXPONENTS, ACTOR_CONSTANTS, CRITIC_CONSTANTS)
+    configs = _cross((0.666667, 0.666667, 0.1, 1.0), grids)
+    run_grid(configs, K, runs, seed, with_pg=True)
+    return len(configs)
+
+
+@memo
+def precompute_stall(
+    constants: tuple = _STALL_CONSTANTS, K: int = 5000, runs: int = 4, seed: int = 0
+) -> int:
+    """Run, in one batched computation, every schedule :func:`lab.actor_critic.figures.stall_figure`'s widget reaches:
+    each actor constant of ``constants`` with each actor exponent of ``EXPONENTS`` (the critic
+    of :func:`lab.actor_critic.figures.stall_figure`, ``beta_k = k^-2/3``). Returns the number of schedules.
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    K = check_int("K", K, 10)
+    runs = check_int("runs", runs, 1, 1024)
+    seed = check_int("seed", seed, 0, 2**32 - 1)
+    if isinstance(constants, (str, bytes)) or not hasattr(constants, "__iter__"):
+        raise TypeError(f"constants must be a sequence of numbers > 0 (got {constants!r})")
+    constants = [check_positive("constants[i]", c) for c in constants]
+    configs = [(p, 0.666667, c, 1.0) for c in dict.fromkeys(constants) for p in EXPONENTS]
+    run_grid(configs, K, runs, seed, with_pg=False)
+    return len(configs)

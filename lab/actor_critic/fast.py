@@ -1,8 +1,8 @@
 """The fast path: batched torch (CPU or CUDA), the same operations in the same order as
 :func:`lab.actor_critic.reference.single_timescale_ac`; with the same uniforms both give the same
-trajectory. :func:`single_timescale_ac_batch` runs many MDPs x many runs in one computation
-(numpy on a CPU, torch on CUDA): the engine of the exponent study. ``_ac_many`` and ``_pg_many``
-run many step-size schedules on one MDP at once, on the reference's own draws (bit-equal to
+trajectory. :func:`single_timescale_ac_many` runs many MDPs x many runs in one computation
+(numpy on a CPU, torch on CUDA): the engine of the exponent study. ``ac_many_schedules`` and
+``pg_many_schedules`` run many step-size schedules on one MDP at once, on the reference's own draws (bit-equal to
 :func:`~lab.actor_critic.reference.single_timescale_ac` and
 :func:`~lab.actor_critic.reference.exact_pg_ascent`, tested): the widgets' precomputed runs.
 
@@ -19,27 +19,27 @@ import numpy as np
 from lab.core.checks import check_array, check_choice
 from lab.core.progress import progress
 
-from .mdp import TabularMDP, _evaluate, _gradient, _occupancy, _optimum
+from .mdp import TabularMDP, evaluate_pi, gradient_pi, occupancy_pi, optimum
 from .reference import (
     ACHistory,
     PGHistory,
     StepSchedule,
-    _ac_update_inplace,
-    _categorical,
-    _check_ac_args,
-    _eval_points,
-    _record,
+    ac_update_inplace,
+    categorical,
+    check_ac_args,
+    log_eval_points,
+    record_metrics,
 )
 
 __all__ = [
     "BatchHistory",
-    "exact_pg_batch",
-    "single_timescale_ac_batch",
-    "single_timescale_ac_torch",
+    "exact_pg_many",
+    "single_timescale_ac",
+    "single_timescale_ac_many",
 ]
 
 
-def single_timescale_ac_torch(
+def single_timescale_ac(
     mdp: TabularMDP,
     K: int = 20_000,
     actor: StepSchedule | tuple = StepSchedule(0.1, 2 / 3),  # noqa: B008
@@ -80,7 +80,7 @@ def single_timescale_ac_torch(
 
     from lab.core.runtime import resolve_device
 
-    K, actor, critic, runs, seed, _, eval_points = _check_ac_args(
+    K, actor, critic, runs, seed, _, eval_points = check_ac_args(
         mdp, K, actor, critic, runs, seed, "occupancy", eval_points
     )
     device = resolve_device(device, uniforms)
@@ -95,7 +95,7 @@ def single_timescale_ac_torch(
         uniforms = uniforms.to(device=device, dtype=dtype)
     gen = torch.Generator(device=device).manual_seed(seed)
     S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
-    J_star, a_star = _optimum(mdp)
+    J_star, a_star = optimum(mdp)
     P = torch.as_tensor(mdp.P, device=device, dtype=dtype)
     Rw = torch.as_tensor(mdp.R, device=device, dtype=dtype)
     rho = torch.as_tensor(mdp.rho, device=device, dtype=dtype)
@@ -106,7 +106,7 @@ def single_timescale_ac_torch(
     theta = torch.zeros(runs, S, A, device=device, dtype=dtype)
     Q = torch.zeros(runs, S, A, device=device, dtype=dtype)
     r_idx = torch.arange(runs, device=device)
-    ks = _eval_points(K, eval_points)
+    ks = log_eval_points(K, eval_points)
     rec_gap, rec_err, rec_p = [], [], []
 
     def cat(probs, u):
@@ -114,7 +114,7 @@ def single_timescale_ac_torch(
         return idx.clamp_max(probs.shape[-1] - 1)
 
     def record():
-        gap, err, p_opt = _record(mdp, J_star, a_star, theta.cpu().numpy(), Q.cpu().numpy())
+        gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta.cpu().numpy(), Q.cpu().numpy())
         rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
 
     chunk = 4096
@@ -173,7 +173,7 @@ def single_timescale_ac_torch(
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class BatchHistory:
-    """What :func:`single_timescale_ac_batch` recorded, for ``M`` MDPs x ``runs`` runs.
+    """What :func:`single_timescale_ac_many` recorded, for ``M`` MDPs x ``runs`` runs.
 
     Attributes
     ----------
@@ -231,7 +231,7 @@ def _check_mdps(mdps: Any) -> list[TabularMDP]:
     return mdps
 
 
-def single_timescale_ac_batch(
+def single_timescale_ac_many(
     mdps: Any,
     K: int = 20_000,
     actor: StepSchedule | tuple = StepSchedule(0.1, 2 / 3),  # noqa: B008
@@ -276,7 +276,7 @@ def single_timescale_ac_batch(
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
     mdps = _check_mdps(mdps)
-    K, actor, critic, runs, seed, _, eval_points = _check_ac_args(
+    K, actor, critic, runs, seed, _, eval_points = check_ac_args(
         mdps[0], K, actor, critic, runs, seed, "occupancy", eval_points
     )
     backend = check_choice("backend", backend, ["auto", "numpy", "torch"])
@@ -288,12 +288,12 @@ def single_timescale_ac_batch(
     B = M * runs
     if uniforms is not None and backend == "numpy":
         uniforms = check_array("uniforms", np.asarray(uniforms), shape=(K, B, 4))
-    J_star = np.array([_optimum(m)[0] for m in mdps])
-    a_star = np.stack([_optimum(m)[1] for m in mdps])
+    J_star = np.array([optimum(m)[0] for m in mdps])
+    a_star = np.stack([optimum(m)[1] for m in mdps])
     P = np.stack([m.P for m in mdps])
     R = np.stack([m.R for m in mdps])
     rho = np.stack([m.rho for m in mdps])
-    ks = _eval_points(K, eval_points)
+    ks = log_eval_points(K, eval_points)
     etas = actor(np.arange(K)) / (1.0 - mdps[0].gamma)
     betas = critic(np.arange(K))
     disable = None if show_progress is None else not show_progress
@@ -435,26 +435,26 @@ def _batch_torch(P, R, rho, g, J_star, K, runs, seed, ks, etas, betas, uniforms,
 # ---------------------------------------------------------------------------------------------
 # Many step-size schedules on one MDP at once (experiments.run_grid: the widgets' runs)
 # ---------------------------------------------------------------------------------------------
-def _ac_many(mdp, K, actors, critics, runs, seed, eval_points):
+def ac_many_schedules(mdp, K, actors, critics, runs, seed, eval_points):
     """:func:`single_timescale_ac` (occupancy sampler) for ``C`` schedules on one MDP: rows
     ``c * runs .. (c + 1) * runs - 1`` are schedule ``c``'s runs, all on ``seed``'s uniforms."""
     C = len(actors)
     B = C * runs
     S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
-    J_star, a_star = _optimum(mdp)
+    J_star, a_star = optimum(mdp)
     rng = np.random.default_rng(seed)
     rows = np.tile(np.arange(runs), C)  # the run (column of the uniforms) of each row
     eta = np.repeat(np.stack([a(np.arange(K)) for a in actors], 1), runs, 1)  # (K, B)
     beta = np.repeat(np.stack([c(np.arange(K)) for c in critics], 1), runs, 1)
     theta, Q = np.zeros((B, S, A)), np.zeros((B, S, A))
-    ks = _eval_points(K, eval_points)
+    ks = log_eval_points(K, eval_points)
     rec_gap, rec_err, rec_p = [], [], []
 
     def record():
         pi = np.exp(theta - theta.max(-1, keepdims=True))
         pi /= pi.sum(-1, keepdims=True)
-        V, Q_pi = _evaluate(mdp, pi)
-        d = _occupancy(mdp, pi)
+        V, Q_pi = evaluate_pi(mdp, pi)
+        d = occupancy_pi(mdp, pi)
         rec_gap.append(J_star - V @ mdp.rho)
         rec_err.append(np.sqrt(np.sum(d[..., None] * pi * (Q - Q_pi) ** 2, axis=(-2, -1))))
         rec_p.append(pi[:, np.arange(S), a_star].reshape(C, runs, S).mean(1))
@@ -470,11 +470,11 @@ def _ac_many(mdp, K, actors, critics, runs, seed, eval_points):
         z = np.exp(theta - theta.max(-1, keepdims=True))
         pi = z / z.sum(-1, keepdims=True)
         R_idx = np.arange(B)
-        s = _categorical(_occupancy(mdp, pi), u[:, 0])
-        a = _categorical(pi[R_idx, s], u[:, 1])
-        s1 = _categorical(mdp.P[s, a], u[:, 2])
-        a1 = _categorical(pi[R_idx, s1], u[:, 3])
-        _ac_update_inplace(theta, Q, pi, s, a, s1, a1, mdp.R[s, a], g, eta[k][:, None], beta[k])
+        s = categorical(occupancy_pi(mdp, pi), u[:, 0])
+        a = categorical(pi[R_idx, s], u[:, 1])
+        s1 = categorical(mdp.P[s, a], u[:, 2])
+        a1 = categorical(pi[R_idx, s1], u[:, 3])
+        ac_update_inplace(theta, Q, pi, s, a, s1, a1, mdp.R[s, a], g, eta[k][:, None], beta[k])
     while j < len(ks):
         record()
         j += 1
@@ -491,22 +491,22 @@ def _ac_many(mdp, K, actors, critics, runs, seed, eval_points):
     ]  # fmt: skip
 
 
-def _pg_many(mdp, K, actors, eval_points):
+def pg_many_schedules(mdp, K, actors, eval_points):
     """:func:`exact_pg_ascent` with ``C`` actor schedules at once (theta of shape (C, S, A))."""
     C = len(actors)
     S, A = mdp.n_states, mdp.n_actions
     steps = np.stack([a(np.arange(K)) for a in actors], 1)  # (K, C)
     theta = np.zeros((C, S, A))
-    J_star, a_star = _optimum(mdp)
-    ks = _eval_points(K, eval_points)
+    J_star, a_star = optimum(mdp)
+    ks = log_eval_points(K, eval_points)
     gaps, norms, p_opt = [], [], []
     j = 0
     for k in range(K + 1):
         z = np.exp(theta - theta.max(-1, keepdims=True))
         pi = z / z.sum(-1, keepdims=True)
-        grad = _gradient(mdp, pi)
+        grad = gradient_pi(mdp, pi)
         while j < len(ks) and ks[j] == k:
-            V, _ = _evaluate(mdp, pi)
+            V, _ = evaluate_pi(mdp, pi)
             gaps.append([J_star - v @ mdp.rho for v in V])  # as the reference, per row
             norms.append([np.linalg.norm(gr) for gr in grad])
             p_opt.append(pi[:, np.arange(S), a_star])
@@ -524,7 +524,7 @@ def _pg_many(mdp, K, actors, eval_points):
 # ---------------------------------------------------------------------------------------------
 # The exact-gradient baseline on many MDPs at once (the exponent study's "no critic, no noise")
 # ---------------------------------------------------------------------------------------------
-def exact_pg_batch(
+def exact_pg_many(
     mdps: Any,
     K: int = 20_000,
     actor: StepSchedule | tuple = StepSchedule(0.1, 2 / 3),  # noqa: B008
@@ -534,7 +534,7 @@ def exact_pg_batch(
     """Exact softmax policy-gradient ascent with the actor's steps on ``M`` MDPs at once.
 
     ``theta_{k+1} = theta_k + eta_k grad J(theta_k)`` (eq. (PG)), ``eta_k = actor(k)``: what the
-    actor of :func:`single_timescale_ac_batch` does in expectation with a perfect critic and no
+    actor of :func:`single_timescale_ac_many` does in expectation with a perfect critic and no
     sampling noise. Its gap is the exponent study's baseline: with the same steps, it tells how
     much of the actor-critic's rate is the steps' own (``1 / sum_j eta_j``) and how much the
     critic costs. MDP ``i`` follows :func:`~lab.actor_critic.reference.exact_pg_ascent` exactly
@@ -549,7 +549,7 @@ def exact_pg_batch(
     actor : StepSchedule or (c, p)
         The actor's step schedule.
     eval_points : int
-        Evaluation points, log-spaced as in :func:`single_timescale_ac_batch` (same ``k``).
+        Evaluation points, log-spaced as in :func:`single_timescale_ac_many` (same ``k``).
 
     Returns
     -------
@@ -562,20 +562,20 @@ def exact_pg_batch(
     """
     from lab.core.checks import check_int
 
-    from .reference import _as_schedule
+    from .reference import as_schedule
 
     mdps = _check_mdps(mdps)
     K = check_int("K", K, 1, 10**9)
-    actor = _as_schedule("actor", actor)
+    actor = as_schedule("actor", actor)
     eval_points = check_int("eval_points", eval_points, 2, 10_000)
     S, g = mdps[0].n_states, mdps[0].gamma
     P = np.stack([m.P for m in mdps])  # (M, S, A, S)
     R = np.stack([m.R for m in mdps])
     rho = np.stack([m.rho for m in mdps])
-    J_star = np.array([_optimum(m)[0] for m in mdps])
+    J_star = np.array([optimum(m)[0] for m in mdps])
     I = np.eye(S)
     steps = actor(np.arange(K))
-    ks = _eval_points(K, eval_points)
+    ks = log_eval_points(K, eval_points)
     theta, gaps, j = np.zeros(R.shape), [], 0
     for k in range(K + 1):
         z = np.exp(theta - theta.max(-1, keepdims=True))

@@ -12,77 +12,10 @@ import numpy as np
 
 from lab.core.checks import check_int, check_positive, check_range
 
-from .experiments import cached_run, run_grid
+from .experiments import cached_run
 from .reference import fit_rate
 
-__all__ = [
-    "ACTOR_CONSTANTS",
-    "CRITIC_CONSTANTS",
-    "CRITIC_EXPONENTS",
-    "EXPONENTS",
-    "cached_run",
-    "exponent_figure",
-    "precompute_schedules",
-    "precompute_stall",
-    "schedule_figure",
-    "stall_figure",
-]
-
-#: The values the widgets offer (``Dropdown`` controls: every reachable value is precomputed
-#: by :func:`precompute_schedules` / :func:`precompute_stall`, so a move only redraws).
-#: Exponents are rounded to 6 digits, as :func:`cached_run` keys them.
-EXPONENTS = (0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
-CRITIC_EXPONENTS = (0.0, 0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
-ACTOR_CONSTANTS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-CRITIC_CONSTANTS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-_STALL_CONSTANTS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)  # the notebook's C_GRID
-
-
-def _cross(default: tuple, grids: tuple) -> list[tuple]:
-    """``default`` and every point that differs from it in one coordinate, taken from ``grids``."""
-    out = {tuple(default)}
-    for i, grid in enumerate(grids):
-        for v in grid:
-            out.add(tuple(default[:i]) + (float(v),) + tuple(default[i + 1 :]))
-    return sorted(out)
-
-
-def precompute_schedules(K: int = 3000, runs: int = 4, seed: int = 0) -> int:
-    """Run, in one batched computation, every schedule :func:`schedule_figure`'s widget reaches
-    by moving one control from its defaults (``EXPONENTS`` x ``CRITIC_EXPONENTS`` x
-    ``ACTOR_CONSTANTS`` x ``CRITIC_CONSTANTS`` around ``(2/3, 2/3, 0.1, 1)``), with the exact
-    policy-gradient ascents. Returns the number of schedules (a later :func:`cached_run` of any
-    of them reads the stored run; other combinations are computed when asked).
-
-    See: book/actor_critic/01-gap-vs-samples.ipynb
-    """
-    K = check_int("K", K, 10)
-    runs = check_int("runs", runs, 1, 1024)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    grids = (EXPONENTS, CRITIC_EXPONENTS, ACTOR_CONSTANTS, CRITIC_CONSTANTS)
-    configs = _cross((0.666667, 0.666667, 0.1, 1.0), grids)
-    run_grid(configs, K, runs, seed, with_pg=True)
-    return len(configs)
-
-
-def precompute_stall(
-    constants: tuple = _STALL_CONSTANTS, K: int = 5000, runs: int = 4, seed: int = 0
-) -> int:
-    """Run, in one batched computation, every schedule :func:`stall_figure`'s widget reaches:
-    each actor constant of ``constants`` with each actor exponent of ``EXPONENTS`` (the critic
-    of :func:`stall_figure`, ``beta_k = k^-2/3``). Returns the number of schedules.
-
-    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
-    """
-    K = check_int("K", K, 10)
-    runs = check_int("runs", runs, 1, 1024)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    if isinstance(constants, (str, bytes)) or not hasattr(constants, "__iter__"):
-        raise TypeError(f"constants must be a sequence of numbers > 0 (got {constants!r})")
-    constants = [check_positive("constants[i]", c) for c in constants]
-    configs = [(p, 0.666667, c, 1.0) for c in dict.fromkeys(constants) for p in EXPONENTS]
-    run_grid(configs, K, runs, seed, with_pg=False)
-    return len(configs)
+__all__ = ["exponent_figure", "schedule_figure", "stall_figure"]
 
 
 def schedule_figure(

@@ -225,7 +225,7 @@ def _check_policy(mdp: TabularMDP, pi: Any) -> np.ndarray:
     return pi
 
 
-def _evaluate(mdp: TabularMDP, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def evaluate_pi(mdp: TabularMDP, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Batched policy evaluation without validation: pi (..., S, A) -> V (..., S), Q (..., S, A)."""
     S = mdp.n_states
     P_pi = np.einsum("...sa,sat->...st", pi, mdp.P)  # P_pi(s, t) = sum_a pi(a|s) P(t|s, a)
@@ -236,7 +236,7 @@ def _evaluate(mdp: TabularMDP, pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return V, Q
 
 
-def _occupancy(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
+def occupancy_pi(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
     S = mdp.n_states
     P_pi = np.einsum("...sa,sat->...st", pi, mdp.P)
     # d = (1 - gamma) rho^T (I - gamma P_pi)^{-1}  <=>  (I - gamma P_pi^T) d = (1 - gamma) rho
@@ -263,7 +263,7 @@ def policy_evaluation(mdp: TabularMDP, pi: np.ndarray) -> tuple[np.ndarray, np.n
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
     pi = _check_policy(mdp, pi)
-    return _evaluate(mdp, pi)
+    return evaluate_pi(mdp, pi)
 
 
 def expected_return(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray | float:
@@ -282,7 +282,7 @@ def occupancy(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
     pi = _check_policy(mdp, pi)
-    return _occupancy(mdp, pi)
+    return occupancy_pi(mdp, pi)
 
 
 def optimal_values(
@@ -319,12 +319,12 @@ def optimal_values(
         if done:
             break
     policy = np.eye(mdp.n_actions)[np.argmax(mdp.R + g * mdp.P @ V, axis=1)]
-    V, Q = _evaluate(mdp, policy)  # exact value of the greedy policy
+    V, Q = evaluate_pi(mdp, policy)  # exact value of the greedy policy
     return V, Q, policy
 
 
 @functools.lru_cache(maxsize=64)
-def _optimum(mdp: TabularMDP) -> tuple[float, np.ndarray]:
+def optimum(mdp: TabularMDP) -> tuple[float, np.ndarray]:
     V, _, policy = optimal_values(mdp)
     return float(V @ mdp.rho), policy.argmax(1)
 
@@ -336,12 +336,12 @@ def exact_policy_gradient(mdp: TabularMDP, theta: np.ndarray) -> np.ndarray:
     """
     theta = check_array("theta", theta, ndim=(2, 3))
     pi = _check_policy(mdp, softmax_policy(theta))
-    return _gradient(mdp, pi)
+    return gradient_pi(mdp, pi)
 
 
-def _gradient(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
-    V, Q = _evaluate(mdp, pi)
-    d = _occupancy(mdp, pi)
+def gradient_pi(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
+    V, Q = evaluate_pi(mdp, pi)
+    d = occupancy_pi(mdp, pi)
     # eq. (PG): gradient = d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma)
     return d[..., None] * pi * (Q - V[..., None]) / (1.0 - mdp.gamma)
 
@@ -353,6 +353,6 @@ def critic_error(mdp: TabularMDP, pi: np.ndarray, Q: np.ndarray) -> np.ndarray:
     """
     pi = _check_policy(mdp, pi)
     Q = check_array("Q", Q, shape=pi.shape)
-    _, Q_pi = _evaluate(mdp, pi)
-    d = _occupancy(mdp, pi)
+    _, Q_pi = evaluate_pi(mdp, pi)
+    d = occupancy_pi(mdp, pi)
     return np.sqrt(np.sum(d[..., None] * pi * (Q - Q_pi) ** 2, axis=(-2, -1)))

@@ -28,10 +28,10 @@ from lab.core.runtime import smoke_steps
 
 from .mdp import (
     TabularMDP,
-    _evaluate,
-    _gradient,
-    _occupancy,
-    _optimum,
+    evaluate_pi,
+    gradient_pi,
+    occupancy_pi,
+    optimum,
     softmax_policy,
 )
 
@@ -96,7 +96,7 @@ class StepSchedule:
         return f"{self.c:g}·k^-{p}"
 
 
-def _as_schedule(name: str, value: Any) -> StepSchedule:
+def as_schedule(name: str, value: Any) -> StepSchedule:
     if isinstance(value, StepSchedule):
         return value
     if isinstance(value, tuple) and len(value) == 2:
@@ -172,32 +172,32 @@ class PGHistory:
         return self.k
 
 
-def _eval_points(K: int, n: int) -> np.ndarray:
+def log_eval_points(K: int, n: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], np.geomspace(1, K, n).round().astype(int)]))
 
 
-def _categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+def categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draw: the first index whose cumulative probability exceeds ``u``."""
     idx = (np.cumsum(probs, axis=-1) < u[..., None]).sum(-1)
     return np.minimum(idx, probs.shape[-1] - 1)
 
 
-def _record(mdp, J_star, a_star, theta, Q):
+def record_metrics(mdp, J_star, a_star, theta, Q):
     pi = softmax_policy(theta)
-    V, Q_pi = _evaluate(mdp, pi)
-    d = _occupancy(mdp, pi)
+    V, Q_pi = evaluate_pi(mdp, pi)
+    d = occupancy_pi(mdp, pi)
     gap = J_star - V @ mdp.rho
     err = np.sqrt(np.sum(d[..., None] * pi * (Q - Q_pi) ** 2, axis=(-2, -1)))
     p_opt = pi[:, np.arange(mdp.n_states), a_star].mean(0)
     return gap, err, p_opt
 
 
-def _check_ac_args(mdp, K, actor, critic, runs, seed, sampler, eval_points):
+def check_ac_args(mdp, K, actor, critic, runs, seed, sampler, eval_points):
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP (got {type(mdp).__name__})")
     K = smoke_steps(check_int("K", K, 1, 10**9), small=2000)  # LAB_SMOKE=1: 2,000
-    actor = _as_schedule("actor", actor)
-    critic = _as_schedule("critic", critic)
+    actor = as_schedule("actor", actor)
+    critic = as_schedule("critic", critic)
     runs = check_int("runs", runs, 1, 10**7)
     seed = check_int("seed", seed, 0, 2**32 - 1)
     sampler = check_choice("sampler", sampler, SAMPLERS)
@@ -255,7 +255,7 @@ def single_timescale_ac(
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
-    K, actor, critic, runs, seed, sampler, eval_points = _check_ac_args(
+    K, actor, critic, runs, seed, sampler, eval_points = check_ac_args(
         mdp, K, actor, critic, runs, seed, sampler, eval_points
     )
     if uniforms is not None:
@@ -264,11 +264,11 @@ def single_timescale_ac(
         uniforms = check_array("uniforms", uniforms, shape=(K, runs, 4))
     rng = np.random.default_rng(seed)
     S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
-    J_star, a_star = _optimum(mdp)
+    J_star, a_star = optimum(mdp)
     R_idx = np.arange(runs)
     theta = np.zeros((runs, S, A))  # theta_0 = 0: uniform policy
     Q = np.zeros((runs, S, A))  # Q_0 = 0
-    ks = _eval_points(K, eval_points)
+    ks = log_eval_points(K, eval_points)
     etas, betas = actor(np.arange(K)), critic(np.arange(K))
     rec_gap, rec_err, rec_p, rec_samples = [], [], [], []
     transitions = np.zeros(runs)
@@ -279,7 +279,7 @@ def single_timescale_ac(
     j = 0
     for k in it:
         while j < len(ks) and ks[j] == k:
-            gap, err, p_opt = _record(mdp, J_star, a_star, theta, Q)
+            gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta, Q)
             rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
             rec_samples.append(k if sampler == "occupancy" else transitions.mean())
             j += 1
@@ -293,18 +293,18 @@ def single_timescale_ac(
         pi = z / z.sum(-1, keepdims=True)  # pi_k = softmax(theta_k)
         # (S): s_k ~ d^{pi_k}_rho
         if sampler == "occupancy":
-            d = _occupancy(mdp, pi)
-            s = _categorical(d, u[:, 0])
+            d = occupancy_pi(mdp, pi)
+            s = categorical(d, u[:, 0])
         else:
             s, n_steps = _restart_draw(mdp, pi, rng)
             transitions += n_steps + 1
-        a = _categorical(pi[R_idx, s], u[:, 1])  # a_k ~ pi_k(.|s_k)
-        s1 = _categorical(mdp.P[s, a], u[:, 2])  # s'_k ~ P(.|s_k, a_k)
-        a1 = _categorical(pi[R_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
+        a = categorical(pi[R_idx, s], u[:, 1])  # a_k ~ pi_k(.|s_k)
+        s1 = categorical(mdp.P[s, a], u[:, 2])  # s'_k ~ P(.|s_k, a_k)
+        a1 = categorical(pi[R_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
         r = mdp.R[s, a]
-        _ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, g, etas[k], betas[k])
+        ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, g, etas[k], betas[k])
     while j < len(ks):  # the final point(s), k = K
-        gap, err, p_opt = _record(mdp, J_star, a_star, theta, Q)
+        gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta, Q)
         rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
         rec_samples.append(K if sampler == "occupancy" else transitions.mean())
         j += 1
@@ -321,19 +321,19 @@ def single_timescale_ac(
     )
 
 
-def _ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, gamma, eta, beta):
+def ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, gamma, eta, beta):
     """One actor + one critic step on a batch of runs (arrays (runs, S, A)), in place."""
     R_idx = np.arange(theta.shape[0])
     pi_s = pi[R_idx, s]  # pi_k(.|s_k), (runs, A)
     q_s = Q[R_idx, s]  # Q_k(s_k, .), a copy (fancy indexing)
     q_sa = q_s[R_idx, a]
-    # (ADV): A_k = Q_k(s, a) - sum_b pi_k(b|s) Q_k(s, b)
+    # eq. (ADV): A_k = Q_k(s, a) - sum_b pi_k(b|s) Q_k(s, b)
     adv = q_sa - np.sum(pi_s * q_s, axis=-1)
-    # (ACTOR): theta(s, .) += eta_k / (1 - gamma) (e_a - pi(.|s)) A_k
+    # eq. (ACTOR): theta(s, .) += eta_k / (1 - gamma) (e_a - pi(.|s)) A_k
     score = -pi_s
     score[R_idx, a] += 1.0
     theta[R_idx, s] += (eta / (1.0 - gamma)) * score * adv[:, None]
-    # (CRITIC): Q(s, a) += beta_k (r(s, a) + gamma Q_k(s', a') - Q_k(s, a))
+    # eq. (CRITIC): Q(s, a) += beta_k (r(s, a) + gamma Q_k(s', a') - Q_k(s, a))
     td = r + gamma * Q[R_idx, s1, a1] - q_sa
     Q[R_idx, s, a] += beta * td
 
@@ -381,7 +381,7 @@ def ac_update(
     th, q = theta[None], Q[None]
     pi = softmax_policy(th)
     idx = (np.array([s]), np.array([a]), np.array([s_next]), np.array([a_next]))
-    _ac_update_inplace(th, q, pi, *idx, np.array([reward]), gamma, eta, beta)
+    ac_update_inplace(th, q, pi, *idx, np.array([reward]), gamma, eta, beta)
     return th[0], q[0]
 
 
@@ -389,12 +389,12 @@ def _restart_draw(mdp: TabularMDP, pi: np.ndarray, rng: np.random.Generator):
     """``s ~ d^pi_rho`` by simulation: start at ``rho``, continue with probability gamma."""
     runs = pi.shape[0]
     R_idx = np.arange(runs)
-    s = _categorical(np.broadcast_to(mdp.rho, (runs, mdp.n_states)), rng.random(runs))
+    s = categorical(np.broadcast_to(mdp.rho, (runs, mdp.n_states)), rng.random(runs))
     alive = rng.random(runs) < mdp.gamma
     n_steps = np.zeros(runs)
     while alive.any():
-        a = _categorical(pi[R_idx, s], rng.random(runs))
-        s_next = _categorical(mdp.P[s, a], rng.random(runs))
+        a = categorical(pi[R_idx, s], rng.random(runs))
+        s_next = categorical(mdp.P[s, a], rng.random(runs))
         s = np.where(alive, s_next, s)
         n_steps += alive
         alive &= rng.random(runs) < mdp.gamma
@@ -437,16 +437,16 @@ def exact_pg_ascent(
     theta = (
         np.zeros((S, A)) if theta0 is None else check_array("theta0", theta0, shape=(S, A)).copy()
     )
-    J_star, a_star = _optimum(mdp)
-    ks = _eval_points(K, eval_points)
+    J_star, a_star = optimum(mdp)
+    ks = log_eval_points(K, eval_points)
     gaps, norms, p_opt = [], [], []
     j = 0
     for k in range(K + 1):
         z = np.exp(theta - theta.max(-1, keepdims=True))
         pi = z / z.sum(-1, keepdims=True)
-        grad = _gradient(mdp, pi)  # eq. (PG)
+        grad = gradient_pi(mdp, pi)  # eq. (PG)
         while j < len(ks) and ks[j] == k:
-            V, _ = _evaluate(mdp, pi)
+            V, _ = evaluate_pi(mdp, pi)
             gaps.append(J_star - V @ mdp.rho)
             norms.append(np.linalg.norm(grad))
             p_opt.append(pi[np.arange(S), a_star])

@@ -37,15 +37,18 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
   like the committed ones (seed 0, 1,500 or 4,000 steps) decodes its values with a clearly
   larger error than the 32-bin chain (``python -m lab.arecho.checkpoint --bins 500 --seeds 0 --out chain500.pt``).
 * Tokens: a bin decodes to the median of its training values (the official code returns the
-  lower threshold); no per-metric pad token and no ``<eos>``; the formulas of the non-linear
+  lower threshold: ``MetricTokenizer(representative="lower")``); our thresholds are the
+  interior percentiles (the official ones add the training minimum and maximum and use
+  linear interpolation; with ``n_bins = token_size - 2`` on a sample where interpolation lands
+  on data points the two coincide, see ``tests/fixtures/official/arecho_official.json``); no
+  per-metric pad token and no ``<eos>``; a categorical metric keeps one token per class (the
+  official thresholds path merges its top two classes); the formulas of the non-linear
   spacings are ours (the names follow the official options).
 * Decoding: greedy only (``beam=1``; the paper's ablation shows beam size barely matters).
-* Baselines: ``ParallelBaseline`` is a tiny UniVERSA (standardised L1 regression) or
-  UniVERSA-T (``target="tokens"``); both share the chain's encoder.
-* Parallel baseline loss: the chain is compared with ``ParallelBaseline`` regressing
-  standardised targets with L1, where the official UniVERSA (``universa_base.py``,
-  ``masked_l1_loss``, ftshijt/espnet branch universa_plus) trains L1 on the raw scales; the
-  paper's two steps (UniVERSA -> UniVERSA-T tokens -> ARECHO chain) are not reported apart.
+* Baselines: UniVERSA (``ParallelBaseline(target="universa")``: the official loss, raw-scale
+  L1 per numerical metric plus cross-entropy per class) and UniVERSA-T (``"tokens"``, 32 bins)
+  share the chain's MLP encoder (the paper: WavLM with per-metric pooling and x-vector heads)
+  and are trained for each seed's chain CPU time; the standardised-L1 regressor is ours.
 
 ## Files
 
@@ -53,64 +56,14 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
 :mod:`lab.arecho.corpus` (the labelled corpus, ``python -m lab.arecho.corpus``),
 :mod:`lab.arecho.reference` (tokenizer, one-utterance decoder), :mod:`lab.arecho.models`
 (``TinyARECHO``, ``ParallelBaseline``, ``train``), :mod:`lab.arecho.fast` (batched
-``decode``, ``predict``), :mod:`lab.arecho.experiments` (errors, train-or-load, the seed
-study), :mod:`lab.arecho.checkpoint` (``python -m lab.arecho.checkpoint``),
-:mod:`lab.arecho.figures`.
+``decode``, ``predict``), :mod:`lab.arecho.experiments` (errors, the seed study, what the
+widgets compute), :mod:`lab.arecho.checkpoint` (train-or-load: ``python -m
+lab.arecho.checkpoint``), :mod:`lab.arecho.official` (parity with the official code),
+:mod:`lab.arecho.figures` (drawing only).
 
 See: book/arecho/index.md
 """
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submod_attrs={
-        "quality": [
-            "SR",
-            "espeak_available",
-            "tts",
-            "formant_speech",
-            "synthetic_rir",
-            "degrade",
-            "si_snr",
-            "snr",
-            "lsd",
-            "pesq_wb",
-            "pesq_nb",
-            "stoi",
-            "logmel_features",
-            "mu_law_encode",
-            "mu_law_decode",
-        ],
-        "corpus": [
-            "Corpus",
-            "METRICS",
-            "METRIC_TYPES",
-            "T60_CLASSES",
-            "LOWPASS_CLASSES",
-            "DEFAULT_PATH",
-            "base_utterances",
-            "label_utterance",
-            "build_corpus",
-            "load_corpus",
-        ],
-        "reference": ["SPACINGS", "MODES", "DEFAULT_BINS", "MetricTokenizer", "decode_reference"],
-        "models": ["TinyARECHO", "ParallelBaseline", "train"],
-        "fast": ["decode", "predict"],
-        "experiments": [
-            "SEEDS",
-            "CHAIN_BINS",
-            "errors",
-            "metric_order",
-            "errors_by_position",
-            "teacher_forced",
-            "train_models",
-            "load_models",
-            "save_models",
-            "SeedStudy",
-            "seed_study",
-            "mean_interval",
-            "ridge_oracle_gain",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

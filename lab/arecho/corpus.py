@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_int, check_range
+from lab.core.checks import check_int, check_range
+
 from .quality import (
     SR,
     degrade,
@@ -276,7 +277,7 @@ def build_corpus(
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    from ..core.progress import progress as _progress
+    from lab.core.progress import progress as _progress
 
     n = check_int("n", n, 8, 100_000)
     seed = check_int("seed", seed, 0, 2**31 - 1)

@@ -13,10 +13,9 @@ See: book/arecho/02-chain-and-decoding.ipynb
 
 from __future__ import annotations
 
-import os
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,20 @@ from threadpoolctl import threadpool_limits
 from lab.core.checks import check_array, check_int
 from lab.core.rates import mean_ci
 
-from .corpus import Corpus, load_corpus
+from .checkpoint import (
+    BASELINES,
+    CHAIN_BINS,
+    MODELS_PATH,
+    SEEDS,
+    checkpoint_path,
+    load_baselines,
+    load_models,
+    save_models,
+    train_baselines,
+    train_models,
+)
+from .corpus import T60_CLASSES, Corpus, label_utterance
+from .quality import SR, degrade, mel_bank, power_spec
 from .reference import MODES, PAD, SOS, MetricTokenizer
 
 __all__ = [
@@ -40,25 +52,19 @@ __all__ = [
     "train_models",
     "load_models",
     "save_models",
+    "load_baselines",
     "SeedStudy",
     "seed_study",
     "mean_interval",
     "ridge_oracle_gain",
+    "degraded_example",
+    "spectrogram",
+    "quantisation_error",
+    "QUERIES",
+    "GIVENS",
+    "query_errors",
+    "nearest_test_rows",
 ]
-
-SEEDS = (0, 1, 2)  # the committed training seeds
-#: bins per numerical metric of the committed chains: a labelled scale-down of the paper's 500
-#: (notebook 1 measures both: on 800 training utterances the 500-bin heads learn more slowly,
-#: and a 500-bin chain trained the same way decodes with a larger error than a 32-bin one)
-CHAIN_BINS = 32
-DATA = Path(__file__).resolve().parent / "data"
-MODELS_PATH = DATA / "models.pt"  # seed 0; seeds 1, 2 in models-seed<k>.pt
-
-
-def checkpoint_path(seed: int = 0) -> Path:
-    """Path of the committed chain + parallel pair trained with ``seed``."""
-    seed = check_int("seed", seed, 0)
-    return MODELS_PATH if seed == 0 else DATA / f"models-seed{seed}.pt"
 
 
 def errors(
@@ -212,141 +218,6 @@ def teacher_forced(model, features: Any, labels: Any) -> np.ndarray:
     return out
 
 
-def _half(state: dict) -> dict:
-    return {k: v.detach().cpu().half() if v.is_floating_point() else v for k, v in state.items()}
-
-
-def train_models(
-    corpus: Corpus,
-    steps: int = 1500,
-    seed: int = 0,
-    parallel_steps: int | None = None,
-    n_bins: int = CHAIN_BINS,
-    progress: bool = False,
-    device: Any = None,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Train the chain for ``steps`` steps and the parallel baseline for the same CPU time.
-
-    Parameters
-    ----------
-    corpus : Corpus
-    steps : int
-        Optimiser steps of the chain (batch 64).
-    seed : int
-        Seed of weights, batches, orders and label dropout (local generators only).
-    parallel_steps : int, optional
-        Train the parallel baseline for exactly this many steps instead of the chain's CPU
-        time (to reproduce a committed file).
-    n_bins : int
-        Bins per numerical metric (default ``CHAIN_BINS`` = 32, a scale-down of the paper's 500).
-    progress : bool
-        Progress bars.
-    device : torch.device or str, optional
-        Where to train (default CPU; the committed files are made on CPU).
-
-    Returns
-    -------
-    (TinyARECHO, ParallelBaseline, dict)
-        The models and ``meta`` (steps, CPU seconds of each, seed, n_bins).
-
-    See: book/arecho/02-chain-and-decoding.ipynb
-    """
-    import torch
-
-    from .models import ParallelBaseline, TinyARECHO, train
-
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-    steps = check_int("steps", steps, 1)
-    seed = check_int("seed", seed, 0)
-    n_bins = check_int("n_bins", n_bins, 2, 1024)
-    if parallel_steps is not None:
-        parallel_steps = check_int("parallel_steps", parallel_steps, 1)
-    tok = MetricTokenizer(n_bins).fit(corpus.labels[corpus.train], corpus.types, corpus.names)
-    with torch.random.fork_rng(devices=[]):  # initial weights from a local seed
-        torch.manual_seed(seed)
-        chain = TinyARECHO(tok, corpus.features.shape[1])
-        par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
-    if device is not None:
-        chain, par = chain.to(device), par.to(device)
-    h_c = train(chain, corpus, seconds=1e9, steps=steps, seed=seed, clock="cpu", progress=progress)
-    if parallel_steps is None:
-        h_p = train(par, corpus, seconds=h_c["seconds"], seed=seed, clock="cpu")
-    else:
-        h_p = train(par, corpus, seconds=1e9, steps=parallel_steps, seed=seed, clock="cpu")
-    meta = {
-        "seed": seed,
-        "n_bins": n_bins,
-        "chain_steps": h_c["steps"],
-        "chain_cpu_seconds": round(h_c["seconds"], 2),
-        "parallel_steps": h_p["steps"],
-        "parallel_cpu_seconds": round(h_p["seconds"], 2),
-    }
-    return chain, par, meta
-
-
-def save_models(chain: Any, parallel: Any, meta: dict, path: str | os.PathLike) -> Path:
-    """Write a chain + parallel pair in float16 (the committed format).
-
-    See: book/arecho/02-chain-and-decoding.ipynb
-    """
-    import torch
-
-    from .models import ParallelBaseline, TinyARECHO
-
-    if not isinstance(chain, TinyARECHO) or not isinstance(parallel, ParallelBaseline):
-        raise TypeError("chain must be a TinyARECHO and parallel a ParallelBaseline")
-    if not isinstance(meta, dict):
-        raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    blob = {"chain": _half(chain.state_dict()), "parallel": _half(parallel.state_dict())}
-    torch.save({**blob, "meta": dict(meta)}, path)
-    return path
-
-
-def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = None, seed: int = 0):
-    """Load a committed chain and parallel baseline (float32, CPU, eval mode).
-
-    Parameters
-    ----------
-    corpus : Corpus, optional
-        The corpus the tokenizer is fitted on (default: the committed corpus).
-    path : path, optional
-        A checkpoint file (default: the committed file of ``seed``).
-    seed : int
-        Which committed training seed (``SEEDS``).
-
-    Returns
-    -------
-    (TinyARECHO, ParallelBaseline, dict)
-
-    See: book/arecho/02-chain-and-decoding.ipynb
-    """
-    import torch
-
-    from .models import ParallelBaseline, TinyARECHO
-
-    path = checkpoint_path(seed) if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint at {path}; make it with `python -m lab.arecho.checkpoint --out {path}`"
-        )
-    corpus = load_corpus() if corpus is None else corpus
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
-    tok = MetricTokenizer(int(meta["n_bins"])).fit(
-        corpus.labels[corpus.train], corpus.types, corpus.names
-    )
-    chain = TinyARECHO(tok, corpus.features.shape[1])
-    chain.load_state_dict({k: v.float() for k, v in blob["chain"].items()})
-    par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
-    par.load_state_dict({k: v.float() for k, v in blob["parallel"].items()})
-    return chain.eval(), par.eval(), meta
-
-
 def _mean_num(err: dict[str, float], names: Sequence[str], types: Sequence[str]) -> float:
     return float(np.mean([err[n] for n, t in zip(names, types, strict=True) if t == "num"]))
 
@@ -360,7 +231,12 @@ class SeedStudy:
     """Test errors of the committed seeds (mean normalised error over the numerical metrics).
 
     ``modes[i]`` -> column ``i`` of ``chain``; rows are ``seeds``. ``per_metric[s][mode]`` is
-    the full per-metric dict of seed ``s``; ``meta[s]`` the training budget of the pair.
+    the full per-metric dict of seed ``s`` (also for ``"teacher-forced"``, ``"parallel"``,
+    ``"independent"`` and each of ``BASELINES``); ``meta[s]`` the training budgets of the seed.
+    ``baselines[name]`` / ``baselines_classes[name]``: UniVERSA (``"universa"``) and UniVERSA-T
+    (``"tokens"``) trained for the chain's CPU time; ``independent``: the chain's decoder
+    writing each metric alone (``<sos> <m>`` prefix, no other metric: the chain without
+    chaining).
     """
 
     seeds: tuple[int, ...]
@@ -374,6 +250,9 @@ class SeedStudy:
     meta: list[dict[str, Any]] = field(default_factory=list)
     tokens: dict[str, np.ndarray] = field(default_factory=dict)  # first seed, per mode
     predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # first seed
+    baselines: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (S,) numbers
+    baselines_classes: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (S,)
+    independent: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (S,) numbers
 
     def column(self, mode: str) -> np.ndarray:
         """Errors of one decoding mode over the seeds."""
@@ -473,11 +352,14 @@ def seed_study(
     seeds: Sequence[int] = SEEDS,
     modes: Sequence[str] = MODES,
     pairs: Sequence[tuple[Any, Any, dict]] | None = None,
+    baselines: Sequence[tuple[dict[str, Any], dict]] | None = None,
 ) -> SeedStudy:
     """Decode the test split with every committed seed in every mode (see :class:`SeedStudy`).
 
     ``pairs`` replaces the committed files by ``(chain, parallel, meta)`` triples (the
-    notebook's ``FULL`` retraining); the tokens and predictions of the first seed are kept.
+    notebook's ``FULL`` retraining) and ``baselines`` the committed UniVERSA / UniVERSA-T by
+    ``(models, meta)`` pairs (with ``pairs`` and no ``baselines``, they are trained for each
+    chain's CPU time); the tokens and predictions of the first seed are kept.
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
@@ -502,6 +384,12 @@ def seed_study(
         pairs = list(pairs)
         if len(pairs) != len(seeds):
             raise ValueError(f"pairs must hold one (chain, parallel, meta) per seed {seeds}")
+    if baselines is not None:
+        baselines = list(baselines)
+        if len(baselines) != len(seeds):
+            raise ValueError(f"baselines must hold one (models, meta) per seed {seeds}")
+    res.update({f"b:{k}": [] for k in BASELINES} | {f"bc:{k}": [] for k in BASELINES})
+    res["ind"] = []
     tokens: dict[str, np.ndarray] = {}
     preds: dict[str, dict[str, np.ndarray]] = {}
     for i, s in enumerate(seeds):
@@ -519,8 +407,22 @@ def seed_study(
         res["tf"].append(_mean_num(per["teacher-forced"], names, types))
         res["par"].append(_mean_num(per["parallel"], names, types))
         res["parc"].append(_mean_cat(per["parallel"], names, types))
+        if baselines is not None:
+            models, b_meta = baselines[i]
+        elif pairs is None:
+            models, b_meta = load_baselines(corpus, seed=s)
+        else:
+            models, b_meta = train_baselines(corpus, meta["chain_cpu_seconds"], s)
+        for k, model in models.items():
+            per[k] = errors(predict(model, x), y, types, y_tr, names)
+            res[f"b:{k}"].append(_mean_num(per[k], names, types))
+            res[f"bc:{k}"].append(_mean_cat(per[k], names, types))
+        per["independent"] = {}
+        for n in names:  # the chain without chaining: each metric written alone
+            per["independent"].update(errors(decode(chain, x, [n], "fixed"), y, types, y_tr, names))
+        res["ind"].append(_mean_num(per["independent"], names, types))
         res["per"].append(per)
-        res["meta"].append(meta)
+        res["meta"].append({**meta, **{f"baseline_{k}": v for k, v in b_meta.items()}})
     return SeedStudy(
         seeds,
         modes,
@@ -533,4 +435,161 @@ def seed_study(
         res["meta"],
         tokens,
         preds,
+        {k: np.array(res[f"b:{k}"]) for k in BASELINES},
+        {k: np.array(res[f"bc:{k}"]) for k in BASELINES},
+        np.array(res["ind"]),
     )
+
+
+# ----------------------------------------------------------------------------------------
+# what the widgets of lab.arecho.figures compute (memoised here; figures.py only draws)
+# ----------------------------------------------------------------------------------------
+_CLEAN: dict[int, np.ndarray] = {}
+
+
+def _register(clean: np.ndarray) -> int:
+    _CLEAN[id(clean)] = clean
+    return id(clean)
+
+
+@functools.lru_cache(maxsize=256)
+def _degraded(clean_id: int, base: int, snr_db: float, t60: float, lowpass_hz: float, clip: bool):
+    clean = _CLEAN[clean_id][base]
+    c = 0.7 if clip else 0.0
+    feats, labels = label_utterance(clean, snr_db, t60, lowpass_hz, c, 12345)
+    return degrade(clean, snr_db, t60, lowpass_hz, c, 12345), feats, labels
+
+
+def degraded_example(
+    corpus: Corpus, base: int, snr_db: float, t60: float, lowpass_hz: float, clip: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One clean sentence of the corpus degraded (noise seed 12345, clipping at 0.7 of the
+    peak when ``clip``): ``(waveform, features, nine labels)``, memoised.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    base = check_int("base", base, 0, corpus.clean.shape[0] - 1)
+    key = _register(corpus.clean)
+    return _degraded(key, base, float(snr_db), float(t60), float(lowpass_hz), bool(clip))
+
+
+def spectrogram(x: Any, n_mels: int = 16, n_frames: int = 20) -> np.ndarray:
+    """A coarse log-mel spectrogram (``n_mels x n_frames``, dB) for small heat maps.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    x = check_array("x", x, ndim=1, min_size=512)
+    spec = power_spec(x)
+    mel = 10 * np.log10(spec @ mel_bank(n_mels, 512, SR).T + 1e-8)
+    idx = np.array_split(np.arange(mel.shape[0]), n_frames)
+    return np.stack([mel[i].mean(0) for i in idx], 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _quantisation_error(corpus_id: int, n_bins: int, spacing: str, j: int) -> float:
+    corpus = _CORPORA[corpus_id]
+    train = corpus.labels[corpus.train]
+    tok = MetricTokenizer(n_bins, spacing).fit(train, corpus.types, corpus.names)
+    v = corpus.labels[corpus.test, j]
+    return float(np.mean(np.abs(tok.decode(j, tok.encode(j, v)) - v)) / train[:, j].std())
+
+
+_CORPORA: dict[int, Corpus] = {}
+
+
+def quantisation_error(corpus: Corpus, n_bins: int, spacing: str, metric: str) -> float:
+    """Round-trip error ``|decode(encode(v)) - v| / sd`` of one metric on the test split
+    (the floor of a perfect classifier over the bins), memoised.
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    _CORPORA[id(corpus)] = corpus
+    return _quantisation_error(id(corpus), int(n_bins), spacing, corpus.index(metric))
+
+
+#: the query and "given" choices of notebook 2's query explorer
+QUERIES = {
+    "all nine": "all",
+    "PESQ-WB, STOI": ["PESQ-WB", "STOI"],
+    "intrusive (PESQ-WB, PESQ-NB, STOI, SI-SNR, LSD)": "PESQ-WB PESQ-NB STOI SI-SNR LSD".split(),
+    "classes (T60, BW, clip)": ["T60", "BW", "clip"],
+}
+GIVENS = {"nothing": (), "SNR, T60, BW given": ("SNR", "T60", "BW")}
+
+
+def query_errors(model, corpus: Corpus, mode: str, query: str, given: str) -> dict[str, float]:
+    """Test errors of one query (a key of ``QUERIES``) decoded in ``mode`` with the metrics of
+    ``GIVENS[given]`` imposed at their true values, memoised per model.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from .fast import decode
+
+    if query not in QUERIES or given not in GIVENS:
+        raise ValueError(f"query must be one of {list(QUERIES)} and given one of {list(GIVENS)}")
+    memo = _QUERY_MEMO.setdefault((id(model), id(corpus)), {})
+    key = (mode, query, given)
+    if key not in memo:
+        test = corpus.test
+        g = {n: corpus.labels[test, corpus.index(n)] for n in GIVENS[given]}
+        out = decode(model, corpus.features[test], QUERIES[query], mode, given=g or None)
+        memo[key] = errors(
+            out, corpus.labels[test], corpus.types, corpus.labels[corpus.train], corpus.names
+        )
+    return memo[key]
+
+
+_QUERY_MEMO: dict[tuple[int, int], dict] = {}
+
+
+def nearest_test_rows(corpus: Corpus, snr_db: float) -> list[tuple[str, int]]:
+    """For every T60 x clipping cell, the test utterance nearest ``snr_db``:
+    ``[(cell label, position in corpus.test), ...]`` (cells without a test utterance skipped).
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    test = corpus.test
+    i_t60, i_clip, i_snr = corpus.index("T60"), corpus.index("clip"), corpus.index("SNR")
+    out = []
+    for t in range(len(T60_CLASSES)):
+        for c in (0, 1):
+            cand = test[(corpus.labels[test, i_t60] == t) & (corpus.labels[test, i_clip] == c)]
+            if cand.size:
+                r = cand[np.argmin(np.abs(corpus.labels[cand, i_snr] - snr_db))]
+                label = f"{T60_CLASSES[t]:g} s{' ✂' if c else ''}"
+                out.append((label, int(np.searchsorted(test, r))))
+    return out
+
+
+def fitted_tokenizer(corpus: Corpus, n_bins: int, spacing: str) -> MetricTokenizer:
+    """A tokenizer fitted on the training split (memoised per corpus, bins and spacing).
+
+    See: book/arecho/01-degraded-speech-and-tokens.ipynb
+    """
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    key = (id(corpus), int(n_bins), spacing)
+    if key not in _TOKENIZERS:
+        _TOKENIZERS[key] = MetricTokenizer(int(n_bins), spacing).fit(
+            corpus.labels[corpus.train], corpus.types, corpus.names
+        )
+    return _TOKENIZERS[key]
+
+
+_TOKENIZERS: dict[tuple, MetricTokenizer] = {}
+
+
+def profile_prediction(model, features: Any, query: Any = "all") -> dict[str, np.ndarray]:
+    """Confidence-first decoding of ``features`` (``(B, F)``) by a chain: ``name -> (B,)``.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    from .fast import decode
+
+    return decode(model, np.atleast_2d(features), query, "confidence")

@@ -1,6 +1,6 @@
 """The batched fast path: greedy two-step decoding of many utterances at once (CPU or CUDA).
 
-Same results as :func:`lab.arecho.reference.decode_reference` (tested token for token).
+Same name and results as :func:`lab.arecho.reference.decode` (tested token for token).
 
 See: book/arecho/02-chain-and-decoding.ipynb
 """
@@ -14,8 +14,8 @@ import numpy as np
 
 from lab.core.checks import check_array
 
-from .models import ParallelBaseline, _prepare, _torch
-from .reference import SOS, _read_sequences
+from .models import ParallelBaseline
+from .reference import SOS, prepare_decoding, read_sequences
 
 __all__ = ["decode", "predict"]
 
@@ -68,8 +68,9 @@ def decode(
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    torch = _torch()
-    x, q, g = _prepare(model, features, query, mode, given, beam)
+    import torch
+
+    x, q, g = prepare_decoding(model, features, query, mode, given, beam)
     tok = model.tokenizer
     b = x.shape[0]
     dev = x.device
@@ -120,31 +121,35 @@ def decode(
             masked = torch.where((v >= lo[:, None]) & (v < hi[:, None]), lp, -math.inf)
             seq = torch.cat([seq, masked.argmax(1)[:, None]], 1)
             remaining[rows, pick] = False
-    out = _read_sequences(tok, seq.cpu().numpy(), skip=1 + 2 * len(g))
+    out = read_sequences(tok, seq.cpu().numpy(), skip=1 + 2 * len(g))
     result = {tok.names[j]: out[j] for j in q}
     return (result, seq.cpu().numpy()) if return_tokens else result
 
 
 def predict(model, features) -> np.ndarray:
     """Predicted metric matrix ``(B, M)`` of a :class:`ParallelBaseline` (original units;
-    categorical metrics rounded to the nearest category, or argmax over their tokens).
+    categorical metrics rounded to the nearest category, or the argmax over their classes or
+    tokens).
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    torch = _torch()
+    import torch
+
     if not isinstance(model, ParallelBaseline):
         raise TypeError(f"model must be a ParallelBaseline (got {type(model).__name__})")
     dev = next(model.parameters()).device
     x = torch.as_tensor(check_array("features", features, ndim=2), dtype=torch.float32, device=dev)
     with torch.no_grad():
         out = model(x)
-        if model.target == "tokens":
-            tok = model.tokenizer
-            starts = np.concatenate([[0], np.cumsum(tok.sizes)])
+        if model.target in ("tokens", "universa"):
+            tok, starts = model.tokenizer, model.starts
             cols = []
             for j in range(model.n_metrics):
-                k = out[:, starts[j] : starts[j + 1]].argmax(1).cpu().numpy()
-                cols.append(tok.values[j][k])
+                block = out[:, starts[j] : starts[j + 1]]
+                if model.target == "universa" and tok.types[j] == "num":
+                    cols.append(block[:, 0].cpu().numpy().astype(np.float64))  # raw scale
+                    continue
+                cols.append(tok.values[j][block.argmax(1).cpu().numpy()])
             return np.stack(cols, 1)
         y = (out * model.y_sd + model.y_mu).cpu().numpy().astype(np.float64)
     return y

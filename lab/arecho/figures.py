@@ -9,20 +9,30 @@ See: book/arecho/01-degraded-speech-and-tokens.ipynb, book/arecho/02-chain-and-d
 
 from __future__ import annotations
 
-import functools
 import io
 import wave
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_int
-
-from .corpus import LOWPASS_CLASSES, METRICS, T60_CLASSES, Corpus, label_utterance
-from .quality import SR, _mel_bank, _power_spec, degrade, logmel_features
+from .corpus import METRICS, Corpus
+from .experiments import (
+    GIVENS,
+    QUERIES,
+    degraded_example,
+    fitted_tokenizer,
+    nearest_test_rows,
+    profile_prediction,
+    quantisation_error,
+    query_errors,
+    spectrogram,
+)
+from .quality import SR
 
 __all__ = [
     "METRIC_LABELS",
+    "QUERIES",
+    "GIVENS",
     "wav_bytes",
     "AudioPlayer",
     "spectrogram",
@@ -60,6 +70,18 @@ _RANGES = {
     "clip": (0.0, 1.0),
 }
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f", "#d62728"
+
+
+def _check_corpus(corpus) -> None:
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+
+
+def _check_results(name: str, value) -> None:
+    if not isinstance(value, dict) or not value:
+        raise TypeError(
+            f"{name} must be a non-empty dict label -> values (got {type(value).__name__})"
+        )
 
 
 def _go():
@@ -105,38 +127,9 @@ class AudioPlayer:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def spectrogram(x: Any, n_mels: int = 16, n_frames: int = 20) -> np.ndarray:
-    """A coarse log-mel spectrogram (``n_mels x n_frames``, dB) for small heat maps.
-
-    See: book/arecho/01-degraded-speech-and-tokens.ipynb
-    """
-    spec = _power_spec(np.asarray(x, dtype=np.float64))
-    mel = 10 * np.log10(spec @ _mel_bank(n_mels, 512, SR).T + 1e-8)
-    idx = np.array_split(np.arange(mel.shape[0]), n_frames)
-    return np.stack([mel[i].mean(0) for i in idx], 1)
-
-
 def _norm(name: str, v: float) -> float:
     lo, hi = _RANGES[name]
     return float(np.clip((v - lo) / (hi - lo), 0, 1))
-
-
-@functools.lru_cache(maxsize=256)
-def _degraded(base: int, snr_db: float, t60: float, lowpass_hz: float, clip: bool, clean_id: int):
-    clean = _CLEAN[clean_id][base]
-    c = 0.7 if clip else 0.0
-    feats, labels = label_utterance(clean, snr_db, t60, lowpass_hz, c, 12345)
-    y = degrade(clean, snr_db, t60, lowpass_hz, c, 12345)
-    return y, feats, labels
-
-
-_CLEAN: dict[int, np.ndarray] = {}
-
-
-def _register(clean: np.ndarray) -> int:
-    key = id(clean)
-    _CLEAN[key] = clean
-    return key
 
 
 def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | None = None):
@@ -149,15 +142,12 @@ def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | Non
     """
     from plotly.subplots import make_subplots
 
-    base = check_int("base", base, 0, corpus.clean.shape[0] - 1)
-    key = _register(corpus.clean)
+    degraded_example(corpus, base, 15.0, 0.2, 8000.0, False)  # checks the arguments
     clean_spec = spectrogram(corpus.clean[base])
 
     def compute(snr_db: float, t60: float, lowpass_hz: float, clip: bool):
         go = _go()
-        y, _, labels = _degraded(
-            base, float(snr_db), float(t60), float(lowpass_hz), bool(clip), key
-        )
+        y, _, labels = degraded_example(corpus, base, snr_db, t60, lowpass_hz, clip)
         if player is not None:
             player.set(y)
         fig = make_subplots(
@@ -224,6 +214,7 @@ def correlation_figure(corpus: Corpus):
     """
     from scipy.stats import spearmanr
 
+    _check_corpus(corpus)
     go = _go()
     rho = spearmanr(corpus.labels).statistic
     names = list(corpus.names)
@@ -261,22 +252,14 @@ def tokenizer_compute(corpus: Corpus):
     """
     from plotly.subplots import make_subplots
 
-    from .reference import MetricTokenizer
-
+    _check_corpus(corpus)
     train = corpus.labels[corpus.train]
     bins_grid = (4, 8, 16, 32, 64, 128, 256, 500)
-
-    @functools.lru_cache(maxsize=128)
-    def qerr(n_bins: int, spacing: str, j: int) -> float:
-        tok = MetricTokenizer(n_bins, spacing).fit(train, corpus.types, corpus.names)
-        v = corpus.labels[corpus.test, j]
-        back = tok.decode(j, tok.encode(j, v))
-        return float(np.mean(np.abs(back - v)) / train[:, j].std())
 
     def compute(n_bins: int, spacing: str, metric: str):
         go = _go()
         j = corpus.names.index(metric)
-        tok = MetricTokenizer(int(n_bins), spacing).fit(train, corpus.types, corpus.names)
+        tok = fitted_tokenizer(corpus, n_bins, spacing)
         v = train[:, j]
         fig = make_subplots(
             rows=1,
@@ -316,7 +299,7 @@ def tokenizer_compute(corpus: Corpus):
             row=1,
             col=1,
         )
-        errs = [qerr(b, spacing, j) for b in bins_grid]
+        errs = [quantisation_error(corpus, b, spacing, metric) for b in bins_grid]
         fig.add_trace(
             go.Scatter(
                 x=list(bins_grid),
@@ -332,7 +315,7 @@ def tokenizer_compute(corpus: Corpus):
         fig.add_trace(
             go.Scatter(
                 x=[int(n_bins)],
-                y=[qerr(int(n_bins), spacing, j)],
+                y=[quantisation_error(corpus, n_bins, spacing, metric)],
                 mode="markers",
                 marker={"size": 13, "color": _ORANGE},
                 name="current",
@@ -358,6 +341,7 @@ def error_bars(results: dict[str, dict[str, float]], title: str, log: bool = Fal
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
+    _check_results("results", results)
     go = _go()
     colors = [_GREY, _BLUE, _ORANGE, _GREEN, _RED, "#9467bd", "#8c564b"]
     fig = go.Figure()
@@ -398,21 +382,17 @@ def profile_compute(
     """
     from plotly.subplots import make_subplots
 
-    from .fast import decode
-
-    key = _register(corpus.clean)
+    _check_corpus(corpus)
     test = corpus.test
     if preds is None:
-        preds = decode(model, corpus.features[test], "all", "confidence")
-    cells = [(t, c) for t in range(len(T60_CLASSES)) for c in (0, 1)]
-    i_t60, i_clip, i_snr = corpus.index("T60"), corpus.index("clip"), corpus.index("SNR")
+        preds = profile_prediction(model, corpus.features[test])
 
     def compute(snr_db: float, t60: float, clip: bool):
         go = _go()
-        y, feats, labels = _degraded(base, float(snr_db), float(t60), 8000.0, bool(clip), key)
+        y, feats, labels = degraded_example(corpus, base, snr_db, t60, 8000.0, clip)
         if player is not None:
             player.set(y)
-        p = decode(model, feats[None], "all", "confidence")
+        p = profile_prediction(model, feats)
         names = list(METRICS)
         pv = np.array([p[n][0] for n in names])
         fig = make_subplots(
@@ -441,18 +421,8 @@ def profile_compute(
                 row=1,
                 col=1,
             )
-        xs, labels_x = [], []
-        rows = []
-        for t, c in cells:
-            cand = test[(corpus.labels[test, i_t60] == t) & (corpus.labels[test, i_clip] == c)]
-            if cand.size == 0:
-                rows.append(None)
-                continue
-            r = cand[np.argmin(np.abs(corpus.labels[cand, i_snr] - snr_db))]
-            rows.append(int(np.searchsorted(test, r)))
-            labels_x.append(f"{T60_CLASSES[t]:g} s{' ✂' if c else ''}")
-            xs.append(len(xs))
-        ok = [r for r in rows if r is not None]
+        cells = nearest_test_rows(corpus, snr_db)
+        labels_x, ok = [c for c, _ in cells], [r for _, r in cells]
         for metric, color in (("PESQ-WB", _BLUE), ("STOI", _GREEN)):
             j = corpus.index(metric)
             tv = corpus.labels[test[ok], j]
@@ -498,21 +468,6 @@ def profile_compute(
     return compute
 
 
-QUERIES = {
-    "all nine": "all",
-    "PESQ-WB, STOI": ["PESQ-WB", "STOI"],
-    "intrusive (PESQ-WB, PESQ-NB, STOI, SI-SNR, LSD)": [
-        "PESQ-WB",
-        "PESQ-NB",
-        "STOI",
-        "SI-SNR",
-        "LSD",
-    ],
-    "classes (T60, BW, clip)": ["T60", "BW", "clip"],
-}
-GIVENS = {"nothing": (), "SNR, T60, BW given": ("SNR", "T60", "BW")}
-
-
 def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = None):
     """``compute(mode, query, given)`` for the query/decoding explorer (notebook 2).
 
@@ -522,17 +477,9 @@ def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = No
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    from .experiments import errors
-    from .fast import decode
 
-    test, train = corpus.test, corpus.train
-    x = corpus.features[test]
-
-    @functools.lru_cache(maxsize=64)
     def err(mode: str, query: str, given: str) -> dict[str, float]:
-        g = {n: corpus.labels[test, corpus.index(n)] for n in GIVENS[given]}
-        out = decode(model, x, QUERIES[query], mode, given=g or None)
-        return errors(out, corpus.labels[test], corpus.types, corpus.labels[train], corpus.names)
+        return query_errors(model, corpus, mode, query, given)
 
     def compute(mode: str, query: str, given: str):
         go = _go()
@@ -607,6 +554,7 @@ def position_figure(curves: dict[str, np.ndarray]):
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
+    _check_results("curves", curves)
     go = _go()
     fig = go.Figure()
     for k, (label, c) in enumerate(curves.items()):
@@ -626,6 +574,3 @@ def position_figure(curves: dict[str, np.ndarray]):
         height=360,
     )
     return fig
-
-
-_ = LOWPASS_CLASSES, logmel_features

@@ -5,7 +5,10 @@
   ``L = - sum_t log p(y_t | y_<t, audio)`` (the paper's loss; eq. (9) here) over sequences in
   a random metric order (eq. (8) of :mod:`lab.arecho.reference`).
 * :class:`ParallelBaseline`: the UniVERSA-style parallel predictor (one shared encoder, one
-  head per metric; regression, or per-metric classification over bins = UniVERSA-T).
+  head per metric): ``target="universa"`` is the official UniVERSA loss (L1 on each numerical
+  metric's raw scale, :func:`masked_l1_loss`, plus cross-entropy on each class label),
+  ``"tokens"`` per-metric classification over bins (UniVERSA-T); ``"raw"`` and
+  ``"standardized"`` are the one-loss regressions of notebook 1.
 
 Deviations: the encoder is an MLP over per-segment log-mel statistics, not a Transformer over
 frames.
@@ -21,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_int, check_positive, check_range
 from lab.core.runtime import smoke_steps
 
-from .reference import MODES, PAD, SOS, MetricTokenizer
+from .reference import PAD, SOS, MetricTokenizer
 
-__all__ = ["TinyARECHO", "ParallelBaseline", "train"]
+__all__ = ["TinyARECHO", "ParallelBaseline", "train", "masked_l1_loss"]
 
 
 def _torch():
@@ -192,11 +195,14 @@ class ParallelBaseline(_module_base()):
     n_features, n_metrics : int
         Input size and number of metrics.
     target : str
-        ``"raw"`` (L1 on the metrics' own scales: the failure the tokenizer fixes),
-        ``"standardized"`` (L1 on z-scored targets) or ``"tokens"`` (cross-entropy over each
-        metric's bins; needs ``tokenizer``).
+        ``"raw"`` (one L1 over all nine metrics on their own scales: the failure the tokenizer
+        fixes), ``"standardized"`` (L1 on z-scored targets), ``"universa"`` (the official
+        UniVERSA: a sum over metrics of the masked L1 on each numerical metric's raw scale
+        plus the cross-entropy of each categorical metric; needs ``tokenizer`` for the types
+        and categories) or ``"tokens"`` (cross-entropy over each metric's bins, UniVERSA-T;
+        needs ``tokenizer``).
     tokenizer : MetricTokenizer, optional
-        Required for ``target="tokens"``.
+        Required for ``target="tokens"`` and ``"universa"``.
     loss : str
         ``"l1"`` or ``"mse"`` for the regression targets (ignored for tokens).
     n_segments, d : int
@@ -220,16 +226,27 @@ class ParallelBaseline(_module_base()):
         self.loss = check_choice("loss", loss, ("l1", "mse"))
         n_features = check_int("n_features", n_features, 1)
         self.n_metrics = check_int("n_metrics", n_metrics, 1)
-        self.target = check_choice("target", target, ("raw", "standardized", "tokens"))
-        if target == "tokens":
+        self.target = check_choice("target", target, TARGETS)
+        if target in ("tokens", "universa"):
             if not isinstance(tokenizer, MetricTokenizer):
-                raise TypeError("target='tokens' needs a fitted MetricTokenizer as tokenizer")
+                raise TypeError(f"target={target!r} needs a fitted MetricTokenizer as tokenizer")
+            tokenizer._check_fitted()
             if len(tokenizer.names) != n_metrics:
                 raise ValueError(f"tokenizer has {len(tokenizer.names)} metrics, not {n_metrics}")
         self.tokenizer = tokenizer
         self.encoder = _SegmentEncoder(n_features, n_segments, d)
         n_seg1 = n_segments + 1
-        n_out = sum(tokenizer.sizes) if target == "tokens" else n_metrics
+        if target == "tokens":
+            widths = list(tokenizer.sizes)
+        elif target == "universa":  # one raw output per number, one logit per category
+            widths = [
+                1 if t == "num" else s
+                for t, s in zip(tokenizer.types, tokenizer.sizes, strict=True)
+            ]
+        else:
+            widths = [1] * n_metrics
+        self.starts = np.concatenate([[0], np.cumsum(widths)]).tolist()  # output block per metric
+        n_out = self.starts[-1]
         self.head = torch.nn.Sequential(
             torch.nn.Flatten(),
             torch.nn.GELU(),
@@ -245,12 +262,58 @@ class ParallelBaseline(_module_base()):
         return self.head(self.encoder(features))
 
 
+TARGETS = ("raw", "standardized", "universa", "tokens")
+
+
+def masked_l1_loss(pred, target, mask):
+    """Mean absolute error over the entries where ``mask`` is true (the official UniVERSA loss).
+
+    ``mean(|pred[mask] - target[mask]|)``: labels missing from an utterance are left out of
+    the mean (the official code marks them with a pad value of -100 and masks them), as
+    ``espnet2/universa/base/loss.py::masked_l1_loss`` does.
+
+    Parameters
+    ----------
+    pred, target : torch.Tensor
+        Same shape.
+    mask : torch.Tensor
+        Boolean, same shape; at least one entry true.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    torch = _torch()
+    for name, t in (("pred", pred), ("target", target), ("mask", mask)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor (got {type(t).__name__})")
+    if pred.shape != target.shape or mask.shape != pred.shape:
+        raise ValueError(
+            f"pred, target and mask must have one shape (got {tuple(pred.shape)}, "
+            f"{tuple(target.shape)}, {tuple(mask.shape)})"
+        )
+    if mask.dtype != torch.bool or not bool(mask.any()):
+        raise ValueError("mask must be a boolean tensor with at least one true entry")
+    return (pred.masked_select(mask) - target.masked_select(mask)).abs().mean()
+
+
 def _set_norms(model, corpus_x: np.ndarray, corpus_y: np.ndarray | None = None) -> None:
     torch = _torch()
     dev = next(model.parameters()).device
     model.encoder.mu.copy_(torch.as_tensor(corpus_x.mean(0), device=dev))
     model.encoder.sd.copy_(torch.as_tensor(corpus_x.std(0) + 1e-3, device=dev))
-    if corpus_y is not None and isinstance(model, ParallelBaseline) and model.target != "raw":
+    if (
+        corpus_y is not None
+        and isinstance(model, ParallelBaseline)
+        and model.target
+        in (
+            "standardized",
+            "tokens",
+        )
+    ):
         model.y_mu.copy_(torch.as_tensor(np.nanmean(corpus_y, 0), device=dev))
         model.y_sd.copy_(torch.as_tensor(np.nanstd(corpus_y, 0) + 1e-9, device=dev))
 
@@ -348,14 +411,15 @@ def train(
     rng = np.random.default_rng(seed)
     x_t = torch.as_tensor(x_all, device=dev)
     tok = model.tokenizer
-    if isinstance(model, TinyARECHO) or model.target == "tokens":
+    if isinstance(model, TinyARECHO) or model.target in ("tokens", "universa"):
         val_tok = tok.encode_matrix(y_all)
         meta = np.array([tok.meta_token(j) for j in range(len(tok.names))])
     if isinstance(model, ParallelBaseline):
         y_t = torch.as_tensor(y_all, dtype=torch.float32, device=dev)
-        if model.target == "tokens":
-            local = torch.as_tensor(val_tok - np.array(tok.offsets)[None], device=dev)
-            starts = np.concatenate([[0], np.cumsum(tok.sizes)])
+        if model.target in ("tokens", "universa"):
+            local = val_tok - np.array(tok.offsets)[None]
+            local = torch.as_tensor(np.where(val_tok == PAD, -1, local), device=dev)
+            starts = model.starts
     devices = [dev] if dev.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # local: the caller's generator is untouched
         torch.manual_seed(seed)  # dropout (if any) inside the fork
@@ -366,7 +430,7 @@ def train(
         t0, w0 = now(), time.perf_counter()
         bar = None
         if progress and steps is not None:
-            from ..core.progress import progress as _progress
+            from lab.core.progress import progress as _progress
 
             bar = _progress(total=steps, desc=type(model).__name__)
         k = 0
@@ -387,7 +451,16 @@ def train(
                 loss = ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))  # eq. (9)
             else:
                 out = model(xb)
-                if model.target == "tokens":
+                if model.target == "universa":  # official UniVERSA: per metric, summed
+                    loss = sum(
+                        masked_l1_loss(out[:, starts[j]], y_t[idx, j], ~torch.isnan(y_t[idx, j]))
+                        if tok.types[j] == "num"
+                        else torch.nn.functional.cross_entropy(
+                            out[:, starts[j] : starts[j + 1]], local[idx, j], ignore_index=-1
+                        )
+                        for j in range(len(tok.sizes))
+                    )
+                elif model.target == "tokens":
                     loss = sum(
                         torch.nn.functional.cross_entropy(
                             out[:, starts[j] : starts[j + 1]],
@@ -416,56 +489,3 @@ def train(
         "clock": clock,
         "loss": losses,
     }
-
-
-# ----------------------------------------------------------------------------------------
-# decoding
-# ----------------------------------------------------------------------------------------
-def _check_query(model, query) -> list[int]:
-    tok = model.tokenizer
-    if query is None or query == "all":
-        return list(range(len(tok.names)))
-    if isinstance(query, str):
-        query = [query]
-    out = [tok._metric(q) for q in query]
-    if not out:
-        raise ValueError("query must name at least one metric")
-    if len(set(out)) != len(out):
-        raise ValueError(f"query must not repeat a metric (got {list(query)})")
-    return out
-
-
-def _given_tokens(model, given, n: int) -> list[tuple[int, np.ndarray]]:
-    """``[(metric, value tokens (n,)), ...]`` for the ``given`` dict (values or arrays)."""
-    if given is None:
-        return []
-    if not isinstance(given, dict):
-        raise TypeError(f"given must be a dict metric -> value(s) (got {type(given).__name__})")
-    tok = model.tokenizer
-    out = []
-    for name, value in given.items():
-        j = tok._metric(name)
-        v = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
-        out.append((j, np.asarray(tok.encode(j, v)).reshape(n)))
-    return out
-
-
-def _prepare(model, features, query, mode, given, beam):
-    torch = _torch()
-    if not isinstance(model, TinyARECHO):
-        raise TypeError(f"model must be a TinyARECHO (got {type(model).__name__})")
-    mode = check_choice("mode", mode, MODES)
-    beam = check_int("beam", beam, 1, 1)  # deviation: greedy only (B = 1) in the book
-    dev = next(model.parameters()).device
-    if isinstance(features, torch.Tensor):
-        x = features.to(dev, torch.float32)
-    else:
-        x = torch.as_tensor(
-            check_array("features", features, ndim=(1, 2)), dtype=torch.float32, device=dev
-        )
-    if x.ndim == 1:
-        x = x[None]
-    q = _check_query(model, query)
-    g = _given_tokens(model, given, x.shape[0])
-    q = [j for j in q if j not in {j for j, _ in g}]
-    return x, q, g

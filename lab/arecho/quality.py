@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_array, check_choice, check_int, check_range
+from lab.core.checks import check_array, check_choice, check_int, check_range
 
 __all__ = [
     "SR",
@@ -381,7 +381,7 @@ def snr(ref: Any, est: Any) -> float:
     return float(10 * np.log10((ref @ ref + tiny) / (d @ d + tiny)))  # eq. (2)
 
 
-def _power_spec(x: np.ndarray, n_fft: int = 512, hop: int = 256) -> np.ndarray:
+def power_spec(x: np.ndarray, n_fft: int = 512, hop: int = 256) -> np.ndarray:
     n_frames = 1 + max(x.size - n_fft, 0) // hop
     idx = np.arange(n_fft)[None, :] + hop * np.arange(n_frames)[:, None]
     xp = np.pad(x, (0, max(n_fft - x.size, 0)))
@@ -399,8 +399,8 @@ def lsd(ref: Any, est: Any) -> float:
     rms_e = np.sqrt(np.mean(est**2))
     if rms_e == 0:
         raise ValueError("est must not be all zeros")
-    pr = _power_spec(ref / np.sqrt(np.mean(ref**2)))
-    pe = _power_spec(est / rms_e)
+    pr = power_spec(ref / np.sqrt(np.mean(ref**2)))
+    pe = power_spec(est / rms_e)
     d = 10 * np.log10(pr + 1e-8) - 10 * np.log10(pe + 1e-8)
     return float(np.mean(np.sqrt(np.mean(d**2, axis=1))))  # eq. (3)
 
@@ -477,7 +477,7 @@ def stoi(ref: Any, est: Any, sr: int = SR, extended: bool = False) -> float:
 # features and storage helpers
 # ----------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4)
-def _mel_bank(n_mels: int, n_fft: int, sr: int) -> np.ndarray:
+def mel_bank(n_mels: int, n_fft: int, sr: int) -> np.ndarray:
     def hz2mel(f):
         return 2595 * np.log10(1 + f / 700)
 
@@ -515,8 +515,8 @@ def logmel_features(x: Any, sr: int = SR, n_mels: int = 32, n_segments: int = 4)
     rms = np.sqrt(np.mean(x**2))
     if rms == 0:
         raise ValueError("x must not be all zeros")
-    spec = _power_spec(x / rms)
-    mel = np.log10(spec @ _mel_bank(n_mels, 512, sr).T + 1e-6)
+    spec = power_spec(x / rms)
+    mel = np.log10(spec @ mel_bank(n_mels, 512, sr).T + 1e-6)
     segs = np.array_split(mel, n_segments, axis=0)
     out = [np.concatenate([s.mean(0), s.std(0)]) for s in segs]
     return np.concatenate(out).astype(np.float32)

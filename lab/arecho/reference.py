@@ -14,7 +14,7 @@ bin is the median of the training values in it (the official code returns the lo
 threshold); there is no per-metric pad token and no ``<eos>`` (decoding is driven by the
 query); the spacing names follow the official options but their formulas are ours.
 
-The batched decoder of :mod:`lab.arecho.fast` is tested against :func:`decode_reference`.
+The batched decoder :func:`lab.arecho.fast.decode` is tested against :func:`decode` here.
 
 See: book/arecho/01-degraded-speech-and-tokens.ipynb
 """
@@ -28,10 +28,18 @@ import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int
 
-__all__ = ["SPACINGS", "MODES", "MetricTokenizer", "decode_reference"]
+__all__ = [
+    "SPACINGS",
+    "MODES",
+    "REPRESENTATIVES",
+    "DEFAULT_BINS",
+    "MetricTokenizer",
+    "decode",
+]
 
 SPACINGS = ("linear", "normal", "quadratic", "exponential", "logarithmic")
 MODES = ("fixed", "random", "meta", "confidence")
+REPRESENTATIVES = ("median", "lower")
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
 N_SPECIAL = 4
 DEFAULT_BINS = 500  # the paper's bins per numerical metric
@@ -70,13 +78,21 @@ class MetricTokenizer:
     spacing : str
         ``"linear"`` (equal-mass bins), ``"normal"``, ``"quadratic"`` (denser in the centre),
         ``"exponential"`` (lower tail), ``"logarithmic"`` (upper tail).
+    representative : str
+        The value a bin token decodes to: ``"median"`` (the median of the training values in
+        the bin, the book's default: it minimises the absolute error) or ``"lower"`` (the
+        bin's lower threshold, the official ``tokenseq2metric``; the lowest bin decodes to the
+        training minimum).
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
 
-    def __init__(self, n_bins: int = DEFAULT_BINS, spacing: str = "linear"):
+    def __init__(
+        self, n_bins: int = DEFAULT_BINS, spacing: str = "linear", representative: str = "median"
+    ):
         self.n_bins = check_int("n_bins", n_bins, 2, 1024)
         self.spacing = check_choice("spacing", spacing, SPACINGS)
+        self.representative = check_choice("representative", representative, REPRESENTATIVES)
         self.names: tuple[str, ...] = ()
 
     # -- fitting --------------------------------------------------------------------------
@@ -117,6 +133,8 @@ class MetricTokenizer:
                         for k in range(theta.size + 1)
                     ]
                 )
+                if self.representative == "lower":  # the official code: the lower threshold
+                    rep = lo
                 self.edges.append(theta)
                 self.values.append(rep)
             else:
@@ -229,14 +247,76 @@ class MetricTokenizer:
 
     def state(self) -> dict[str, Any]:
         """A plain-data description (for checkpoints)."""
-        return {"n_bins": self.n_bins, "spacing": self.spacing, "names": list(self.names)}
+        return {
+            "n_bins": self.n_bins,
+            "spacing": self.spacing,
+            "representative": self.representative,
+            "names": list(self.names),
+        }
 
 
 # ----------------------------------------------------------------------------------------
-# models
+# decoding: argument checks shared by reference.decode and the batched fast.decode
+# (the model is duck-typed here so that this module never imports models.py)
+def _check_query(model, query) -> list[int]:
+    tok = model.tokenizer
+    if query is None or query == "all":
+        return list(range(len(tok.names)))
+    if isinstance(query, str):
+        query = [query]
+    out = [tok._metric(q) for q in query]
+    if not out:
+        raise ValueError("query must name at least one metric")
+    if len(set(out)) != len(out):
+        raise ValueError(f"query must not repeat a metric (got {list(query)})")
+    return out
 
 
-def _read_sequences(tok: MetricTokenizer, seq: np.ndarray, skip: int) -> dict[int, np.ndarray]:
+def _given_tokens(model, given, n: int) -> list[tuple[int, np.ndarray]]:
+    """``[(metric, value tokens (n,)), ...]`` for the ``given`` dict (values or arrays)."""
+    if given is None:
+        return []
+    if not isinstance(given, dict):
+        raise TypeError(f"given must be a dict metric -> value(s) (got {type(given).__name__})")
+    tok = model.tokenizer
+    out = []
+    for name, value in given.items():
+        j = tok._metric(name)
+        v = np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
+        out.append((j, np.asarray(tok.encode(j, v)).reshape(n)))
+    return out
+
+
+def prepare_decoding(model, features, query, mode, given, beam):
+    import torch
+
+    if (
+        not isinstance(model, torch.nn.Module)
+        or not isinstance(getattr(model, "tokenizer", None), MetricTokenizer)
+        or not callable(getattr(model, "encode", None))
+    ):
+        raise TypeError(
+            "model must be a TinyARECHO (a torch Module with a fitted MetricTokenizer as "
+            f".tokenizer and an encode method; got {type(model).__name__})"
+        )
+    mode = check_choice("mode", mode, MODES)
+    beam = check_int("beam", beam, 1, 1)  # deviation: greedy only (B = 1) in the book
+    dev = next(model.parameters()).device
+    if isinstance(features, torch.Tensor):
+        x = features.to(dev, torch.float32)
+    else:
+        x = torch.as_tensor(
+            check_array("features", features, ndim=(1, 2)), dtype=torch.float32, device=dev
+        )
+    if x.ndim == 1:
+        x = x[None]
+    q = _check_query(model, query)
+    g = _given_tokens(model, given, x.shape[0])
+    q = [j for j in q if j not in {j for j, _ in g}]
+    return x, q, g
+
+
+def read_sequences(tok: MetricTokenizer, seq: np.ndarray, skip: int) -> dict[int, np.ndarray]:
     b = seq.shape[0]
     out: dict[int, np.ndarray] = {}
     metas = {tok.meta_token(j): j for j in range(len(tok.names))}
@@ -247,20 +327,19 @@ def _read_sequences(tok: MetricTokenizer, seq: np.ndarray, skip: int) -> dict[in
     return out
 
 
-def decode_reference(
+def decode(
     model, features, query: Any = "all", mode: str = "confidence", given=None, *, seed: int = 0
 ) -> dict[str, np.ndarray]:
     """One utterance and one candidate at a time: the readable two-step search, eq. (10).
 
-    Same arguments and result as :func:`decode` (greedy); used to test the batched path.
+    Same arguments and result as :func:`lab.arecho.fast.decode` (greedy); used to test the
+    batched path.
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
     import torch
 
-    from .models import _prepare
-
-    x, q, g = _prepare(model, features, query, mode, given, 1)
+    x, q, g = prepare_decoding(model, features, query, mode, given, 1)
     tok = model.tokenizer
     rng = np.random.default_rng(seed)
     keys = rng.random((x.shape[0], len(q)))

@@ -83,7 +83,7 @@ concave kinks. *Hyper-cleaning*: an overparametrised least-squares follower
   ``ProjectedAscentOracle``).
 - ``cleaning.py``: the hyper-cleaning application (KKT / cvxpy inner solves).
 - ``baselines.py``: finite-difference descent and the gradient-free Goldstein method.
-- ``fast.py``: torch fast path (``izom_batched``, ``kkt_oracle_torch``), CPU or CUDA.
+- ``fast.py``: torch fast path (``psi_star``, ``kkt_oracle``, ``izom_many``), CPU or CUDA.
 - ``experiments.py``: the drivers of the notebooks' claims.
 - ``figures.py``: results to figures.
 
@@ -94,35 +94,7 @@ from __future__ import annotations
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures", "experiments"],
-    submod_attrs={
-        "reference": [
-            "psi_star",
-            "psi_star_torch",
-            "estimate_set_smoothness",
-            "set_maps",
-            "weak_convexity_modulus",
-            "moreau_gradient",
-            "clarke_ball_certificate",
-            "sphere_directions",
-            "zo_two_point",
-            "IZOMHistory",
-            "izom",
-        ],
-        "problems": [
-            "MODES",
-            "BilevelProblem",
-            "toy_pessimistic",
-            "toy_optimistic",
-            "toy_curved",
-            "rotating_line",
-            "constrained_counterexample",
-            "ProjectedAscentOracle",
-        ],
-        "cleaning": ["HyperCleaning", "MinNormSelection", "hyper_cleaning", "cvxpy_inner_solve"],
-        "baselines": ["fd_gradient_descent", "gradient_free_goldstein"],
-        "fast": ["kkt_oracle_torch", "BatchedIZOM", "izom_batched"],
-    },
-)
+#: reference name -> fast name where the batched signature differs (many runs, averaged directions)
+PAIRS = {"izom": "izom_many"}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -10,12 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from lab.bilevel.reference import _eval, izom
+from lab.bilevel.reference import eval_oracle, izom
 from lab.core.checks import (
     check_array,
     check_int,
     check_positive,
 )
+
+__all__ = [
+    "fd_gradient_descent",
+    "gradient_free_goldstein",
+]
 
 
 # ------------------------------------------------------------------------------------------
@@ -58,7 +63,7 @@ def fd_gradient_descent(
     E = np.eye(x.size) * h
     X = [x.copy()]
     for _ in range(T):
-        g = np.array([(_eval(phi, x + e) - _eval(phi, x - e)) / (2 * h) for e in E])
+        g = np.array([(eval_oracle(phi, x + e) - eval_oracle(phi, x - e)) / (2 * h) for e in E])
         x = x - eta * g
         X.append(x.copy())
     return np.array(X)

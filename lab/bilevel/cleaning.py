@@ -19,6 +19,13 @@ from lab.core.checks import (
     check_range,
 )
 
+__all__ = [
+    "HyperCleaning",
+    "MinNormSelection",
+    "hyper_cleaning",
+    "cvxpy_inner_solve",
+]
+
 
 # ------------------------------------------------------------------------------------------
 # application: data hyper-cleaning with an interpolating follower
@@ -136,16 +143,16 @@ class HyperCleaning:
         return (R**2).sum(-1) / (2 * self.G.shape[0])
 
     def phi_torch(self, X):
-        """Torch hyper-objective through :func:`kkt_oracle_torch` (cached per device/dtype).
+        """Torch hyper-objective through :func:`~lab.bilevel.fast.kkt_oracle` (cached per device/dtype).
 
         See: book/bilevel/02-hyper-cleaning.ipynb
         """
         key = (str(X.device), X.dtype)
         cache = self.__dict__.setdefault("_torch_cache", {})
         if key not in cache:
-            from lab.bilevel.fast import kkt_oracle_torch
+            from lab.bilevel.fast import kkt_oracle
 
-            cache[key] = kkt_oracle_torch(
+            cache[key] = kkt_oracle(
                 self.A, self.G, self.ytr, self.yval, device=X.device, dtype=X.dtype
             )
         return cache[key](X)

@@ -19,11 +19,48 @@ from lab.core.checks import (
 )
 from lab.core.runtime import resolve_device
 
+__all__ = [
+    "psi_star",
+    "kkt_oracle",
+    "BatchedIZOM",
+    "izom_many",
+]
+
 
 # ------------------------------------------------------------------------------------------
 # fast path (torch, CPU or CUDA)
 # ------------------------------------------------------------------------------------------
-def kkt_oracle_torch(
+def psi_star(u: Any) -> tuple[Any, Any]:
+    """:func:`lab.bilevel.reference.psi_star` in torch: any device and floating dtype.
+
+    Parameters
+    ----------
+    u : tensor
+        Points (any shape).
+
+    Returns
+    -------
+    value, t : tensor
+        ``psi*(u)`` and the maximiser ``t`` (the same Newton steps as the reference, with the
+        convergence test every fourth step).
+
+    See: book/bilevel/01-kinks-and-stationarity.ipynb
+    """
+    import torch
+
+    s = torch.where(u >= 0, 1.0, -1.0).to(u.dtype)
+    a = u.abs()
+    t = 1.0 + a.pow(1.0 / 3.0)
+    for i in range(40):
+        step = (t**3 - t - a) / (3.0 * t**2 - 1.0)
+        t = t - step
+        if i % 4 == 3 and not bool((step.abs() > 1e-15 * t).any()):
+            break
+    t = s * t
+    return u * t - (t**2 - 1.0) ** 2 / 4.0, t
+
+
+def kkt_oracle(
     A: Any, G: Any, ytr: Any, yval: Any, device: Any = None, dtype: Any = None
 ) -> Callable:
     """Batched optimistic hyper-cleaning oracle: factorise the KKT matrix once, then solve for
@@ -81,7 +118,7 @@ def kkt_oracle_torch(
 
 @dataclass
 class BatchedIZOM:
-    """What :func:`izom_batched` returns: iterates of every run at the recorded steps.
+    """What :func:`izom_many` returns: iterates of every run at the recorded steps.
 
     Attributes
     ----------
@@ -101,7 +138,7 @@ class BatchedIZOM:
     x_out: Any
 
 
-def izom_batched(
+def izom_many(
     problem: Any,
     x0: Any,
     T: int,

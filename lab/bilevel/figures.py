@@ -158,6 +158,15 @@ def plot_contour_paths(ax, problem, paths: dict, lim: float = 1.8, levels: int =
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
+    if not hasattr(problem, "phi_batch"):
+        raise TypeError(
+            f"problem must be a bilevel problem with phi_batch (got {type(problem).__name__})"
+        )
+    if not isinstance(paths, dict):
+        raise TypeError(
+            f"paths must be a dict of label -> (T, 2) array (got {type(paths).__name__})"
+        )
+    lim = check_positive("lim", lim)
     g = np.linspace(-lim, lim, 201)
     X1, X2 = np.meshgrid(g, g)
     Z = problem.phi_batch(np.stack([X1.ravel(), X2.ravel()], 1)).reshape(X1.shape)

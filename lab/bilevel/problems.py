@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from lab.bilevel.reference import psi_star, psi_star_torch
+from lab.bilevel.fast import psi_star as psi_star_t
+from lab.bilevel.reference import psi_star
 from lab.core.checks import (
     check_array,
     check_choice,
@@ -21,6 +22,17 @@ from lab.core.checks import (
     check_positive,
     check_range,
 )
+
+__all__ = [
+    "MODES",
+    "BilevelProblem",
+    "toy_pessimistic",
+    "toy_optimistic",
+    "toy_curved",
+    "rotating_line",
+    "constrained_counterexample",
+    "ProjectedAscentOracle",
+]
 
 MODES = ("optimistic", "pessimistic")
 
@@ -105,7 +117,7 @@ def _toy(m, a, c, kappa, sign):
 
         at = torch.as_tensor(a, dtype=X.dtype, device=X.device)
         sp = 0.5 * ((X - at) ** 2).sum(-1) + 0.5 * c * X.sum(-1) ** 2 - 0.5 * kappa * (X**2).sum(-1)
-        return sign * psi_star_torch(X).sum(-1) + sp
+        return sign * psi_star_t(X)[0].sum(-1) + sp
 
     def f(x, y):
         return 0.5 * (y[..., m] - np.sum(x)) ** 2

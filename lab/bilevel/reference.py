@@ -21,6 +21,19 @@ from lab.core.checks import (
     check_real,
 )
 
+__all__ = [
+    "psi_star",
+    "estimate_set_smoothness",
+    "set_maps",
+    "weak_convexity_modulus",
+    "moreau_gradient",
+    "clarke_ball_certificate",
+    "sphere_directions",
+    "zo_two_point",
+    "IZOMHistory",
+    "izom",
+]
+
 
 # ------------------------------------------------------------------------------------------
 # the kink: psi*(u) = max_t u t - (t^2 - 1)^2 / 4
@@ -56,25 +69,6 @@ def psi_star(u: Any) -> tuple[np.ndarray, np.ndarray]:
             break
     t = s * t
     return u * t - (t**2 - 1.0) ** 2 / 4.0, t
-
-
-def psi_star_torch(u):
-    """Torch version of :func:`psi_star` (value only), any device and floating dtype.
-
-    See: book/bilevel/01-kinks-and-stationarity.ipynb
-    """
-    import torch
-
-    s = torch.where(u >= 0, 1.0, -1.0).to(u.dtype)
-    a = u.abs()
-    t = 1.0 + a.pow(1.0 / 3.0)
-    for i in range(40):
-        step = (t**3 - t - a) / (3.0 * t**2 - 1.0)
-        t = t - step
-        if i % 4 == 3 and not bool((step.abs() > 1e-15 * t).any()):
-            break
-    t = s * t
-    return u * t - (t**2 - 1.0) ** 2 / 4.0
 
 
 # ------------------------------------------------------------------------------------------
@@ -356,7 +350,7 @@ def sphere_directions(rng: np.random.Generator, n: int, m: int) -> np.ndarray:
     return u / np.linalg.norm(u, axis=1, keepdims=True)
 
 
-def _eval(oracle: Callable, x: np.ndarray) -> float:
+def eval_oracle(oracle: Callable, x: np.ndarray) -> float:
     v = oracle(x)
     if isinstance(v, tuple):  # (phi_hat, info) oracles
         v = v[0]
@@ -400,7 +394,9 @@ def zo_two_point(phi: Callable, x: Any, delta: float, rng: Any = None, u: Any = 
         u = check_array("u", u, shape=(x.size,))
     m = x.size
     # eq. ZO: g = (m / 2 delta) (phi(x + delta u) - phi(x - delta u)) u
-    return m / (2.0 * delta) * (_eval(phi, x + delta * u) - _eval(phi, x - delta * u)) * u
+    return (
+        m / (2.0 * delta) * (eval_oracle(phi, x + delta * u) - eval_oracle(phi, x - delta * u)) * u
+    )
 
 
 @dataclass
@@ -535,7 +531,7 @@ def izom(
                 raise ValueError(f"oracle returned a non-finite value {pm} near x = {x}")
             diff = float(pm[0] - pm[1])
         else:
-            diff = _eval(oracle, x + delta * U[k]) - _eval(oracle, x - delta * U[k])
+            diff = eval_oracle(oracle, x + delta * U[k]) - eval_oracle(oracle, x - delta * U[k])
         g = m / (2.0 * delta) * diff
         # eq. step: x_{k+1} = Proj_X(x_k - eta g_k u_k)
         x = x - eta * g * U[k]

@@ -7,9 +7,9 @@
   t-interval of a mean over seeds (``mean_ci``).
 - :mod:`lab.core.checks`: argument validation with messages that name argument, value, range.
 - :mod:`lab.core.style`: the book's matplotlib style and plotly template.
+- :mod:`lab.core.memo`: ``memo``, the one cache of the drivers (keyed on arguments, ``clear()``).
 - :mod:`lab.core.explore`: the one widget helper (live ipywidgets + kernel-free plotly twin).
 - :mod:`lab.core.progress`: the progress-bar convention (``tqdm.auto``).
-- :mod:`lab.core.chapters`: the book's chapters and notebooks, read from ``_toc.yml``.
 
 Build tooling (the Sphinx extension, the execution cache, the benchmark harness, grading) lives
 in :mod:`lab.tooling`, which notebooks never import. A change here re-executes every notebook
@@ -24,8 +24,10 @@ from .checks import (
     check_positive,
     check_range,
     check_real,
+    check_tensor,
 )
 from .data import DigitsSplit, digits
+from .memo import clear_all, memo
 from .progress import progress
 from .rates import (
     ExponentCI,
@@ -57,6 +59,8 @@ __all__ = [
     "check_positive",
     "check_range",
     "check_real",
+    "check_tensor",
+    "clear_all",
     "cuda_available",
     "device",
     "DigitsSplit",
@@ -66,6 +70,7 @@ __all__ = [
     "ExponentialFit",
     "exponent_ci",
     "mean_ci",
+    "memo",
     "exponential_fit",
     "PowerLawFit",
     "power_law_fit",

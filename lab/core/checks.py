@@ -27,6 +27,7 @@ __all__ = [
     "check_choice",
     "check_array",
     "check_bool",
+    "check_tensor",
 ]
 
 
@@ -110,6 +111,30 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     return value
 
 
+def _check_layout(
+    name: str,
+    got: tuple[int, ...],
+    ndim: int | tuple[int, ...] | None,
+    shape: tuple[int | None, ...] | None,
+    min_size: int,
+) -> None:
+    """Rank, shape (``None`` a free axis) and size of an array or tensor of shape ``got``."""
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if len(got) not in allowed:
+            raise ValueError(f"{name} must have ndim in {allowed} (got shape {got})")
+    if shape is not None:
+        ok = len(got) == len(shape) and all(
+            s is None or s == a for s, a in zip(shape, got, strict=True)
+        )
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want} (got {got})")
+    size = int(np.prod(got)) if got else 1
+    if size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} elements (got {size})")
+
+
 def check_array(
     name: str,
     value: Any,
@@ -133,19 +158,45 @@ def check_array(
         raise TypeError(
             f"{name} must be array-like of numbers (got {type(value).__name__}): {exc}"
         ) from None
-    if ndim is not None:
-        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-        if arr.ndim not in allowed:
-            raise ValueError(f"{name} must have ndim in {allowed} (got shape {arr.shape})")
-    if shape is not None:
-        ok = arr.ndim == len(shape) and all(
-            s is None or s == a for s, a in zip(shape, arr.shape, strict=False)
-        )
-        if not ok:
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise ValueError(f"{name} must have shape {want} (got {arr.shape})")
-    if arr.size < min_size:
-        raise ValueError(f"{name} must have at least {min_size} elements (got {arr.size})")
+    _check_layout(name, tuple(arr.shape), ndim, shape, min_size)
     if finite and np.issubdtype(arr.dtype, np.number) and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (got NaN or inf)")
     return arr
+
+
+def check_tensor(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    finite: bool = True,
+    min_size: int = 0,
+) -> Any:
+    """Return ``value`` as a torch tensor (arrays and nested lists converted) and check it.
+
+    ``dtype=None`` keeps a tensor's dtype (an array or list becomes ``torch.get_default_dtype()``
+    when it holds floats); ``device=None`` keeps a tensor where it is (a converted value goes to
+    the CPU). Rank, shape, size and finiteness are checked as :func:`check_array` checks them.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        t = value
+    else:
+        arr = check_array(name, value, dtype=None, finite=False)
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+            raise TypeError(f"{name} must be a tensor or array of numbers (got dtype {arr.dtype})")
+        t = torch.as_tensor(arr)
+        if t.is_floating_point() and dtype is None:
+            t = t.to(torch.get_default_dtype())
+    if dtype is not None:
+        t = t.to(dtype)
+    if device is not None:
+        t = t.to(device)
+    _check_layout(name, tuple(t.shape), ndim, shape, min_size)
+    if finite and (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must contain only finite values (got NaN or inf)")
+    return t

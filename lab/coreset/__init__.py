@@ -57,8 +57,10 @@ per-example gradient is $(p_i - e_{y_i}) \otimes \tilde x_i$ and the per-example
 $(\mathrm{diag}\,p_i - p_i p_i^\top) \otimes \tilde x_i \tilde x_i^\top$ (8).
 
 The reference kernel ``greedy_facility_location`` is numpy float64 and reads like (2)-(3);
-the fast path ``facility_location_torch`` runs the same greedy on a batch of pools at once
-(CPU or CUDA), breaking ties the same way (lowest index first).
+the fast path ``facility_location`` runs the same greedy on a batch of pools at once
+(CPU or CUDA), breaking ties the same way (lowest index first). As in the official code,
+selection runs inside every class with ``ceil(B / C)`` medoids each
+(``per_class_facility_location``, batched: ``per_class_facility_location_many``).
 
 See: book/coreset/01-facility-location.ipynb
 
@@ -70,65 +72,38 @@ See: book/coreset/01-facility-location.ipynb
   TinyImageNet, ImageNet and SNLI; CREST's dropping of learned examples is not implemented.
 - ``alignment_study`` perturbs every logistic-regression weight (the model has no
   normalisation layer); the network path perturbs the normalisation layers as the paper does.
-- Selection runs over the whole pool; the official selection is per class (CREST's
-  ``get_orders_and_weights(..., equal_num=True)``).
-- The Newton-step error of ``alignment_study`` solves ``(H_S + l2 I) N_S = g_S`` with
-  ``l2 = 0.01``; a coreset of ``B`` points gives a Hessian of rank at most ``B (c - 1)``, below
-  the dimension ``c (d + 1)``, so the ridge dominates the Newton step and both selectors'
-  relative errors exceed 1 (the paper aligns curvature, not ridge-regularised steps).
+- The similarity of facility location is eq. (2), ``d_max - d`` (CRAIG's); the official
+  selection (CREST's ``get_orders_and_weights`` through submodlib) uses ``exp(-d / m)`` with
+  ``m`` the feature dimension. Both are available (``similarity="exp"`` reproduces the official
+  picks, ``tests/fixtures/official/coreset_official.json``); the chapter's runs use eq. (2).
+  Selection is per class with the budget split equally, as the official code does.
+- The Newton-step error of ``alignment_study`` compares the steps inside the range of the
+  coreset Hessian (a coreset of ``B`` points gives a Hessian of rank at most ``B (c - 1)``,
+  below the dimension ``c (d + 1)``); Theorem 3.2 assumes invertible Hessians.
 
 ## File map
 
 - ``reference.py``: numpy kernels: distances, greedy / brute-force facility location, label
   noise, logistic regression with exact gradients and Hessians, alignment errors.
-- ``fast.py``: ``facility_location_torch``, the batched torch path (CPU or CUDA).
+- ``fast.py``: ``facility_location`` and ``per_class_facility_location_many``, the
+  batched torch paths (CPU or CUDA).
+- ``stacked.py``: ``train_stacked``, many ``CoresetTrainer`` runs as one batched computation.
 - ``models.py``: the paper's objects: gradient proxy, ``posterior_features``, ``coreset_loss``,
   ``make_mlp``, ``select_minibatch_coresets``, ``CoresetTrainer``.
-- ``experiments.py``: ``alignment_study``, ``digits_run``, ``noise_sweep``.
-- ``figures.py``: results to figures.
+- ``experiments.py``: ``alignment_study``, ``digits_run``, ``digits_runs``, ``noise_sweep``, and
+  the widgets' memoised drivers (``digits_alignment``, ``precompute_alignment``,
+  ``precompute_training``).
+- ``ablation.py``: ``perturbation_ablation``, the paper's Table 2 at our size (notebook 2).
+- ``toy.py``: ``toy_problem`` and ``toy_selection``, the 2-D toy problem of notebook 1.
+- ``figures.py``: results to figures (draws only).
 """
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures", "reference", "fast", "models", "experiments"],
-    submod_attrs={
-        "reference": [
-            "METHODS",
-            "pairwise_distances",
-            "facility_location_objective",
-            "greedy_facility_location",
-            "brute_force_facility_location",
-            "random_coreset",
-            "corrupt_labels",
-            "noisy_share",
-            "softmax_regression_fit",
-            "logreg_example_gradients",
-            "logreg_posterior_features",
-            "logreg_hessian",
-            "alignment_errors",
-        ],
-        "fast": ["facility_location_torch"],
-        "models": [
-            "WHERE",
-            "gradient_proxy",
-            "posterior_features",
-            "coreset_loss",
-            "make_mlp",
-            "select_minibatch_coresets",
-            "History",
-            "CoresetTrainer",
-        ],
-        "experiments": [
-            "digits_split",
-            "AlignmentStudy",
-            "alignment_study",
-            "digits_run",
-            "noise_sweep",
-            "paired_difference_ci",
-            "PerturbationAblation",
-            "perturbation_ablation",
-        ],
-    },
-)
+#: reference kernel -> its batched fast path (features or a batch of pools: another signature)
+PAIRS = {
+    "greedy_facility_location": "facility_location",
+    "per_class_facility_location": "per_class_facility_location_many",
+}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

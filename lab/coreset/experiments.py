@@ -7,7 +7,7 @@ See: book/coreset/02-label-noise.ipynb
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import hashlib
 import math
 from collections import OrderedDict
@@ -18,23 +18,38 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.progress import progress
 from lab.core.rates import mean_ci
 from lab.core.runtime import smoke_steps
-from lab.coreset.models import WHERE, CoresetTrainer, History, make_mlp
+from lab.coreset.models import WHERE, CoresetTrainer, History, balanced_pool, make_mlp
 from lab.coreset.reference import (
     METHODS,
-    _balanced_pool,
     corrupt_labels,
-    greedy_facility_location,
     logreg_example_gradients,
     logreg_hessian,
     logreg_posterior_features,
+    newton_steps,
     noisy_share,
-    pairwise_distances,
+    per_class_facility_location,
     random_coreset,
     softmax_regression_fit,
 )
+
+__all__ = [
+    "digits_split",
+    "AlignmentStudy",
+    "alignment_study",
+    "digits_run",
+    "digits_runs",
+    "noise_sweep",
+    "paired_difference_ci",
+    "digits_alignment",
+    "ALIGNMENT_CHOICES",
+    "precompute_alignment",
+    "TRAINING_CHOICES",
+    "precompute_training",
+]
 
 
 def digits_split(test_size: int = 597, seed: int = 0):
@@ -54,28 +69,27 @@ def digits_split(test_size: int = 597, seed: int = 0):
 def _alignment_trial(
     t, X, y, flipped, W, rng, pool_size, budget, K, sigma, eval_draws, seed, out, pool_noise
 ):
-    pool = _balanced_pool(y, pool_size, rng)
+    pool = balanced_pool(y, pool_size, rng)
     Xp, yp, fp = X[pool], y[pool], flipped[pool]
     pool_noise.append(fp.mean())
+    # the paper's protocol: facility location per (noisy) class, the budget split equally
     sel = {
         "random": random_coreset(pool_size, budget, seed + 100 + t),
-        "craig": greedy_facility_location(
-            pairwise_distances(logreg_example_gradients(W, Xp, yp).reshape(pool_size, -1)),
-            budget,
+        "craig": per_class_facility_location(
+            logreg_example_gradients(W, Xp, yp).reshape(pool_size, -1), yp, budget
         ),
-        "posterior": greedy_facility_location(
-            pairwise_distances(logreg_posterior_features(W, Xp, yp, K, sigma, seed + 200 + t)),
-            budget,
+        "posterior": per_class_facility_location(
+            logreg_posterior_features(W, Xp, yp, K, sigma, seed + 200 + t), yp, budget
         ),
     }
     errs = _alignment_errors_shared(W, Xp, yp, sel, sigma, eval_draws, seed + 300 + t)
     for m, (idx, w) in sel.items():
-        for k in ("grad", "hess", "newton"):
+        for k in ("grad", "hess", "newton", "rank"):
             out[k][m].append(errs[m][k])
         out["share"][m].append(noisy_share(fp, idx, w))
 
 
-def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, l2=1e-2):
+def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, l2=1e-2, newton="range"):
     """``alignment_errors`` of several coresets of one pool, bit for bit, computing what they
     share (the posterior draws' full gradients, the pool's Hessian and Newton step) once."""
     rng = np.random.default_rng(seed)
@@ -95,16 +109,15 @@ def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, l2=1e-2):
     H = logreg_hessian(W, X, y)
     g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
     gfull = g.mean(axis=0)
-    eye = l2 * np.eye(H.shape[0])
-    N = np.linalg.solve(H + eye, gfull)
     out = {}
     for m, (idx, _) in sel.items():
         HS = logreg_hessian(W, X[idx], y[idx], gams[m])
-        NS = np.linalg.solve(HS + eye, gams[m] @ g[idx])
+        N, NS, rank = newton_steps(H, gfull, HS, gams[m] @ g[idx], newton=newton, l2=l2)
         out[m] = {
             "grad": float(num[m] / den),
             "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
             "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
+            "rank": rank,
         }
     return out
 
@@ -147,6 +160,7 @@ class AlignmentStudy:
     newton: dict[str, np.ndarray]
     share: dict[str, np.ndarray]
     pool_noise: np.ndarray
+    rank: dict[str, np.ndarray] | None = None  # dimension the Newton steps are compared in
 
     def mean(self, what: str) -> dict[str, float]:
         """Mean over trials of ``what`` in {"grad", "hess", "newton", "share"}.
@@ -191,7 +205,7 @@ def alignment_study(
     seed = check_int("seed", seed, 0)
     y, flipped = corrupt_labels(y_clean, noise, C, seed)
     W = _fitted_weights(X, y, C, check_int("fit_steps", fit_steps, 0))
-    out = {k: {m: [] for m in METHODS} for k in ("grad", "hess", "newton", "share")}
+    out = {k: {m: [] for m in METHODS} for k in ("grad", "hess", "newton", "rank", "share")}
     pool_noise = []
     rng = np.random.default_rng(seed + 1)
     with threadpool_limits(1):  # small dense algebra: one BLAS thread is faster on 2 cores
@@ -214,50 +228,82 @@ def alignment_study(
             )
     arr = {k: {m: np.asarray(v) for m, v in d.items()} for k, d in out.items()}
     return AlignmentStudy(
-        METHODS, arr["grad"], arr["hess"], arr["newton"], arr["share"], np.asarray(pool_noise)
+        METHODS,
+        arr["grad"],
+        arr["hess"],
+        arr["newton"],
+        arr["share"],
+        np.asarray(pool_noise),
+        arr["rank"],
     )
 
 
-@functools.lru_cache(maxsize=512)
-def _cached_run(
-    method, noise, seed, steps, K, sigma, eval_every, budget, select_every, where="norm"
-):
-    Xtr, ytr, Xte, yte = digits_split(seed=seed)
-    yn, fl = corrupt_labels(ytr, noise, 10, seed)
-    trainer = CoresetTrainer(
-        method,
-        seed=seed,
-        K=K,
-        sigma=sigma,
-        where=where,
-        budget=budget,
-        select_every=select_every,
-    )
-    return trainer.fit(
-        make_mlp(seed=seed), Xtr, yn, Xte, yte, steps=steps, flipped=fl, eval_every=eval_every
-    )
+def _train_runs(keys: list[tuple]) -> None:
+    """Train the runs ``keys`` (``_run_key`` tuples) not memoised yet, batched: runs that share
+    steps, evaluation, budget and selection rounds go through one ``train_stacked`` call
+    (``where="norm_out"`` runs through ``CoresetTrainer``, one at a time)."""
+    from lab.coreset.stacked import STACKED_WHERE, RunSpec, train_stacked
+
+    groups: dict[tuple, list[tuple]] = {}
+    for key in dict.fromkeys(keys):
+        if key not in _RUNS:
+            method, noise, seed, steps, K, sigma, eval_every, budget, select_every, where = key
+            groups.setdefault(
+                (steps, eval_every, budget, select_every, where in STACKED_WHERE), []
+            ).append(key)
+    for (steps, eval_every, budget, select_every, stacked), members in groups.items():
+        specs = []
+        for method, noise, seed, _, K, sigma, _, _, _, where in members:
+            Xtr, ytr, Xte, yte = digits_split(seed=seed)
+            yn, fl = corrupt_labels(ytr, noise, 10, seed)
+            specs.append(
+                RunSpec(method, seed, Xtr, yn, Xte, yte, fl, K=K, sigma=sigma, where=where)
+            )
+        if stacked:
+            hists = train_stacked(
+                specs,
+                steps=steps,
+                budget=budget,
+                pool_size=_POOL_SIZE,
+                select_every=select_every,
+                eval_every=eval_every,
+            )
+        else:
+            hists = [
+                CoresetTrainer(
+                    s.method,
+                    seed=s.seed,
+                    K=s.K,
+                    sigma=s.sigma,
+                    where=s.where,
+                    budget=budget,
+                    pool_size=_POOL_SIZE,
+                    select_every=select_every,
+                ).fit(
+                    make_mlp(seed=s.seed),
+                    s.X,
+                    s.y,
+                    s.X_test,
+                    s.y_test,
+                    steps=steps,
+                    flipped=s.flipped,
+                    eval_every=eval_every,
+                )
+                for s in specs
+            ]
+        for key, h in zip(members, hists, strict=True):
+            _RUNS[key] = h
+            while len(_RUNS) > 512:
+                _RUNS.popitem(last=False)
 
 
-def digits_run(
-    method: str,
-    noise: float,
-    seed: int = 0,
-    *,
-    steps: int = 200,
-    K: int = 4,
-    sigma: float = 0.05,
-    budget: int = 32,
-    select_every: int = 10,
-    eval_every: int = 20,
-    where: str = "norm",
-) -> History:
-    """One training run on digits with symmetric label noise (memoised: same inputs, same run).
+# memoised runs (digits_run), keyed by _run_key; the longest run per setting (_HORIZONS)
+_RUNS: OrderedDict[tuple, History] = OrderedDict()
+_POOL_SIZE = 130  # class-balanced pools: 13 per digit, so per-class selection is balanced
 
-    The digits split and the noise depend on ``seed``; the test labels stay clean. ``where``
-    picks the parameters the posterior samples perturb (see ``posterior_features``).
 
-    See: book/coreset/03-training-under-noise.ipynb
-    """
+def _run_key(method, noise, seed, steps, K, sigma, budget, select_every, eval_every, where):
+    """(the run to train, the steps to read from it) for one ``digits_run`` request."""
     method = check_choice("method", method, (*METHODS, "full"))
     noise = check_range("noise", noise, 0.0, 1.0)
     args = [
@@ -277,15 +323,105 @@ def digits_run(
     if method != "posterior":
         # K, sigma and where only shape the posterior samples: the other methods share a run
         args[4], args[5], args[9] = 4, 0.05, "norm"
-    key = (*args[:3], *args[4:])
-    horizon = _HORIZONS.get(key, 0)
+    setting = (*args[:3], *args[4:])
+    horizon = _HORIZONS.get(setting, 0)
     if args[3] < horizon and args[3] % args[6] == 0:
         # a prefix of a longer run: the same steps, evaluated at the same multiples of
         # eval_every (the loop does not depend on the number of steps), so the same history
-        return _prefix(_cached_run(*args[:3], horizon, *args[4:]), args[3])
-    if args[3] > horizon:
-        _HORIZONS[key] = args[3]
-    return _cached_run(*args)
+        key = (*args[:3], horizon, *args[4:])
+        if key in _RUNS:
+            return key, args[3]
+    return tuple(args), None
+
+
+def digits_run(
+    method: str,
+    noise: float,
+    seed: int = 0,
+    *,
+    steps: int = 200,
+    K: int = 4,
+    sigma: float = 0.05,
+    budget: int = 30,
+    select_every: int = 10,
+    eval_every: int = 20,
+    where: str = "norm",
+) -> History:
+    """One training run on digits with symmetric label noise (memoised: same inputs, same run).
+
+    The digits split and the noise depend on ``seed``; the test labels stay clean. ``where``
+    picks the parameters the posterior samples perturb (see ``posterior_features``). Runs are
+    trained by the stacked trainer (``lab.coreset.stacked``); ``digits_runs`` trains many at
+    once.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    return digits_runs(
+        [{"method": method, "noise": noise, "seed": seed, "K": K, "sigma": sigma, "where": where}],
+        steps=steps,
+        budget=budget,
+        select_every=select_every,
+        eval_every=eval_every,
+    )[0]
+
+
+def digits_runs(
+    jobs: Any,
+    *,
+    steps: int = 200,
+    budget: int = 30,
+    select_every: int = 10,
+    eval_every: int = 20,
+) -> list[History]:
+    """``digits_run`` for many settings, the missing runs trained as one batched computation.
+
+    Parameters
+    ----------
+    jobs : sequence of dict
+        Each with ``method`` and ``noise``, optionally ``seed`` (0), ``K`` (4), ``sigma``
+        (0.05) and ``where`` ("norm").
+    steps, budget, select_every, eval_every : int
+        As in ``digits_run``, shared by all jobs.
+
+    Returns
+    -------
+    list of History, one per job
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    if isinstance(jobs, (str, bytes, dict)) or not hasattr(jobs, "__iter__"):
+        raise TypeError(f"jobs must be a sequence of dicts (got {type(jobs).__name__})")
+    resolved = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            raise TypeError(f"jobs must hold dicts (got {type(job).__name__})")
+        unknown = set(job) - {"method", "noise", "seed", "K", "sigma", "where"}
+        if unknown or not {"method", "noise"} <= set(job):
+            raise ValueError(
+                f"jobs must have keys method, noise [, seed, K, sigma, where] (got {sorted(job)})"
+            )
+        resolved.append(
+            _run_key(
+                job["method"],
+                job["noise"],
+                job.get("seed", 0),
+                steps,
+                job.get("K", 4),
+                job.get("sigma", 0.05),
+                budget,
+                select_every,
+                eval_every,
+                job.get("where", "norm"),
+            )
+        )
+    _train_runs([key for key, _ in resolved])
+    out = []
+    for key, prefix in resolved:
+        setting = (*key[:3], *key[4:])
+        _HORIZONS[setting] = max(_HORIZONS.get(setting, 0), key[3])
+        _RUNS.move_to_end(key)
+        out.append(_RUNS[key] if prefix is None else _prefix(_RUNS[key], prefix))
+    return out
 
 
 # the longest run memoised per setting (digits_run serves shorter runs as its prefixes)
@@ -329,132 +465,17 @@ def noise_sweep(
         out[m] = np.zeros((len(noises), len(seeds)))
         out[f"share/{m}"] = np.full((len(noises), len(seeds)), np.nan)
     jobs = [(m, b, c) for m in methods for b in range(len(noises)) for c in range(len(seeds))]
-    for m, b, c in progress(jobs, desc="runs"):
-        h = digits_run(m, noises[b], seeds[c], steps=steps, K=K, sigma=sigma)
+    hists = digits_runs(
+        [
+            {"method": m, "noise": noises[b], "seed": seeds[c], "K": K, "sigma": sigma}
+            for m, b, c in jobs
+        ],
+        steps=steps,
+    )
+    for (m, b, c), h in zip(jobs, hists, strict=True):
         out[m][b, c] = h.final_acc
         out[f"share/{m}"][b, c] = np.nanmean(h.noisy_share) if m != "full" else np.nan
     return out
-
-
-ABLATION_WHERE = ("norm", "all", "last")
-
-
-@dataclass
-class PerturbationAblation:
-    """Clean test accuracy of posterior coresets per perturbed block, σ and seed.
-
-    ``acc[i, j, k]`` and ``share[i, j, k]`` belong to ``wheres[i]``, ``sigmas[j]`` and
-    ``seeds[k]`` (``perturbation_ablation``); ``share`` is the weighted share of mislabeled
-    examples in the coresets over the last evaluation window.
-
-    See: book/coreset/02-label-noise.ipynb
-    """
-
-    wheres: tuple[str, ...]
-    sigmas: tuple[float, ...]
-    seeds: tuple[int, ...]
-    acc: np.ndarray
-    share: np.ndarray
-
-    def at(self, where: str, sigma: float) -> np.ndarray:
-        """Accuracy per seed of one variant, shape ``(len(seeds),)``.
-
-        See: book/coreset/02-label-noise.ipynb
-        """
-        i = self.wheres.index(check_choice("where", where, self.wheres))
-        matches = [j for j, s in enumerate(self.sigmas) if math.isclose(s, float(sigma))]
-        if not matches:
-            raise ValueError(f"sigma must be one of {self.sigmas} (got {sigma!r})")
-        return self.acc[i, matches[0]]
-
-    def mean(self) -> np.ndarray:
-        """Mean accuracy over seeds, shape ``(len(wheres), len(sigmas))``.
-
-        See: book/coreset/02-label-noise.ipynb
-        """
-        return self.acc.mean(axis=2)
-
-
-def perturbation_ablation(
-    wheres: Any = ABLATION_WHERE,
-    sigmas: Any = (0.1, 0.01, 0.001),
-    seeds: Any = (0, 1, 2),
-    *,
-    noise: float = 0.5,
-    steps: int = 200,
-    K: int = 4,
-    budget: int = 32,
-    select_every: int = 10,
-) -> PerturbationAblation:
-    """The paper's Table 2 ablation at our size: which parameters the posterior samples perturb.
-
-    For every perturbed block in ``wheres`` (``"norm"``: the BatchNorm affine parameters,
-    the paper's default; ``"all"``: every parameter; ``"last"``: the final linear layer),
-    every σ in ``sigmas`` and every seed, trains the chapter's BatchNorm MLP on digits with
-    a share ``noise`` of the training labels redrawn, on posterior mini-batch coresets
-    (``digits_run(method="posterior", where=...)``: the same split, noise, initialisation
-    and pools for every variant of a seed, so variants compare seed by seed). The runs use
-    one CPU thread (tiny matrices: threads only contend) and are memoised.
-
-    Parameters
-    ----------
-    wheres : sequence of {"norm", "all", "last", "norm_out"}
-        Distinct perturbed blocks.
-    sigmas : sequence of float
-        Distinct noise scales (``>= 0``); the paper validates over {0.1, 0.01, 0.001}.
-    seeds : sequence of int
-        Distinct seeds (``>= 0``).
-    noise : float
-        Label-noise ratio in [0, 1] (the paper's Table 2 uses 0.5).
-    steps, K, budget, select_every : int
-        As in ``digits_run``.
-
-    Returns
-    -------
-    PerturbationAblation
-
-    See: book/coreset/02-label-noise.ipynb
-    """
-    import torch
-
-    def _distinct(name, values, check):
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-            raise TypeError(f"{name} must be a sequence (got {type(values).__name__})")
-        out = tuple(check(v) for v in values)
-        if not out:
-            raise ValueError(f"{name} must not be empty")
-        if len(set(out)) != len(out):
-            raise ValueError(f"{name} must hold distinct values (got {out})")
-        return out
-
-    wheres = _distinct("wheres", wheres, lambda w: check_choice("where", w, WHERE))
-    sigmas = _distinct(
-        "sigmas", sigmas, lambda s: float(check_positive("sigma", s, allow_zero=True))
-    )
-    seeds = _distinct("seeds", seeds, lambda s: check_int("seed", s, 0))
-    noise = check_range("noise", noise, 0.0, 1.0)
-    kw = {
-        "steps": check_int("steps", steps, 1),
-        "K": check_int("K", K, 1),
-        "budget": check_int("budget", budget, 1),
-        "select_every": check_int("select_every", select_every, 1),
-    }
-    acc = np.zeros((len(wheres), len(sigmas), len(seeds)))
-    share = np.full_like(acc, np.nan)
-    jobs = [
-        (i, j, k) for i in range(len(wheres)) for j in range(len(sigmas)) for k in range(len(seeds))
-    ]
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        with threadpool_limits(1):
-            for i, j, k in progress(jobs, desc="ablation runs"):
-                h = digits_run("posterior", noise, seeds[k], sigma=sigmas[j], where=wheres[i], **kw)
-                acc[i, j, k] = h.final_acc
-                share[i, j, k] = h.noisy_share[-1]
-    finally:
-        torch.set_num_threads(threads)
-    return PerturbationAblation(wheres, sigmas, seeds, acc, share)
 
 
 def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, float]:
@@ -477,3 +498,98 @@ def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, fl
         return {"mean": m, "se": math.inf, "lo": -math.inf, "hi": math.inf, "n": 1}
     ci = mean_ci(d, level=level)
     return {"mean": ci.mean, "se": ci.se, "lo": ci.low, "hi": ci.high, "n": ci.n}
+
+
+# ---------------------------------------------------------------------------------------------
+# The widgets' drivers (memoised: the figures only draw what these return)
+# ---------------------------------------------------------------------------------------------
+
+
+@memo(maxsize=128)
+def digits_alignment(
+    noise: float, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2, seed: int = 0
+) -> AlignmentStudy:
+    """``alignment_study`` on the digits split of ``seed`` (memoised; the notebook-2 widget's
+    driver).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    X, y, _, _ = digits_split(seed=seed)
+    return alignment_study(
+        X, y, noise=noise, budget=budget, K=K, sigma=sigma, trials=trials, seed=seed
+    )
+
+
+# The live values of the notebook-2 widget's budget, K and σ controls (a slider whose step is
+# its grid spacing, and dropdowns): ``precompute_alignment`` runs every one-control move.
+ALIGNMENT_CHOICES = {
+    "budget": (10, 30, 50, 70, 90),
+    "K": (1, 2, 4, 8, 16),
+    "sigma": (0.0, 0.01, 0.05, 0.2, 1.0),
+}
+
+
+def precompute_alignment(
+    noise: float = 0.4, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
+) -> int:
+    """Run (once, memoised) the studies of ``alignment_figure`` for every value of
+    ``ALIGNMENT_CHOICES`` with the other settings at the given defaults, so that moving one
+    control of the live widget only redraws. Returns the number of settings.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    noise = check_range("noise", noise, 0.0, 1.0)
+    base = {
+        "budget": check_int("budget", budget, 1, 300),
+        "K": check_int("K", K, 1),
+        "sigma": float(check_positive("sigma", sigma, allow_zero=True)),
+    }
+    trials = check_int("trials", trials, 1)
+    settings = {tuple(base.values())}
+    for key, values in ALIGNMENT_CHOICES.items():
+        settings |= {tuple({**base, key: v}.values()) for v in values}
+    for b, k, s in sorted(settings):
+        digits_alignment(round(noise, 6), int(b), int(k), float(s), trials, 0)
+    return len(settings)
+
+
+# The live values of the notebook-3 widget's K and σ menus: ``precompute_training`` runs the
+# posterior run of every one-control move (the other methods do not depend on K or σ).
+TRAINING_CHOICES = {"K": (1, 4, 8), "sigma": (0.005, 0.05, 0.5)}
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny matrices: one torch / BLAS thread (threads only contend, badly under load)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def precompute_training(
+    noise: float = 0.5, K: int = 4, sigma: float = 0.05, steps: int = 200
+) -> int:
+    """Run (once, memoised by ``digits_run``) the seed-0 posterior runs of ``training_figure``
+    for every value of ``TRAINING_CHOICES`` with the other settings at the given defaults, so
+    that moving one control of the live widget only redraws. Returns the number of settings.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    noise = check_range("noise", noise, 0.0, 1.0)
+    K = check_int("K", K, 1)
+    sigma = float(check_positive("sigma", sigma, allow_zero=True))
+    steps = check_int("steps", steps, 1)
+    settings = {(K, sigma)} | {(k, sigma) for k in TRAINING_CHOICES["K"]}
+    settings |= {(K, s) for s in TRAINING_CHOICES["sigma"]}
+    jobs = [
+        {"method": "posterior", "noise": noise, "K": k, "sigma": s} for k, s in sorted(settings)
+    ]
+    with one_thread():
+        digits_runs(jobs, steps=steps)
+    return len(settings)

@@ -11,14 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int
+from lab.core.checks import check_array, check_choice, check_int, check_positive
+
+__all__ = [
+    "facility_location",
+    "per_class_facility_location_many",
+]
 
 
-def facility_location_torch(
+def facility_location(
     G: Any,
     budget: int,
     *,
     metric: str = "euclidean",
+    similarity: str = "max-minus",
+    scale: float | None = None,
     device: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy facility location, the batched torch fast path.
@@ -37,6 +44,9 @@ def facility_location_torch(
         Coreset size ``B >= 1`` (``B >= n`` returns the whole pool with weights 1).
     metric : {"euclidean", "precomputed"}
         How to get distances from ``G``.
+    similarity, scale : str, float
+        ``"max-minus"``: eq. (2), ``d_max - d`` per pool; ``"exp"``: ``exp(-d / scale)``, the
+        kernel of the official (CREST/submodlib) selection (``similarity_matrix``).
     device : str or torch.device, optional
         Where to compute; ``None`` follows a tensor input, else ``lab.device()``.
 
@@ -53,6 +63,11 @@ def facility_location_torch(
 
     budget = check_int("budget", budget, 1)
     metric = check_choice("metric", metric, ("euclidean", "precomputed"))
+    similarity = check_choice("similarity", similarity, ("max-minus", "exp"))
+    if similarity == "exp":
+        if scale is None:
+            raise ValueError('scale must be given for similarity="exp" (got None)')
+        scale = check_positive("scale", scale)
     dev = resolve_device(device, G)
     if isinstance(G, torch.Tensor):
         X = G.detach().to(dev)
@@ -83,7 +98,10 @@ def facility_location_torch(
         idx = torch.arange(n).expand(P, n).numpy().copy()
         w = np.ones((P, n), dtype=int)
         return (idx[0], w[0]) if single else (idx, w)
-    S = D.amax(dim=(-2, -1), keepdim=True) - D  # eq. (2), per pool
+    if similarity == "exp":
+        S = torch.exp(-D / scale)  # deviation: submodlib's kernel (the official selection)
+    else:
+        S = D.amax(dim=(-2, -1), keepdim=True) - D  # eq. (2), per pool
     cover = torch.zeros(P, n, dtype=S.dtype, device=S.device)
     taken = torch.zeros(P, n, dtype=torch.bool, device=S.device)
     rows = torch.arange(P, device=S.device)
@@ -101,3 +119,95 @@ def facility_location_torch(
     weights.scatter_add_(1, nearest, torch.ones_like(nearest))
     idx, w = chosen.cpu().numpy(), weights.cpu().numpy()
     return (idx[0], w[0]) if single else (idx, w)
+
+
+def per_class_facility_location_many(
+    G: Any,
+    y: Any,
+    budget: int,
+    *,
+    similarity: str = "max-minus",
+    device: Any = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``per_class_facility_location`` for many pools at once (the batched fast path).
+
+    Every (pool, class) group is a facility-location problem of its own; groups of equal size
+    are stacked and solved in one ``facility_location`` call, so a batch of class-balanced
+    pools costs one call.
+
+    Parameters
+    ----------
+    G : array-like or Tensor, shape (P, n, m)
+        Feature vectors of ``P`` pools of ``n`` points.
+    y : array-like of int, shape (P, n)
+        The pools' labels.
+    budget : int
+        ``B >= 1``; each class of a pool gets ``ceil(B / C)`` medoids (``C`` = the classes
+        present in that pool).
+    similarity : {"max-minus", "exp"}
+        As in ``per_class_facility_location``.
+    device : str or torch.device, optional
+
+    Returns
+    -------
+    list of (idx, weights), one per pool
+        As ``per_class_facility_location`` returns for that pool.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    import torch
+
+    from lab.coreset.reference import per_class_budget
+
+    budget = check_int("budget", budget, 1)
+    similarity = check_choice("similarity", similarity, ("max-minus", "exp"))
+    if isinstance(G, torch.Tensor):
+        X = G.detach()
+    else:
+        X = torch.as_tensor(check_array("G", G, ndim=3, min_size=1))
+    if X.ndim != 3:
+        raise ValueError(f"G must have shape (P, n, m) (got {tuple(X.shape)})")
+    yy = np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)
+    if yy.shape != tuple(X.shape[:2]):
+        raise ValueError(f"y must have shape {tuple(X.shape[:2])} (got {yy.shape})")
+    if not np.issubdtype(yy.dtype, np.integer):
+        raise TypeError(f"y must hold integer labels (got dtype {yy.dtype})")
+    classes = np.unique(yy)
+    counts = (yy[:, :, None] == classes).sum(axis=1)  # (P, classes)
+    present = counts[0] > 0
+    sizes = counts[0][present]
+    if (counts == counts[0]).all() and (sizes == sizes[0]).all():
+        # every pool holds the same classes, each with the same number of points (the
+        # class-balanced pools of the trainer): one gather, one call
+        P, per, size = X.shape[0], per_class_budget(budget, sizes.size), int(sizes[0])
+        order = np.argsort(yy, axis=1, kind="stable")  # class by class, stable inside
+        members = order.reshape(P * sizes.size, size)
+        pools = np.repeat(np.arange(P), sizes.size)
+        rows = X[torch.as_tensor(pools).unsqueeze(1), torch.as_tensor(members)]
+        idx, w = facility_location(
+            rows, per, similarity=similarity, scale=X.shape[2], device=device
+        )
+        sel = np.take_along_axis(members, idx, axis=1).reshape(P, -1)
+        return [(sel[p], w.reshape(P, -1)[p]) for p in range(P)]
+    groups: dict[tuple[int, int], list[tuple[int, int, np.ndarray]]] = {}
+    for p in range(X.shape[0]):
+        classes = np.unique(yy[p])
+        per = per_class_budget(budget, classes.size)
+        for c in classes:
+            members = np.flatnonzero(yy[p] == c)
+            groups.setdefault((members.size, per), []).append((p, int(c), members))
+    picks: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in range(X.shape[0])]
+    for (_, per), items in groups.items():
+        pools = torch.as_tensor([p for p, _, _ in items], device=X.device)
+        members = torch.as_tensor(np.stack([m for _, _, m in items]), device=X.device)
+        rows = X[pools.unsqueeze(1), members]  # (groups, size, m), one gather
+        idx, w = facility_location(
+            rows, per, similarity=similarity, scale=X.shape[2], device=device
+        )
+        for k, (p, c, members) in enumerate(items):
+            picks[p].append((c, members[idx[k]], w[k]))
+    out = []
+    for pool in picks:
+        pool.sort(key=lambda t: t[0])  # classes in increasing order, as the official code
+        out.append((np.concatenate([t[1] for t in pool]), np.concatenate([t[2] for t in pool])))
+    return out

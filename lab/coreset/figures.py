@@ -1,6 +1,7 @@
 """Figures of the coreset chapter (plotly for ``lab.core.explore``, matplotlib for static panels).
 
-Kept out of the notebooks so that each notebook cell stays a sentence of code.
+Kept out of the notebooks so that each notebook cell stays a sentence of code. The widgets'
+results come from memoised drivers (``experiments``, ``toy``); this module only draws them.
 
 See: book/coreset/01-facility-location.ipynb, book/coreset/02-label-noise.ipynb,
 book/coreset/03-training-under-noise.ipynb
@@ -8,37 +9,18 @@ book/coreset/03-training-under-noise.ipynb
 
 from __future__ import annotations
 
-import contextlib
-import functools
-
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
-from lab.coreset import (
-    METHODS,
-    alignment_study,
-    corrupt_labels,
-    digits_run,
-    digits_split,
-    greedy_facility_location,
-    logreg_posterior_features,
-    noisy_share,
-    pairwise_distances,
-    random_coreset,
-    softmax_regression_fit,
-)
+from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.coreset.experiments import digits_alignment, digits_run, one_thread
+from lab.coreset.reference import METHODS, noisy_share
+from lab.coreset.toy import toy_selection
 
 __all__ = [
     "COLOURS",
-    "toy_problem",
-    "toy_selection",
     "toy_selection_figure",
-    "ALIGNMENT_CHOICES",
     "alignment_figure",
-    "precompute_alignment",
-    "TRAINING_CHOICES",
     "training_figure",
-    "precompute_training",
     "proxy_plane",
 ]
 
@@ -52,48 +34,14 @@ COLOURS = {
 }
 
 
-@functools.lru_cache(maxsize=64)
-def toy_problem(noise: float, n: int = 300, seed: int = 0):
-    """Three Gaussian blobs in 2-D, symmetric label noise, and ``w_bar`` from 30 GD steps.
-
-    Returns ``X, y_clean, y_noisy, flipped, W``.
-
-    See: book/coreset/01-facility-location.ipynb
-    """
-    noise = check_range("noise", noise, 0.0, 1.0)
-    n = check_int("n", n, 3)
-    rng = np.random.default_rng(check_int("seed", seed, 0))
-    centres = np.array([[0.0, 2.0], [-1.8, -1.0], [1.8, -1.0]])
-    y = np.arange(n) % 3
-    X = centres[y] + rng.standard_normal((n, 2))
-    yn, fl = corrupt_labels(y, noise, 3, seed)
-    W = softmax_regression_fit(X, yn, 3, steps=30, lr=0.5)
-    return X, y, yn, fl, W
-
-
 def proxy_plane(R: np.ndarray) -> np.ndarray:
     """2-D coordinates of 3-class proxies ``p - e_y`` (they lie in the plane sum = 0)."""
     basis = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]])
     basis /= np.linalg.norm(basis, axis=1, keepdims=True)
-    return np.asarray(R)[:, :3] @ basis.T
-
-
-def toy_selection(noise: float, budget: int = 15, K: int = 8, sigma: float = 0.5, seed: int = 0):
-    """Random, CRAIG and posterior coresets on the toy problem.
-
-    Returns ``(R, flipped, {method: (idx, weights)})`` with ``R`` the unperturbed proxies.
-
-    See: book/coreset/01-facility-location.ipynb
-    """
-    X, _, yn, fl, W = toy_problem(noise, seed=seed)
-    R = logreg_posterior_features(W, X, yn, 1, 0.0, kind="proxy")
-    Gp = logreg_posterior_features(W, X, yn, K, sigma, seed + 1, kind="proxy")
-    sel = {
-        "random": random_coreset(len(yn), budget, seed),
-        "craig": greedy_facility_location(pairwise_distances(R), budget),
-        "posterior": greedy_facility_location(pairwise_distances(Gp), budget),
-    }
-    return R, fl, sel
+    R = check_array("R", R, ndim=2, min_size=1)
+    if R.shape[1] != 3:
+        raise ValueError(f"R must have shape (n, 3) (got {R.shape})")
+    return R @ basis.T
 
 
 def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: float = 0.5):
@@ -177,47 +125,6 @@ def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: floa
     return fig
 
 
-@functools.lru_cache(maxsize=128)
-def _study(noise, budget, K, sigma, trials, seed):
-    X, y, _, _ = digits_split(seed=seed)
-    return alignment_study(
-        X, y, noise=noise, budget=budget, K=K, sigma=sigma, trials=trials, seed=seed
-    )
-
-
-# The live values of the notebook-2 widget's budget, K and σ controls (a slider whose step is
-# its grid spacing, and dropdowns): ``precompute_alignment`` runs every one-control move.
-ALIGNMENT_CHOICES = {
-    "budget": (10, 30, 50, 70, 90),
-    "K": (1, 2, 4, 8, 16),
-    "sigma": (0.0, 0.01, 0.05, 0.2, 1.0),
-}
-
-
-def precompute_alignment(
-    noise: float = 0.4, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
-) -> int:
-    """Run (once, memoised) the studies of ``alignment_figure`` for every value of
-    ``ALIGNMENT_CHOICES`` with the other settings at the given defaults, so that moving one
-    control of the live widget only redraws. Returns the number of settings.
-
-    See: book/coreset/02-label-noise.ipynb
-    """
-    noise = check_range("noise", noise, 0.0, 1.0)
-    base = {
-        "budget": check_int("budget", budget, 1, 300),
-        "K": check_int("K", K, 1),
-        "sigma": float(check_positive("sigma", sigma, allow_zero=True)),
-    }
-    trials = check_int("trials", trials, 1)
-    settings = {tuple(base.values())}
-    for key, values in ALIGNMENT_CHOICES.items():
-        settings |= {tuple({**base, key: v}.values()) for v in values}
-    for b, k, s in sorted(settings):
-        _study(round(noise, 6), int(b), int(k), float(s), trials, 0)
-    return len(settings)
-
-
 def alignment_figure(
     noise: float, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
 ):
@@ -230,7 +137,7 @@ def alignment_figure(
 
     noise = check_range("noise", noise, 0.0, 1.0)
     sigma = check_positive("sigma", sigma, allow_zero=True)
-    st = _study(round(noise, 6), int(budget), int(K), float(sigma), int(trials), 0)
+    st = digits_alignment(round(noise, 6), int(budget), int(K), float(sigma), int(trials), 0)
     panels = (
         ("grad", "gradient error E‖∇ℓ_S − ∇ℓ‖² / E‖∇ℓ‖²"),
         ("hess", "Hessian error ‖H_S − H‖_F / ‖H‖_F"),
@@ -263,47 +170,6 @@ def alignment_figure(
     return fig
 
 
-# The live values of the notebook-3 widget's K and σ menus: ``precompute_training`` runs the
-# posterior run of every one-control move (the other methods do not depend on K or σ).
-TRAINING_CHOICES = {"K": (1, 4, 8), "sigma": (0.005, 0.05, 0.5)}
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Tiny matrices: one torch / BLAS thread (threads only contend, badly under load)."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        with threadpool_limits(1):
-            yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def precompute_training(
-    noise: float = 0.5, K: int = 4, sigma: float = 0.05, steps: int = 200
-) -> int:
-    """Run (once, memoised by ``digits_run``) the seed-0 posterior runs of ``training_figure``
-    for every value of ``TRAINING_CHOICES`` with the other settings at the given defaults, so
-    that moving one control of the live widget only redraws. Returns the number of settings.
-
-    See: book/coreset/03-training-under-noise.ipynb
-    """
-    noise = check_range("noise", noise, 0.0, 1.0)
-    K = check_int("K", K, 1)
-    sigma = float(check_positive("sigma", sigma, allow_zero=True))
-    steps = check_int("steps", steps, 1)
-    settings = {(K, sigma)} | {(k, sigma) for k in TRAINING_CHOICES["K"]}
-    settings |= {(K, s) for s in TRAINING_CHOICES["sigma"]}
-    with _one_thread():
-        for k, s in sorted(settings):
-            digits_run("posterior", noise, 0, steps=steps, K=k, sigma=s)
-    return len(settings)
-
-
 def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 200):
     """Clean test accuracy and coreset noisy share against step, seed 0 (7 traces).
 
@@ -315,7 +181,7 @@ def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=("clean test accuracy", "weighted share mislabeled")
     )
-    with _one_thread():
+    with one_thread():
         runs = {
             m: digits_run(m, noise, 0, steps=steps, K=K, sigma=sigma) for m in (*METHODS, "full")
         }

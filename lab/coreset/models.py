@@ -14,16 +14,59 @@ import numpy as np
 
 from lab.core.checks import (
     check_array,
+    check_bool,
     check_choice,
     check_int,
     check_positive,
     check_range,
 )
 from lab.core.progress import progress
-from lab.coreset.fast import facility_location_torch
-from lab.coreset.reference import METHODS, _balanced_pool, noisy_share
+from lab.coreset.fast import facility_location, per_class_facility_location_many
+from lab.coreset.reference import METHODS, noisy_share
+
+__all__ = [
+    "WHERE",
+    "gradient_proxy",
+    "posterior_features",
+    "coreset_loss",
+    "make_mlp",
+    "select_minibatch_coresets",
+    "History",
+    "CoresetTrainer",
+]
 
 WHERE = ("norm", "all", "last", "norm_out")
+
+
+def class_layout(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, starts)`` of the labels ``y`` in class order: what ``balanced_pool`` needs."""
+    _, counts = np.unique(y, return_counts=True)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return counts, starts
+
+
+def balanced_pool(
+    y: np.ndarray, size: int, rng: np.random.Generator, layout: tuple | None = None
+) -> np.ndarray:
+    """A class-balanced random pool: ``size // C`` uniform draws without replacement from every
+    class (all of a smaller class), the remainder filled uniformly from the rest.
+
+    One uniform key per example: the pool takes, in every class, the examples with the
+    smallest keys. ``layout`` (``class_layout(y)``, optional) saves recomputing it.
+    """
+    counts, starts = class_layout(y) if layout is None else layout
+    per = size // len(counts)
+    keys = rng.random(y.size)
+    ranked = np.lexsort((keys, y))  # by class, then by key: a random order inside each class
+    take = np.minimum(per, counts)
+    pool = ranked[np.concatenate([s + np.arange(t) for s, t in zip(starts, take, strict=True)])]
+    extra = size - pool.size
+    if extra > 0:
+        free = np.ones(y.size, dtype=bool)
+        free[pool] = False
+        rest = np.flatnonzero(free)
+        pool = np.concatenate([pool, rng.choice(rest, size=min(extra, rest.size), replace=False)])
+    return np.sort(pool)
 
 
 def gradient_proxy(logits: Any, y: Any):
@@ -218,16 +261,21 @@ def select_minibatch_coresets(
     X: Any,
     y: Any,
     *,
-    pool_size: int = 128,
-    budget: int = 32,
+    pool_size: int = 130,
+    budget: int = 30,
     steps: int = 4,
     method: str = "posterior",
     K: int = 4,
     sigma: float = 0.05,
     where: str = "norm",
     seed: int = 0,
+    per_class: bool = True,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """One coreset per upcoming training step, each from its own class-balanced random pool.
+
+    With ``per_class`` (the paper's protocol, CREST's ``equal_num=True``) facility location
+    runs in every class of the pool separately, ``ceil(B / C)`` medoids each
+    (``per_class_facility_location``); otherwise over the whole pool.
 
     Parameters
     ----------
@@ -241,6 +289,8 @@ def select_minibatch_coresets(
         Features for facility location: ``K`` posterior samples, the plain proxy, or none.
     K, sigma, where : as in ``posterior_features``.
     seed : int
+    per_class : bool
+        Select per class (default) or over the whole pool.
 
     Returns
     -------
@@ -256,6 +306,7 @@ def select_minibatch_coresets(
     steps = check_int("steps", steps, 1)
     method = check_choice("method", method, METHODS)
     seed = check_int("seed", seed, 0)
+    per_class = check_bool("per_class", per_class)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
     y_np = check_array(
@@ -272,7 +323,7 @@ def select_minibatch_coresets(
     if n_x != y_np.size:
         raise ValueError(f"X must have one row per label ({y_np.size}) (got {n_x})")
     rng = np.random.default_rng(seed)
-    pools = np.stack([_balanced_pool(y_np, min(pool_size, y_np.size), rng) for _ in range(steps)])
+    pools = np.stack([balanced_pool(y_np, min(pool_size, y_np.size), rng) for _ in range(steps)])
     if method == "random":
         b = min(budget, pools.shape[1])
         return [(p[rng.choice(p.size, b, replace=False)], np.ones(b, dtype=int)) for p in pools]
@@ -287,7 +338,10 @@ def select_minibatch_coresets(
             model, Xt[flat], yt[flat], K=K, sigma=sigma, where=where, generator=gen
         )
     F = F.double().reshape(steps, pools.shape[1], -1)
-    idx, w = facility_location_torch(F, budget)
+    if per_class:
+        picks = per_class_facility_location_many(F, y_np[pools], budget, device="cpu")
+        return [(pools[s][i], w) for s, (i, w) in enumerate(picks)]
+    idx, w = facility_location(F, budget)
     return [(pools[s][idx[s]], w[s]) for s in range(steps)]
 
 
@@ -324,9 +378,12 @@ class CoresetTrainer:
     ----------
     method : {"posterior", "craig", "random", "full"}
     budget : int
-        Mini-batch coreset size ``B``.
+        Mini-batch coreset size ``B`` (with ``per_class``, ``ceil(B / C)`` per class: make
+        ``C`` divide ``B`` so every method trains on ``B`` examples a step).
     pool_size : int
         Candidate pool per step.
+    per_class : bool
+        Per-class selection (the paper's protocol, default) or over the whole pool.
     K, sigma, where : posterior samples (see ``posterior_features``).
     lr, momentum, weight_decay : SGD (CREST's defaults for momentum and weight decay).
     select_every : int
@@ -340,8 +397,8 @@ class CoresetTrainer:
         self,
         method: str = "posterior",
         *,
-        budget: int = 32,
-        pool_size: int = 128,
+        budget: int = 30,
+        pool_size: int = 130,
         K: int = 4,
         sigma: float = 0.05,
         where: str = "norm",
@@ -350,6 +407,7 @@ class CoresetTrainer:
         weight_decay: float = 5e-4,
         select_every: int = 10,
         seed: int = 0,
+        per_class: bool = True,
     ):
         self.method = check_choice("method", method, (*METHODS, "full"))
         self.budget = check_int("budget", budget, 1)
@@ -362,6 +420,7 @@ class CoresetTrainer:
         self.weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
         self.select_every = check_int("select_every", select_every, 1)
         self.seed = check_int("seed", seed, 0)
+        self.per_class = check_bool("per_class", per_class)
 
     def fit(
         self,
@@ -432,6 +491,7 @@ class CoresetTrainer:
                         sigma=self.sigma,
                         where=self.where,
                         seed=self.seed * 100003 + s,
+                        per_class=self.per_class,
                     )
                     hist.select_seconds += time.perf_counter() - t0
                 idx, w = queue.pop(0)

@@ -23,6 +23,27 @@ from lab.core.checks import (
     check_range,
 )
 
+__all__ = [
+    "METHODS",
+    "pairwise_distances",
+    "facility_location_objective",
+    "greedy_facility_location",
+    "SIMILARITIES",
+    "similarity_matrix",
+    "per_class_budget",
+    "per_class_facility_location",
+    "brute_force_facility_location",
+    "random_coreset",
+    "corrupt_labels",
+    "noisy_share",
+    "softmax_regression_fit",
+    "logreg_example_gradients",
+    "logreg_posterior_features",
+    "logreg_hessian",
+    "alignment_errors",
+    "newton_steps",
+]
+
 METHODS = ("random", "craig", "posterior")
 
 
@@ -80,8 +101,31 @@ def facility_location_objective(D: Any, idx: Any) -> float:
     return float(S[:, idx].max(axis=1).sum())
 
 
+SIMILARITIES = ("max-minus", "exp")
+
+
+def similarity_matrix(D: Any, similarity: str = "max-minus", scale: float | None = None):
+    """Similarities from distances: ``"max-minus"``, eq. (2), ``d_max - d_ij`` (CRAIG); ``"exp"``,
+    ``exp(-d_ij / scale)``, submodlib's kernel in CREST's selection (scale = feature dimension).
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    D = _check_distances(D)
+    similarity = check_choice("similarity", similarity, SIMILARITIES)
+    if similarity == "max-minus":
+        return D.max() - D  # eq. (2): s_ij = d_max - d_ij
+    if scale is None:
+        raise ValueError('scale must be given for similarity="exp" (got None)')
+    return np.exp(-D / check_positive("scale", scale))  # deviation: submodlib's kernel
+
+
 def greedy_facility_location(
-    D: Any, budget: int, *, lazy: bool = False
+    D: Any,
+    budget: int,
+    *,
+    lazy: bool = False,
+    similarity: str = "max-minus",
+    scale: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy facility location (CRAIG's coreset), the numpy reference kernel.
 
@@ -95,6 +139,8 @@ def greedy_facility_location(
         Use the lazy-greedy priority queue (Minoux). It reaches the same objective value on
         generic inputs but may break exact ties differently; the plain greedy (default)
         always takes the lowest index among equal gains.
+    similarity, scale : str, float
+        Eq. (2) by default; ``"exp"`` with ``scale``: the official kernel (``similarity_matrix``).
 
     Returns
     -------
@@ -109,10 +155,10 @@ def greedy_facility_location(
     D = _check_distances(D)
     budget = check_int("budget", budget, 1)
     lazy = check_bool("lazy", lazy)
+    S = similarity_matrix(D, similarity, scale)  # eq. (2): similarity s_ij = d_max - d_ij >= 0
     n = D.shape[0]
     if budget >= n:
         return np.arange(n), np.ones(n, dtype=int)
-    S = D.max() - D  # eq. (2): similarity s_ij = d_max - d_ij >= 0
     cover = np.zeros(n)  # max_{j in S} s_ij, 0 for the empty set
     chosen: list[int] = []
     if not lazy:
@@ -143,6 +189,66 @@ def greedy_facility_location(
     nearest = np.argmax(S[:, idx], axis=1)
     weights = np.bincount(nearest, minlength=budget)
     return idx, weights
+
+
+def per_class_budget(budget: int, num_classes: int) -> int:
+    """Points selected per class, ``ceil(B / C)``: CREST's ``equal_num=True`` split.
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    budget = check_int("budget", budget, 1)
+    return -(-budget // check_int("num_classes", num_classes, 1))
+
+
+def per_class_facility_location(
+    G: Any,
+    y: Any,
+    budget: int,
+    *,
+    similarity: str = "max-minus",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Facility location run separately in every class, the budget split equally (the paper's
+    protocol: CREST's ``get_orders_and_weights(B, G, "euclidean", y=y, equal_num=True)``).
+
+    Every class present in ``y`` gets ``ceil(B / C)`` medoids (``B`` in all when ``C``
+    divides ``B``), chosen by greedy facility location (3) on its own members' distances; a
+    medoid's weight counts the members of its class it stands for. A class smaller than its
+    share is taken whole (weights 1; the official code moves the shortfall elsewhere).
+
+    Parameters
+    ----------
+    G : array-like, shape (n, m)
+        Feature vectors of the pool.
+    y : array-like of int, shape (n,)
+        The pool's (possibly noisy) labels.
+    budget : int
+        ``B >= 1``.
+    similarity : {"max-minus", "exp"}
+        Eq. (2) (default), or the official ``exp(-d / m)``, ``m`` = feature dimension.
+
+    Returns
+    -------
+    idx, weights : ndarray of int
+        Indices into ``G`` class by class (in increasing class order, each in greedy order, as
+        the official code returns them) and their weights (summing to ``n``).
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    G = check_array("G", G, ndim=2, min_size=1)
+    y = check_array("y", y, ndim=1, dtype=None)
+    if y.shape != (G.shape[0],):
+        raise ValueError(f"y must have shape ({G.shape[0]},) (got {y.shape})")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise TypeError(f"y must hold integer labels (got dtype {y.dtype})")
+    budget = check_int("budget", budget, 1)
+    similarity = check_choice("similarity", similarity, SIMILARITIES)
+    per = per_class_budget(budget, np.unique(y).size)
+    idx, weights = [], []
+    for members in (np.flatnonzero(y == c) for c in np.unique(y)):  # classes in increasing order
+        D = pairwise_distances(G[members])
+        i, w = greedy_facility_location(D, per, similarity=similarity, scale=G.shape[1])
+        idx, weights = idx + [members[i]], weights + [w]
+    return np.concatenate(idx), np.concatenate(weights)
 
 
 def brute_force_facility_location(D: Any, budget: int) -> tuple[np.ndarray, float]:
@@ -391,6 +497,8 @@ def alignment_errors(
     sigma: float = 0.05,
     draws: int = 16,
     l2: float = 1e-2,
+    newton: str = "range",
+    rcond: float = 1e-6,
     seed: int = 0,
 ) -> dict[str, float]:
     """How well the weighted subset ``(idx, weights)`` stands in for the pool ``(X, y)``.
@@ -403,14 +511,23 @@ def alignment_errors(
     idx, weights : the coreset.
     sigma, draws, seed : the fresh posterior draws ``w ~ N(w_bar, sigma^2 I)`` on which the
         gradient error is averaged.
-    l2 : ridge added to both Hessians for the Newton step.
+    newton : {"range", "ridge"}
+        How the Newton steps are compared. ``"range"`` (default): inside the range of the
+        coreset Hessian ``H_S`` (its eigenvectors ``U`` with eigenvalue above
+        ``rcond * lambda_max``), ``N_S = U L^{-1} U^T grad l_S`` and
+        ``N = U (U^T H U)^{-1} U^T grad l``: both steps in the subspace where the coreset
+        has curvature, no ridge. ``"ridge"``: ``N = (H + l2 I)^{-1} grad l`` (and likewise
+        ``N_S``); with ``B (C - 1) < C (d + 1)`` the ridge dominates ``N_S``.
+    l2 : ridge of ``newton="ridge"``.
+    rcond : relative eigenvalue cut of ``newton="range"``.
 
     Returns
     -------
     dict with
         ``grad``: ``E_w ||grad l_S(w) - grad l(w)||^2 / E_w ||grad l(w)||^2``, eq. (5);
         ``hess``: ``||H_S - H||_F / ||H||_F`` at ``w_bar``;
-        ``newton``: ``||N_S - N|| / ||N||`` with ``N = (H + l2 I)^{-1} grad l`` at ``w_bar``.
+        ``newton``: ``||N_S - N|| / ||N||`` at ``w_bar`` (see ``newton``);
+        ``rank``: the dimension of the subspace (``newton="range"``; else the full dimension).
 
     See: book/coreset/02-label-noise.ipynb
     """
@@ -422,6 +539,8 @@ def alignment_errors(
     sigma = check_positive("sigma", sigma, allow_zero=True)
     draws = check_int("draws", draws, 1)
     l2 = check_positive("l2", l2)
+    newton = check_choice("newton", newton, ("range", "ridge"))
+    rcond = check_range("rcond", rcond, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     rng = np.random.default_rng(check_int("seed", seed, 0))
     gam = gam / gam.sum()
     num = den = 0.0
@@ -436,31 +555,46 @@ def alignment_errors(
     HS = logreg_hessian(W, X[idx], y[idx], gam)
     g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
     gfull, gsub = g.mean(axis=0), gam @ g[idx]
-    eye = l2 * np.eye(H.shape[0])
-    N = np.linalg.solve(H + eye, gfull)
-    NS = np.linalg.solve(HS + eye, gsub)
+    N, NS, rank = newton_steps(H, gfull, HS, gsub, newton=newton, l2=l2, rcond=rcond)
     return {
         "grad": float(num / den),
         "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
         "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
+        "rank": rank,
     }
 
 
-def _balanced_pool(y: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """A class-balanced random pool (per-class quota, remainder filled at random)."""
-    classes, counts = np.unique(y, return_counts=True)
-    per = size // len(classes)
-    order = np.argsort(y, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    parts = []
-    for start, count in zip(starts, counts, strict=True):
-        take = min(per, int(count))
-        parts.append(order[start + rng.choice(int(count), size=take, replace=False)])
-    pool = np.concatenate(parts)
-    extra = size - pool.size
-    if extra > 0:
-        free = np.ones(y.size, dtype=bool)
-        free[pool] = False
-        rest = np.flatnonzero(free)
-        pool = np.concatenate([pool, rng.choice(rest, size=min(extra, rest.size), replace=False)])
-    return np.sort(pool)
+def newton_steps(
+    H: Any,
+    g: Any,
+    HS: Any,
+    gS: Any,
+    *,
+    newton: str = "range",
+    l2: float = 1e-2,
+    rcond: float = 1e-6,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Full and coreset Newton steps ``(N, N_S, dimension)`` (Theorem 3.2), as
+    ``alignment_errors`` compares them: ``newton="range"`` inside the range of ``HS``
+    (eigenvalues above ``rcond * lambda_max``), ``"ridge"`` with ``+ l2 I`` on both.
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    H = check_array("H", H, ndim=2, min_size=1)
+    HS = check_array("HS", HS, ndim=2, min_size=1)
+    g = check_array("g", g, ndim=1, min_size=1)
+    gS = check_array("gS", gS, ndim=1, min_size=1)
+    n = H.shape[0]
+    if H.shape != (n, n) or HS.shape != (n, n) or g.shape != (n,) or gS.shape != (n,):
+        raise ValueError(f"H, HS must be ({n}, {n}) and g, gS ({n},) (got {HS.shape}, {gS.shape})")
+    newton = check_choice("newton", newton, ("range", "ridge"))
+    if newton == "ridge":
+        eye = check_positive("l2", l2) * np.eye(n)
+        return np.linalg.solve(H + eye, g), np.linalg.solve(HS + eye, gS), n
+    rcond = check_range("rcond", rcond, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    lam, V = np.linalg.eigh((HS + HS.T) / 2)
+    keep = lam > rcond * lam.max()
+    U, lam = V[:, keep], lam[keep]
+    NS = U @ ((U.T @ gS) / lam)  # H_S^+ g_S on its range
+    N = U @ np.linalg.solve(U.T @ H @ U, U.T @ g)  # the full Newton step inside that range
+    return N, NS, int(keep.sum())

@@ -16,19 +16,22 @@ tour).
 
 ## The method (POMO backbone; the paper's CVRP backbone is LEHD, reconstructed here as POMO)
 
-* Features (capacity-normalised, the input that lets a model see tightness):
+* (1) Features (capacity-normalised, the input that lets a model see tightness):
   customers ``(x, y, q_i / C)``, depot ``(x, y)``; decoder context
   ``[h_last, load / C]``.
-* Masking: a node is infeasible if already served or if ``q_i > load``; the depot is
+* (2) Masking: a node is infeasible if already served or if ``q_i > load``; the depot is
   masked right after a depot visit unless every customer is served.
-* POMO: ``n`` rollouts per instance, rollout ``p`` forced to start at customer ``p``;
+* (3) POMO: ``n`` rollouts per instance, rollout ``p`` forced to start at customer ``p``;
   REINFORCE with the shared baseline,
   ``grad = mean_p (L_p - mean_p' L_p') grad log p(tau_p)``.
-* VCT (varied capacity training): each training instance draws ``C ~ U{10..200}``.
-* MEM (multi-expert module): ``E`` decoder heads behind a shared encoder; instance with
-  capacity ``C`` uses head ``k`` with ``e_k < C <= e_{k+1}`` (hard routing, no gate;
-  ``route_to_expert``); sub-batches are scattered back in order.
-* Inference: greedy rollouts from every start customer, keep the best; optional ``x8``
+* (4) VCT (varied capacity training): each training instance draws ``C ~ U{10..200}``.
+* (5) MEM (multi-expert module): after the shared encoder layers, ``E`` stacks of transformer
+  layers (the experts), then ONE shared decoder, as the official ``SINGLEModel.py`` does;
+  instance with capacity ``C`` goes through expert ``k`` with ``e_k < C <= e_{k+1}`` (hard
+  routing, no gate; ``route_to_expert``); sub-batches are scattered back in order
+  (``mixture_forward``).
+* (6) Decoder and inference: query from ``[h_last, load / C]``, one multi-head glimpse
+  ``g``, pointer logits ``10 tanh(h_j . g / sqrt(d))`` over the feasible nodes; greedy rollouts from every start customer, keep the best; optional ``x8``
   symmetry augmentation.
 
 ## Deviations from the paper
@@ -36,73 +39,48 @@ tour).
 * Backbone: the paper's CVRP model is LEHD (heavy decoder, supervised by HGS labels,
   ``n = 100``, ``C in [10, 500]``, ``d = 192``); here a tiny POMO (REINFORCE with the
   shared baseline, ``n = 20``, ``C in [10, 200]``, ``d = 64``, 2 encoder layers).
-* Experts: the paper's expert is 3 decoder layers + a linear head; here each expert is one
-  whole POMO decoder (query, glimpse, pointer), routing edges at the thirds of ``[10, 200]``
-  (73, 137).
+* Experts: the official expert is a stack of 3 transformer layers after the shared layers
+  (``SINGLEModel.py``; in the LEHD model, 3 decoder layers + a linear head); here each expert
+  is ONE transformer layer after the 2 shared encoder layers (3 experts, about 183k parameters
+  with the shared decoder, against 84k for the single models), routing edges at the thirds of
+  ``[10, 200]`` (73, 137).
 * LayerNorm replaces POMO's instance norm.
-* Expert placement: in the official model (``SINGLEModel.py``, ``VRPModel.py`` of
-  CIAM-Group/Rethinking_Constraint_Tightness) each expert is a stack of transformer layers
-  after the shared layers, with one shared decoder; here the experts are light POMO decoders
-  behind one shared encoder, so they cannot re-encode the instance per capacity interval.
-* Tightening factor: the fixed model is trained at C = 30 with n = 20 and tested down to
-  C = 10, a 3x tightening (about six customers per route at training, two at test); the paper
-  trains at C = 50 with n = 100 and tests at C = 10, a 5x tightening (about ten customers per
-  route to two).
+* Tightening factor: the paper trains its fixed model at C = 50 with n = 100 (about ten
+  customers per route) and tests at C = 10 (about two), a 5x tightening; at n = 20 the
+  fixed C = 50 model (mean demand 5: about 50 / 5 = 10 customers per route, two routes) is
+  the like-for-like model; the fixed C = 30 models (3x) are kept as a secondary measurement.
 * Reference solver: PyVRP (HGS) with a short fixed time budget per instance, not HGS run to
   convergence; gaps are to that reference.
 * Training budget: 5,000 steps of 32 instances per checkpoint on one CPU core (the paper:
   1M instances x 40 epochs on a GPU); three training seeds for the fixed C = 30, VCT and
-  VCT + MEM models, one seed for the fixed C = 10 and C = 200 models. The paper's fixed model
-  is trained at C = 50 and tested up to C = 500; ours are trained at C = 10 / 30 / 200 and
-  tested on ``C in {10..200}``.
+  VCT + MEM models, one seed for the fixed C = 10, C = 50 and C = 200 models. The paper's
+  fixed model is trained at C = 50 and tested up to C = 500; ours are trained at
+  C = 10 / 30 / 50 / 200 and tested on ``C in {10..200}``.
 * CVRPTW (time-window tightness) is not implemented.
 
 ## Code map
 
 * ``problems.py``: instances (``CVRPBatch``, ``generate_cvrp``, ``augment8``,
   ``sample_capacity``).
-* ``model.py``: ``TinyPOMO``, ``node_features``, ``route_to_expert``.
-* ``fast.py``: the batched torch path (CPU or CUDA): rollouts, ``train_pomo``, ``evaluate``,
+* ``model.py``: ``TinyPOMO`` (an ``nn.Module``), its parts ``EncoderLayer``, ``MHA`` and
+  ``PomoDecoder`` (whose ``forward`` is the batched rollout), ``node_features``,
+  ``route_to_expert``, ``mixture_forward``.
+* ``fast.py``: the torch paths (CPU or CUDA) built on the model: ``train_pomo``, ``evaluate``,
   ``decode_routes``, ``actions_to_routes``.
-* ``reference.py``: ``greedy_rollout_ref``, numpy float64 mirror of one greedy rollout.
+* ``reference.py``: ``greedy_rollout``, numpy float64 mirror of one greedy rollout
+  (``fast.greedy_rollout`` is its batched torch path).
 * ``solvers.py``: ``tour_length``, ``route_feasible`` (numpy), ``solve_pyvrp`` (the peer).
-* ``experiments.py``: ``gap_table``, ``seed_gaps``, ``training_table``, ``expert_lengths``,
-  ``mixture_forward``.
+* ``experiments.py``: the drivers (computed and cached here): ``gap_table``, ``seed_gaps``,
+  ``training_table``, ``expert_lengths``, ``expert_table``, ``solve_all``, ``shipped_models``.
+* ``parity.py``: ``official_parity``, our model on the official fixture
+  (``tests/fixtures/official/cvrp_official.json``).
 * ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint(name, seed)``) and
   the script that made them (``python -m lab.cvrp.train --name ... --seed ...``).
-* ``figures.py``: plotly figure builders.
+* ``figures.py``: plotly figure builders (they only draw).
 """
+
+from __future__ import annotations
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "problems": ["CVRPBatch", "generate_cvrp", "augment8", "sample_capacity"],
-        "model": ["TinyPOMO", "node_features", "route_to_expert"],
-        "fast": ["train_pomo", "evaluate", "decode_routes", "actions_to_routes"],
-        "reference": ["greedy_rollout_ref"],
-        "solvers": ["tour_length", "route_feasible", "solve_pyvrp", "reference_costs"],
-        "experiments": [
-            "CAPACITIES",
-            "gap_table",
-            "seed_gaps",
-            "seed_rule",
-            "seed_comparison",
-            "instance_comparison",
-            "reference_lengths",
-            "REFERENCE_SETTINGS",
-            "training_table",
-            "expert_lengths",
-            "mixture_forward",
-        ],
-        "store": [
-            "CHECKPOINTS",
-            "TRAIN_STEPS",
-            "checkpoint_keys",
-            "load_checkpoint",
-            "read_checkpoint",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

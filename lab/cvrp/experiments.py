@@ -1,62 +1,45 @@
-"""Gap tables against PyVRP and the generic expert dispatch."""
+"""The chapter's drivers: gap tables against PyVRP, seed comparisons, forced experts,
+the route maps' solves and the shipped models (computed and cached here; figures draw)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from lab.core.checks import check_int, check_positive
+from lab.core.memo import memo
 
-from .model import route_to_expert
 from .problems import generate_cvrp
+
+__all__ = [
+    "CAPACITIES",
+    "MODEL_NAMES",
+    "REFERENCE_SETTINGS",
+    "gap_table",
+    "seed_gaps",
+    "seed_rule",
+    "seed_comparison",
+    "instance_comparison",
+    "reference_lengths",
+    "training_table",
+    "expert_lengths",
+    "expert_table",
+    "shipped_models",
+    "solve_all",
+]
+
+#: The three models of the route maps and decoding comparisons (training seed 0).
+MODEL_NAMES = {
+    "fixed C = 30": "cvrp20_fixed30",
+    "VCT": "cvrp20_vct",
+    "VCT + MEM": "cvrp20_vct_mem3",
+}
 
 #: The capacity grid of the chapter's gap-vs-tightness curves.
 CAPACITIES = (10, 20, 30, 50, 100, 200)
-
-
-def mixture_forward(x, capacity, experts: Sequence[Callable], edges: Sequence[float]):
-    """Send each instance to the expert of its capacity interval and scatter results back.
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        ``(B, ...)`` per-instance inputs.
-    capacity : torch.Tensor
-        ``(B,)`` capacities.
-    experts : sequence of callables
-        ``len(edges) + 1`` functions mapping a sub-batch ``(b, ...)`` to ``(b, ...)``.
-    edges : sequence of float
-        Interval boundaries (see ``route_to_expert``).
-
-    Returns
-    -------
-    torch.Tensor
-        Outputs in the original instance order; an expert with no instance is never called.
-
-    See: book/cvrp/03-vct-and-experts.ipynb
-    """
-    import torch
-
-    if len(experts) != len(edges) + 1:
-        raise ValueError(
-            f"experts must hold len(edges) + 1 = {len(edges) + 1} callables (got {len(experts)})"
-        )
-    if capacity.shape[0] != x.shape[0]:
-        raise ValueError(f"capacity must have shape ({x.shape[0]},) (got {tuple(capacity.shape)})")
-    k = route_to_expert(capacity, edges)
-    out = None
-    for e, f in enumerate(experts):
-        idx = torch.nonzero(k == e).flatten()
-        if idx.numel() == 0:
-            continue
-        y = f(x[idx])
-        if out is None:
-            out = y.new_zeros((x.shape[0], *y.shape[1:]))
-        out[idx] = y  # scatter back: the pitfall is forgetting this reorder
-    return out
 
 
 def gap_table(
@@ -108,7 +91,7 @@ def gap_table(
     """
     import time
 
-    from .fast import _best, actions_to_routes
+    from .fast import actions_to_routes, best_tours
     from .solvers import reference_costs, route_feasible, tour_length
 
     if not isinstance(models, dict) or not models:
@@ -134,7 +117,7 @@ def gap_table(
         out["reference"].append(float(ref.mean()))
         xy, q = b.xy.double().numpy(), b.demand.double().numpy()
         for k, m in models.items():
-            best, acts = _best(m, b, augment, starts)
+            best, acts = best_tours(m, b, augment, starts)
             L = best.cpu().double().numpy()
             if check:
                 for i, a in enumerate(acts.cpu().numpy()):
@@ -152,10 +135,11 @@ def gap_table(
 
 
 def expert_lengths(model, batch):
-    """Best greedy POMO length of every instance under *each* expert decoder (forced).
+    """Best greedy POMO length of every instance under *each* expert (forced).
 
-    Shows whether the experts specialise: the routed expert should be the best one in its
-    own capacity interval.
+    Every instance is sent through each expert's transformer layers in turn (then the shared
+    decoder). Shows whether the experts specialise: the routed expert should be the best one
+    in its own capacity interval.
 
     Returns
     -------
@@ -166,19 +150,88 @@ def expert_lengths(model, batch):
     """
     import torch
 
-    from .fast import _rollout
     from .problems import CVRPBatch
 
     if not isinstance(batch, CVRPBatch):
         raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    if not len(getattr(model, "experts", ())):
+        raise ValueError("model must have capacity experts (experts > 1)")
     dev = next(model.parameters()).device
     batch = batch.to(dev)
     with torch.no_grad():
-        h = model.encode(batch)
         rows = [
-            _rollout(dec, h, batch, True, None, None)[0].min(dim=1).values for dec in model.decoders
+            model(batch, greedy=True, expert=k)[0].min(dim=1).values
+            for k in range(len(model.experts))
         ]
     return torch.stack(rows).cpu().double().numpy()
+
+
+@memo
+def shipped_models() -> dict:
+    """The three ``MODEL_NAMES`` checkpoints (seed 0) under their display names (loaded once).
+
+    See: book/cvrp/01-same-customers-different-problem.ipynb
+    """
+    from .store import load_checkpoint
+
+    return {k: load_checkpoint(v) for k, v in MODEL_NAMES.items()}
+
+
+@memo
+def solve_all(capacity: float, seed: int = 0, n: int = 20, seconds: float = 0.1) -> dict:
+    """One instance (``seed``) at ``capacity``: PyVRP's and each shipped model's routes.
+
+    Returns ``{"xy", "demand", "solutions": {name: (routes, length)}}``; every solution is
+    checked feasible. Cached on the arguments (``solve_all.clear()``).
+
+    See: book/cvrp/01-same-customers-different-problem.ipynb
+    """
+    from .fast import decode_routes
+    from .solvers import route_feasible, solve_pyvrp, tour_length
+
+    b = generate_cvrp(1, n, capacity, seed=seed)  # validates capacity, n and seed
+    xy, q = b.xy[0].double().numpy(), b.demand[0].double().numpy()
+    sols = {"PyVRP": solve_pyvrp(xy, q, capacity, seconds)}
+    for name, m in shipped_models().items():
+        r = decode_routes(m, b)[0]
+        sols[name] = (r, tour_length(r, xy))
+    for name, (r, _) in sols.items():
+        if not route_feasible(r, q, capacity):  # pragma: no cover - a bug, not a result
+            raise RuntimeError(f"{name} returned an infeasible solution")
+    return {"xy": xy, "demand": q, "solutions": sols}
+
+
+def expert_table(model, capacities, instances: int = 32, n: int = 20, seed: int = 4321) -> dict:
+    """Forced-expert lengths of ``model`` per capacity (for ``figures.expert_figure``).
+
+    Returns ``capacities``, ``labels`` (each expert's capacity interval), ``mean`` (mean
+    length per expert), ``relative`` (% above the best expert) and ``routed`` (the expert
+    ``route_to_expert`` picks) per capacity.
+
+    See: book/cvrp/03-vct-and-experts.ipynb
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module) or not len(getattr(model, "experts", ())):
+        raise TypeError(f"model must be a TinyPOMO with experts (got {type(model).__name__})")
+    capacities = [check_positive("capacities", c) for c in capacities]
+    edges = model.config["edges"]
+    bounds = [0, *edges, np.inf]
+    labels = [f"C in ({bounds[k]:g}, {bounds[k + 1]:g}]" for k in range(len(edges) + 1)]
+    out = {
+        "capacities": list(capacities),
+        "labels": labels,
+        "relative": [],
+        "routed": [],
+        "mean": [],
+    }
+    for c in capacities:
+        L = expert_lengths(model, generate_cvrp(instances, n, c, seed=seed)).mean(axis=1)
+        out["mean"].append(L)
+        out["relative"].append(100 * (L / L.min() - 1))
+        out["routed"].append(int(model.expert_of(torch.tensor([float(c)]))[0]))
+    out["relative"] = np.array(out["relative"])
+    return out
 
 
 # ----------------------------------------------------------------------------------------

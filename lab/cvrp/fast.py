@@ -1,89 +1,58 @@
 """The torch fast path: batched POMO rollouts, REINFORCE training and greedy inference.
 
-Mirrors ``reference.greedy_rollout_ref`` (numpy float64) line by line; runs on CPU or CUDA.
+The rollout itself is ``model.PomoDecoder.forward`` (mirrored by ``reference.greedy_rollout``
+in numpy float64); runs on CPU or CUDA.
 
 See: book/cvrp/02-gap-vs-tightness.ipynb
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from lab.core.checks import check_bool, check_int, check_positive
 
-from .model import TANH_CLIP
-from .problems import MAX_DEMAND, CVRPBatch, _sampler, augment8
+from .problems import MAX_DEMAND, CVRPBatch, augment8, capacity_sampler
+
+__all__ = ["greedy_rollout", "train_pomo", "evaluate", "decode_routes", "actions_to_routes"]
 
 
-def _rollout(dec, h, batch: CVRPBatch, greedy: bool, starts, generator):
-    """POMO rollouts of one decoder on a sub-batch. Returns lengths, logp, actions."""
+def greedy_rollout(model, batch: CVRPBatch, starts=None, device=None):
+    """Greedy POMO rollouts, batched: the fast path of ``reference.greedy_rollout``.
+
+    Parameters
+    ----------
+    model : TinyPOMO
+    batch : CVRPBatch
+    starts : torch.LongTensor, optional
+        ``(B, P)`` first customers (default: every customer, ``P = n``).
+    device : torch.device, optional
+        Where to run (default: the model's device).
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        Tour lengths ``(B, P)`` and actions ``(B, P, T)`` (depot = 0, padded with 0).
+
+    See: book/cvrp/03-vct-and-experts.ipynb
+    """
     import torch
 
-    B, N, d = h.shape
-    n = N - 1
-    nh = dec.h
-    dev = h.device
-    if starts is None:
-        starts = torch.arange(1, N, device=dev).expand(B, n)
-    P = starts.shape[-1]
-    cap = batch.capacity[:, None]  # (B, 1)
-    q = batch.demand[:, None, :].expand(B, P, N)  # (B, P, N)
-    # keys/values computed once per instance (the POMO "set_kv")
-    K = dec.wk(h).view(B, N, nh, d // nh).transpose(1, 2)  # (B, nh, N, dk)
-    V = dec.wv(h).view(B, N, nh, d // nh).transpose(1, 2)
-    bidx = torch.arange(B, device=dev)[:, None].expand(B, P)
-
-    cur = torch.zeros(B, P, dtype=torch.long, device=dev)  # at the depot
-    load = cap.expand(B, P).clone()  # remaining load (raw units)
-    visited = torch.zeros(B, P, N, dtype=torch.bool, device=dev)
-    length = h.new_zeros(B, P)
-    logp = h.new_zeros(B, P)
-    actions = []
-    xy = batch.xy
-    t = 0
-    while True:
-        done = visited[..., 1:].all(-1)  # every customer served
-        if t > 0 and bool((done & (cur == 0)).all()):
-            break
-        if t == 0:
-            nxt = starts  # POMO: rollout p starts at customer p (forced, no log-prob)
-        else:
-            # feasibility mask: visited customers, demand > remaining load, depot twice
-            infeas = visited | (q > load[..., None])
-            infeas[..., 0] = (cur == 0) & ~done
-            infeas[..., 1:] |= done[..., None]
-            # decoder: query from [h_last, load / C]; glimpse; pointer with 10 tanh clipping
-            ctx = torch.cat([h[bidx, cur], (load / cap)[..., None]], dim=-1)  # (B, P, d+1)
-            Q = dec.wq(ctx).view(B, P, nh, d // nh).transpose(1, 2)  # (B, nh, P, dk)
-            u = Q @ K.transpose(-1, -2) / math.sqrt(d // nh)  # (B, nh, P, N)
-            u = u.masked_fill(infeas[:, None], float("-inf"))
-            g = dec.wo((torch.softmax(u, -1) @ V).transpose(1, 2).reshape(B, P, d))
-            logits = TANH_CLIP * torch.tanh(g @ h.transpose(1, 2) / math.sqrt(d))
-            logits = logits.masked_fill(infeas, float("-inf"))
-            lp_all = torch.log_softmax(logits, dim=-1)
-            if greedy:
-                nxt = lp_all.argmax(-1)
-            else:
-                probs = lp_all.exp().view(B * P, N)
-                nxt = torch.multinomial(probs, 1, generator=generator).view(B, P)
-            lp = lp_all.gather(-1, nxt[..., None])[..., 0]
-            finished = done & (cur == 0)
-            logp = logp + torch.where(finished, torch.zeros_like(lp), lp)
-        step = (xy[bidx, nxt] - xy[bidx, cur]).norm(dim=-1)
-        length = length + step
-        is_depot = nxt == 0
-        load = torch.where(is_depot, cap.expand(B, P), load - q.gather(-1, nxt[..., None])[..., 0])
-        visited = visited.scatter(-1, nxt[..., None], True)
-        visited[..., 0] = False
-        cur = nxt
-        actions.append(nxt)
-        t += 1
-        if t > 4 * N + 4:  # pragma: no cover - guarded by the mask
-            raise RuntimeError("rollout did not terminate: masking bug")
-    return length, logp, torch.stack(actions, dim=-1)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
+    if not isinstance(batch, CVRPBatch):
+        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    dev = next(model.parameters()).device if device is None else torch.device(device)
+    model = model.to(dev)
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        st = None if starts is None else starts.to(dev)
+        length, _, actions = model(batch.to(dev), greedy=True, starts=st, return_actions=True)
+    model.train(was)
+    return length, actions
 
 
 def train_pomo(
@@ -154,7 +123,7 @@ def train_pomo(
     seed = check_int("seed", seed, 0, 2**31 - 1)
     log_every = check_int("log_every", log_every, 1)
     check_bool("progress_bar", progress_bar)
-    sampler = _sampler(capacity)
+    sampler = capacity_sampler(capacity)
     dev = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     gs = torch.Generator(device=dev).manual_seed(seed + 1)
@@ -211,10 +180,11 @@ def evaluate(model, batch: CVRPBatch, augment: bool = False, starts: str = "all"
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
-    return _best(model, batch, augment, starts)[0]
+    return best_tours(model, batch, augment, starts)[0]
 
 
-def _best(model, batch, augment=False, starts="all"):
+def best_tours(model, batch, augment=False, starts="all"):
+    """Best greedy POMO length and its actions per instance (``evaluate``'s work; not API)."""
     import torch
 
     if not isinstance(batch, CVRPBatch):
@@ -281,5 +251,5 @@ def decode_routes(model, batch: CVRPBatch, augment: bool = False) -> list[list[l
 
     See: book/cvrp/01-same-customers-different-problem.ipynb
     """
-    _, acts = _best(model, batch, augment)
+    _, acts = best_tours(model, batch, augment)
     return [actions_to_routes(a) for a in acts.cpu().numpy()]

@@ -1,4 +1,6 @@
-"""Figures of the cvrp chapter (plotly, for ``lab.core.explore``).
+"""Figures of the cvrp chapter (plotly, for ``lab.core.explore``): they only draw.
+
+What they draw is computed in ``experiments.py`` (PyVRP solves, checkpoints, forced experts).
 
 See: book/cvrp/01-same-customers-different-problem.ipynb, book/cvrp/02-gap-vs-tightness.ipynb
 """
@@ -9,7 +11,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.style import PALETTE
+from lab.core.checks import check_array, check_positive
+from lab.core.style import PALETTE
+
+__all__ = [
+    "MODEL_COLOURS",
+    "LABELS",
+    "route_panels",
+    "gap_figure",
+    "tightness_figure",
+    "expert_figure",
+]
 
 MODEL_COLOURS = {
     "PyVRP": "#222222",
@@ -18,16 +30,25 @@ MODEL_COLOURS = {
     "VCT + MEM": PALETTE[2],
     "fixed C = 10": PALETTE[3],
     "fixed C = 200": PALETTE[4 % len(PALETTE)],
+    "fixed C = 50": PALETTE[5 % len(PALETTE)],
 }
 
 #: Display label of every shipped checkpoint name.
 LABELS = {
     "cvrp20_fixed10": "fixed C = 10",
     "cvrp20_fixed30": "fixed C = 30",
+    "cvrp20_fixed50": "fixed C = 50",
     "cvrp20_fixed200": "fixed C = 200",
     "cvrp20_vct": "VCT",
     "cvrp20_vct_mem3": "VCT + MEM",
 }
+
+
+def _check_table(name: str, table, keys) -> None:
+    if not isinstance(table, dict) or not set(keys) <= set(table):
+        raise TypeError(
+            f"{name} must be a dict with keys {list(keys)} (got {type(table).__name__})"
+        )
 
 
 def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
@@ -41,8 +62,12 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    xy = np.asarray(xy, dtype=float)
-    q = np.asarray(demand, dtype=float)
+    xy = check_array("xy", xy, ndim=2, shape=(None, 2))
+    q = check_array("demand", demand, ndim=1, shape=(len(xy),))
+    if not isinstance(panels, list | tuple):
+        raise TypeError(
+            f"panels must be a list of (name, routes, subtitle) (got {type(panels).__name__})"
+        )
     k = len(panels)
     fig = make_subplots(
         rows=1,
@@ -131,6 +156,7 @@ def gap_figure(
     """
     import plotly.graph_objects as go
 
+    _check_table("table", table, ("capacities", "gaps"))
     caps = table["capacities"]
     fig = go.Figure()
     for name, g in table["gaps"].items():
@@ -165,95 +191,43 @@ def gap_figure(
     return fig
 
 
-MODEL_NAMES = {
-    "fixed C = 30": "cvrp20_fixed30",
-    "VCT": "cvrp20_vct",
-    "VCT + MEM": "cvrp20_vct_mem3",
-}
-
-
-def shipped_models() -> dict:
-    """The three shipped checkpoints under their display names (loaded once).
-
-    See: book/cvrp/01-same-customers-different-problem.ipynb
-    """
-    return {k: _load(v) for k, v in MODEL_NAMES.items()}
-
-
-def _load(name):
-    if name not in _CACHE:
-        from .store import load_checkpoint
-
-        _CACHE[name] = load_checkpoint(name)
-    return _CACHE[name]
-
-
-_CACHE: dict = {}
-
-
-def solve_all(capacity: float, seed: int = 0, n: int = 20, seconds: float = 0.1) -> dict:
-    """One instance (``seed``) at ``capacity``: PyVRP's and each shipped model's routes.
-
-    Returns ``{"xy", "demand", "solutions": {name: (routes, length)}}``; every solution is
-    checked feasible.
-
-    See: book/cvrp/01-same-customers-different-problem.ipynb
-    """
-    key = (float(capacity), int(seed), int(n), float(seconds))
-    if key in _SOLVED:
-        return _SOLVED[key]
-    from .problems import generate_cvrp
-    from .solvers import route_feasible, solve_pyvrp, tour_length
-
-    b = generate_cvrp(1, n, capacity, seed=seed)
-    xy, q = b.xy[0].double().numpy(), b.demand[0].double().numpy()
-    sols = {"PyVRP": solve_pyvrp(xy, q, capacity, seconds)}
-    from .fast import decode_routes
-
-    for name, m in shipped_models().items():
-        r = decode_routes(m, b)[0]
-        sols[name] = (r, tour_length(r, xy))
-    for name, (r, _) in sols.items():
-        if not route_feasible(r, q, capacity):  # pragma: no cover - a bug, not a result
-            raise RuntimeError(f"{name} returned an infeasible solution")
-    _SOLVED[key] = {"xy": xy, "demand": q, "solutions": sols}
-    return _SOLVED[key]
-
-
-_SOLVED: dict = {}
-
-
-def tightness_figure(capacity: int = 30, seed: int = 0):
+def tightness_figure(solved: dict, capacity: float):
     """The widget: routes of PyVRP and of the three models at one capacity, gaps in titles.
 
+    ``solved`` is ``experiments.solve_all(capacity, seed)`` (this function only draws).
+
     See: book/cvrp/01-same-customers-different-problem.ipynb
     """
-    s = solve_all(capacity, seed)
-    ref = s["solutions"]["PyVRP"][1]
+    _check_table("solved", solved, ("xy", "demand", "solutions"))
+    capacity = check_positive("capacity", capacity)
+    ref = solved["solutions"]["PyVRP"][1]
     panels = []
-    for name, (r, L) in s["solutions"].items():
+    for name, (r, L) in solved["solutions"].items():
         sub = f"length {L:.3f}<br>{len(r)} routes"
         if name != "PyVRP":
             sub = f"gap {100 * (L / ref - 1):+.1f}%<br>{len(r)} routes"
         panels.append((name, r, sub))
-    q = s["demand"]
+    q = solved["demand"]
     return route_panels(
-        s["xy"],
+        solved["xy"],
         q,
         panels,
-        title=f"C = {capacity} (total demand {int(q.sum())}; "
+        title=f"C = {capacity:g} (total demand {int(q.sum())}; "
         f"at least {int(np.ceil(q.sum() / capacity))} routes)",
     )
 
 
 def expert_figure(capacity: int, table: dict):
-    """Bars: each expert decoder forced on the instances of one capacity (from
+    """Bars: each expert forced on the instances of one capacity (from
     ``expert_table``), as % longer than the best expert; the routed expert is outlined.
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
     import plotly.graph_objects as go
 
+    _check_table("table", table, ("capacities", "relative", "routed", "labels"))
+    if capacity not in table["capacities"]:
+        raise ValueError(f"capacity must be one of {table['capacities']} (got {capacity!r})")
     j = table["capacities"].index(capacity)
     rel = table["relative"][j]
     routed = table["routed"][j]
@@ -275,30 +249,3 @@ def expert_figure(capacity: int, table: dict):
     )
     fig.update_layout(title=f"C = {capacity}: routed to expert {routed + 1} (green)", height=360)
     return fig
-
-
-def expert_table(model, capacities, instances: int = 32, n: int = 20, seed: int = 4321) -> dict:
-    """Forced-expert lengths of ``model`` per capacity (for ``expert_figure``).
-
-    See: book/cvrp/03-vct-and-experts.ipynb
-    """
-    from .experiments import expert_lengths
-    from .problems import generate_cvrp
-
-    edges = model.config["edges"]
-    bounds = [0, *edges, np.inf]
-    labels = [f"C in ({bounds[k]:g}, {bounds[k + 1]:g}]" for k in range(len(edges) + 1)]
-    out = {
-        "capacities": list(capacities),
-        "labels": labels,
-        "relative": [],
-        "routed": [],
-        "mean": [],
-    }
-    for c in capacities:
-        L = expert_lengths(model, generate_cvrp(instances, n, c, seed=seed)).mean(axis=1)
-        out["mean"].append(L)
-        out["relative"].append(100 * (L / L.min() - 1))
-        out["routed"].append(int(model.expert_of(__import__("torch").tensor([float(c)]))[0]))
-    out["relative"] = np.array(out["relative"])
-    return out

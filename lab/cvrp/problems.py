@@ -13,6 +13,8 @@ import numpy as np
 
 from lab.core.checks import check_int, check_positive
 
+__all__ = ["MAX_DEMAND", "CVRPBatch", "generate_cvrp", "augment8", "sample_capacity"]
+
 MAX_DEMAND = 9  # demands are uniform on {1, ..., 9} (the POMO / LEHD generator)
 
 
@@ -94,20 +96,27 @@ class CVRPBatch:
 
 
 def _capacity_tensor(capacity, batch: int, like):
+    """``capacity`` (scalar or ``(B,)``) as a ``(B,)`` tensor, checked once here: finite and
+    ``>= MAX_DEMAND`` (so no generated demand can exceed it)."""
     import torch
 
     if isinstance(capacity, torch.Tensor):
         cap = capacity.to(dtype=like.dtype, device=like.device).reshape(-1)
-    elif np.ndim(capacity) == 0:
-        cap = torch.full((batch,), check_positive("capacity", capacity), dtype=like.dtype)
+    elif isinstance(capacity, bool | str) or capacity is None:
+        raise TypeError(f"capacity must be a number or an array (got {type(capacity).__name__})")
     else:
-        cap = torch.as_tensor(np.asarray(capacity, dtype=np.float64), dtype=like.dtype)
+        cap = torch.as_tensor(np.asarray(capacity, dtype=np.float64), dtype=like.dtype).reshape(-1)
     cap = cap.to(like.device)
     if cap.numel() == 1 and batch > 1:
         cap = cap.expand(batch).clone()
     if cap.shape != (batch,):
         raise ValueError(
             f"capacity must be a scalar or have shape ({batch},) (got {tuple(cap.shape)})"
+        )
+    if not bool(torch.isfinite(cap).all()) or bool((cap < MAX_DEMAND).any()):
+        raise ValueError(
+            f"capacity must be finite and >= {MAX_DEMAND} (the largest demand) "
+            f"(got min {float(cap.min()):g})"
         )
     return cap
 
@@ -145,12 +154,7 @@ def generate_cvrp(batch: int, n: int, capacity, seed: int = 0, device=None) -> C
     xy = torch.rand(batch, n + 1, 2, generator=g)
     q = torch.randint(1, MAX_DEMAND + 1, (batch, n + 1), generator=g).float()
     q[:, 0] = 0.0
-    cap = _capacity_tensor(capacity, batch, xy)
-    if bool((cap < MAX_DEMAND).any()) or not bool(torch.isfinite(cap).all()):
-        raise ValueError(
-            f"capacity must be finite and >= {MAX_DEMAND} (the largest demand) "
-            f"(got min {float(cap.min()):g})"
-        )
+    cap = _capacity_tensor(capacity, batch, xy)  # the one check of a generated capacity
     out = CVRPBatch(xy, q, cap)
     return out if device is None else out.to(device)
 
@@ -186,7 +190,9 @@ def sample_capacity(batch: int, lo: int, hi: int, generator=None):
     return torch.randint(lo, hi + 1, (batch,), generator=generator).float()
 
 
-def _sampler(capacity) -> Callable:
+def capacity_sampler(capacity) -> Callable:
+    """``(batch, generator) -> (batch,)`` capacities from a number, a ``(lo, hi)`` range (VCT)
+    or a callable (returned as is); used by ``fast.train_pomo``."""
     if callable(capacity):
         return capacity
     if isinstance(capacity, tuple | list):

@@ -1,4 +1,4 @@
-"""Numpy float64 reference of one greedy POMO rollout (mirrors ``model._rollout``)."""
+"""Numpy float64 reference of one greedy POMO rollout (mirrors ``model.PomoDecoder.forward``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import numpy as np
 from lab.core.checks import check_array, check_int, check_positive
 
 from .model import TANH_CLIP, route_to_expert
+
+__all__ = ["greedy_rollout"]
 
 
 def _lin(p, name, x):
@@ -29,7 +31,19 @@ def _softmax(u):
     return e / e.sum(-1, keepdims=True)
 
 
-def greedy_rollout_ref(params: dict, config: dict, xy, demand, capacity, start: int):
+def _layer(p, a, h, nh):
+    """One transformer layer (prefix ``a``) in float64."""
+    N, d = h.shape
+    dk = d // nh
+    Q, K, V = (_lin(p, a + "att.w" + w, h).reshape(N, nh, dk).transpose(1, 0, 2) for w in "qkv")
+    att = _softmax(Q @ K.transpose(0, 2, 1) / math.sqrt(dk))  # softmax(Q K^T / sqrt(dk))
+    mha = _lin(p, a + "att.wo", (att @ V).transpose(1, 0, 2).reshape(N, d))
+    h = _ln(p, a + "n1", h + mha)  # residual + LayerNorm
+    ffo = _lin(p, a + "ff2", np.maximum(_lin(p, a + "ff1", h), 0.0))
+    return _ln(p, a + "n2", h + ffo)
+
+
+def greedy_rollout(params: dict, config: dict, xy, demand, capacity, start: int):
     """One greedy rollout of a ``TinyPOMO`` in numpy float64, for checking the fast path.
 
     Parameters
@@ -66,19 +80,16 @@ def greedy_rollout_ref(params: dict, config: dict, xy, demand, capacity, start: 
     start = check_int("start", start, 1, N - 1)
     d, nh = config["d"], config["heads"]
     dk = d // nh
-    # features (x, y, q / C): the capacity-normalised demand (the VCT input)
+    # eq. (1): features (x, y, q / C), the capacity-normalised demand (the VCT input)
     f = np.concatenate([xy, (q / C)[:, None]], axis=1)
     h = np.concatenate([_lin(p, "embed_depot", f[:1, :2]), _lin(p, "embed_cust", f[1:])], 0)
-    for i in range(config["layers"]):
-        a = f"encoder.{i}."
-        Q, K, V = (_lin(p, a + "att.w" + w, h).reshape(N, nh, dk).transpose(1, 0, 2) for w in "qkv")
-        att = _softmax(Q @ K.transpose(0, 2, 1) / math.sqrt(dk))  # softmax(Q K^T / sqrt(dk))
-        mha = _lin(p, a + "att.wo", (att @ V).transpose(1, 0, 2).reshape(N, d))
-        h = _ln(p, a + "n1", h + mha)  # residual + LayerNorm
-        ffo = _lin(p, a + "ff2", np.maximum(_lin(p, a + "ff1", h), 0.0))
-        h = _ln(p, a + "n2", h + ffo)
-    k = int(route_to_expert(np.array([C]), config["edges"])[0])  # MEM: hard routing on C
-    dec = f"decoders.{k}."
+    for i in range(config["layers"]):  # shared encoder layers
+        h = _layer(p, f"encoder.{i}.", h, nh)
+    if config.get("experts", 1) > 1:  # eq. (5): MEM, hard routing on C, then its layers
+        k = int(route_to_expert(np.array([C]), config["edges"])[0])
+        for j in range(config.get("expert_layers", 1)):
+            h = _layer(p, f"experts.{k}.{j}.", h, nh)
+    dec = "decoder."  # one shared decoder
     K = _lin(p, dec + "wk", h).reshape(N, nh, dk).transpose(1, 0, 2)
     V = _lin(p, dec + "wv", h).reshape(N, nh, dk).transpose(1, 0, 2)
     cur, load, visited = start, C - q[start], np.zeros(N, bool)
@@ -87,18 +98,18 @@ def greedy_rollout_ref(params: dict, config: dict, xy, demand, capacity, start: 
     actions = [start]
     while not (visited[1:].all() and cur == 0):
         done = visited[1:].all()
-        infeas = visited | (q > load)  # served, or demand above the remaining load
+        infeas = visited | (q > load)  # eq. (2): served, or demand above the remaining load
         infeas[0] = cur == 0 and not done  # no depot twice in a row
         if done:
             infeas[1:] = True  # all served: only the depot
-        ctx = np.concatenate([h[cur], [load / C]])  # query from [h_last, load / C]
+        ctx = np.concatenate([h[cur], [load / C]])  # eq. (6): query from [h_last, load / C]
         Qd = _lin(p, dec + "wq", ctx).reshape(nh, 1, dk)
         u = Qd @ K.transpose(0, 2, 1) / math.sqrt(dk)  # (nh, 1, N)
         u = np.where(infeas[None, None], -np.inf, u)
         g = _lin(p, dec + "wo", (_softmax(u) @ V).reshape(d))  # glimpse
-        logits = TANH_CLIP * np.tanh(h @ g / math.sqrt(d))  # pointer, 10 tanh clipping
+        logits = TANH_CLIP * np.tanh(h @ g / math.sqrt(d))  # eq. (6): pointer, 10 tanh clip
         logits = np.where(infeas, -np.inf, logits)
-        nxt = int(np.argmax(logits))  # greedy
+        nxt = int(np.argmax(logits))  # eq. (6): greedy (eq. (3) samples here when training)
         length += float(np.linalg.norm(xy[nxt] - xy[cur]))
         load = C if nxt == 0 else load - q[nxt]
         if nxt:

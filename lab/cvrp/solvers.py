@@ -7,6 +7,8 @@ import numpy as np
 from lab.core.checks import check_array, check_int, check_positive
 from lab.core.runtime import smoke
 
+__all__ = ["PYVRP_SCALE", "tour_length", "route_feasible", "solve_pyvrp", "reference_costs"]
+
 PYVRP_SCALE = 10_000  # PyVRP works on integers: coordinates x 10^4, distances rounded
 _OFFSET = 1  # PyVRP 0.14 numbers clients 0..n-1 in activities; our customers are 1..n
 

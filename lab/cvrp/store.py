@@ -6,18 +6,31 @@ from pathlib import Path
 
 from lab.core.checks import check_choice
 
+__all__ = [
+    "CHECKPOINT_DIR",
+    "CHECKPOINTS",
+    "TRAIN_STEPS",
+    "checkpoint_file",
+    "save_checkpoint",
+    "checkpoint_keys",
+    "read_checkpoint",
+    "load_checkpoint",
+]
+
 CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
 
 #: The shipped checkpoints and the settings that made them (``python -m lab.cvrp.train``).
 CHECKPOINTS = {
     "cvrp20_fixed10": {"capacity": [10, 10], "experts": 1, "edges": [], "seeds": [0]},
     "cvrp20_fixed30": {"capacity": [30, 30], "experts": 1, "edges": [], "seeds": [0, 1, 2]},
+    "cvrp20_fixed50": {"capacity": [50, 50], "experts": 1, "edges": [], "seeds": [0]},
     "cvrp20_fixed200": {"capacity": [200, 200], "experts": 1, "edges": [], "seeds": [0]},
     "cvrp20_vct": {"capacity": [10, 200], "experts": 1, "edges": [], "seeds": [0, 1, 2]},
     "cvrp20_vct_mem3": {
         "capacity": [10, 200],
         "experts": 3,
         "edges": [73.0, 137.0],
+        "expert_layers": 1,
         "seeds": [0, 1, 2],
     },
 }
@@ -38,6 +51,12 @@ def save_checkpoint(model, path, meta: dict) -> Path:
     """
     import torch
 
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
+    if not isinstance(path, str | Path):
+        raise TypeError(f"path must be a file path (got {type(path).__name__})")
+    if not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     import json
@@ -111,9 +130,10 @@ def load_checkpoint(name, seed: int = 0, device=None):
     Parameters
     ----------
     name : str
-        ``"cvrp20_fixed10"``, ``"cvrp20_fixed30"``, ``"cvrp20_fixed200"`` (trained at one
-        capacity), ``"cvrp20_vct"`` (``C`` uniform on ``{10..200}``) or ``"cvrp20_vct_mem3"``
-        (VCT with 3 capacity experts), or a path to a ``.pt`` file written by
+        ``"cvrp20_fixed10"``, ``"cvrp20_fixed30"``, ``"cvrp20_fixed50"``,
+        ``"cvrp20_fixed200"`` (trained at one capacity), ``"cvrp20_vct"`` (``C`` uniform on
+        ``{10..200}``) or ``"cvrp20_vct_mem3"`` (VCT with 3 capacity experts, each a
+        transformer layer before the shared decoder), or a path to a ``.pt`` file written by
         ``python -m lab.cvrp.train``.
     seed : int
         The training seed (see ``CHECKPOINTS[name]["seeds"]``).

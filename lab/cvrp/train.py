@@ -15,6 +15,8 @@ from pathlib import Path
 
 from .store import CHECKPOINTS, TRAIN_STEPS, checkpoint_file, save_checkpoint
 
+__all__ = ["build_and_train"]
+
 FINGERPRINT_STEPS = 21  # the first logged steps (0, 10, 20) are stored in the checkpoint
 
 
@@ -36,13 +38,23 @@ def build_and_train(
     """
     import torch
 
+    from lab.core.checks import check_choice
+
     from .fast import train_pomo
     from .model import TinyPOMO
 
+    check_choice("name", name, sorted(CHECKPOINTS))
     spec = CHECKPOINTS[name]
     with torch.random.fork_rng(devices=[]):  # the initial weights depend on seed only
         torch.manual_seed(seed)
-        model = TinyPOMO(d=d, layers=layers, ff=2 * d, experts=spec["experts"], edges=spec["edges"])
+        model = TinyPOMO(
+            d=d,
+            layers=layers,
+            ff=2 * d,
+            experts=spec["experts"],
+            edges=spec["edges"],
+            expert_layers=spec.get("expert_layers", 1),
+        )
     lo, hi = spec["capacity"]
     cap = lo if lo == hi else (lo, hi)
     hist = train_pomo(
@@ -97,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         "capacity_range": list(spec["capacity"]),
         "experts": spec["experts"],
         "edges": list(spec["edges"]),
+        "expert_layers": spec.get("expert_layers", 1) if spec["experts"] > 1 else 0,
+        "architecture": "shared encoder layers, one transformer stack per capacity expert, "
+        "one shared POMO decoder (the official SINGLEModel layout)",
         "seconds": round(hist["seconds"], 1),
         "torch": str(torch.__version__),
         "fingerprint_loss": hist["loss"][:3],

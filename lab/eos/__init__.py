@@ -88,7 +88,7 @@ $\sqrt{(\eta - 1)(\eta + 3)}/(2\eta)$ in the residual) and period-doubles at $\e
 | ``reference.py`` | numpy float64: ``gd`` (eq. 6), sharpness, ``project_to_manifold`` (App. F), ``manifold_coordinates`` (Sec. 4) |
 | ``geometry.py`` | App. B: ``flattest_constants``, ``riemannian_hessian``, ``convexity_modulus``, ``geodesic_ball_points``, ``euclidean_tangent_hessian`` (a control) |
 | ``regimes.py`` | Sec. 5: ``classify_regime``, ``regime_thresholds``, ``period_two_orbit``; beyond: ``attractor`` |
-| ``fast.py`` | torch: ``gd_batched`` (CPU/CUDA, same kernel as ``gd``), ``sharpness_hvp`` |
+| ``fast.py`` | torch: ``gd`` (batched, CPU/CUDA, same kernel as ``reference.gd``), ``sharpness_hvp`` |
 | ``experiments.py`` | drivers for the notebooks: rate fits, ``manifold_runs`` (Figs 2-4), ``drift_law`` (chords over one period), ``critical_run`` |
 | ``outcomes.py`` | what the claims judge, for a run and its control alike: ``tail_rates``, ``subcritical_outcome``, ``supercritical_outcome`` |
 | ``network.py`` | notebook 3: ``mlp_digits_gd`` (full-batch GD on a small MLP, sharpness by HVPs) |
@@ -99,62 +99,4 @@ See: book/eos/01-three-regimes.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "models": [
-            "DIVERGENCE_THRESHOLD",
-            "ScalarModel",
-            "XYModel",
-            "ProductModel",
-            "InnerProductModel",
-        ],
-        "reference": [
-            "Trajectory",
-            "gd",
-            "sharpness_on_manifold",
-            "hessian_sharpness",
-            "lambda_min",
-            "point_on_manifold",
-            "distance_to_flattest",
-            "imbalance",
-            "tangential_normal_split",
-            "project_to_manifold",
-            "manifold_coordinates",
-            "sharpness_gradient_on_manifold",
-        ],
-        "geometry": [
-            "FlattestConstants",
-            "flattest_constants",
-            "convexity_modulus",
-            "riemannian_hessian",
-            "geodesic_ball_points",
-            "euclidean_tangent_hessian",
-        ],
-        "regimes": [
-            "RegimeThresholds",
-            "Attractor",
-            "period_two_orbit",
-            "classify_regime",
-            "regime_thresholds",
-            "attractor",
-        ],
-        "fast": ["BatchedTrajectory", "gd_batched", "sharpness_hvp"],
-        "experiments": [
-            "ManifoldRuns",
-            "DriftLaw",
-            "CRITICAL_MODELS",
-            "envelope",
-            "fit_power_law",
-            "fit_linear_rate",
-            "starts_on_manifold",
-            "manifold_runs",
-            "drift_law",
-            "critical_run",
-            "regime_run",
-        ],
-        "outcomes": ["TailRates", "tail_rates", "subcritical_outcome", "supercritical_outcome"],
-        "network": ["MLPRun", "mlp_digits_gd"],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

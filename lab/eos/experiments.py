@@ -7,7 +7,6 @@ See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,15 +15,17 @@ import numpy as np
 from scipy.optimize import brentq
 
 from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.rates import exponential_fit, power_law_fit
-from lab.eos.geometry import _tangent_basis
-from lab.eos.models import ProductModel, ScalarModel, XYModel, _check_model, _check_point
+from lab.eos.geometry import tangent_basis
+from lab.eos.models import ProductModel, ScalarModel, XYModel, check_model, check_point
 from lab.eos.reference import (
-    _sharpness_of,
     gd,
     manifold_coordinates,
     point_on_manifold,
     project_to_manifold,
+    run_gd,
+    sharpness_of,
 )
 
 __all__ = [
@@ -172,7 +173,7 @@ def starts_on_manifold(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     lam_min, _ = model.flattest()
     sharpness = check_positive("sharpness", sharpness)
     if sharpness <= lam_min:
@@ -183,7 +184,7 @@ def starts_on_manifold(
     offset = check_range("offset", offset, -0.1, 0.1)
     seed = check_int("seed", seed, 0, 2**32 - 1)
     star = _flattest_point(model)
-    B = _tangent_basis(model, star)
+    B = tangent_basis(model, star)
     rng = np.random.default_rng(seed)
     out = np.empty((n, model.dim))
     for i in range(n):
@@ -191,7 +192,7 @@ def starts_on_manifold(
         v /= np.linalg.norm(v)
 
         def gap(delta, v=v):
-            return float(_sharpness_of(model, project_to_manifold(model, star + delta * v)))
+            return float(sharpness_of(model, project_to_manifold(model, star + delta * v)))
 
         hi = 0.05
         while gap(hi) < sharpness:
@@ -291,9 +292,9 @@ def manifold_runs(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     eta = check_positive("eta", eta)
-    starts = _check_point(model, "starts", starts, batch=True)
+    starts = check_point(model, "starts", starts, batch=True)
     starts = np.atleast_2d(starts)
     steps = check_int("steps", steps, 1, 100_000_000)
     dense = check_int("dense", dense, 0, steps)
@@ -314,7 +315,7 @@ def manifold_runs(
         par, pp = manifold_coordinates(model, run.w[t[ok]])
         dist[i, ok] = np.linalg.norm(par - star, axis=-1)
         perp[i, ok] = pp
-        lam[i, ok] = _sharpness_of(model, par)
+        lam[i, ok] = sharpness_of(model, par)
     lam_star, _ = model.flattest()
     return ManifoldRuns(eta, t, dist, perp, lam, res, float(lam_star), star, diverged)
 
@@ -403,8 +404,8 @@ def drift_law(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    W = _check_point(model, "w", w, batch=True)
+    model = check_model(model)
+    W = check_point(model, "w", w, batch=True)
     period = check_int("period", period, 1, 1000)
     power = check_range("power", power, 0.25, 8.0)
     if W.ndim != 2 or W.shape[0] < period + 1:
@@ -446,7 +447,7 @@ CRITICAL_MODELS = {
 }
 
 
-@functools.lru_cache(maxsize=16)
+@memo(maxsize=16)
 def critical_run(
     model_name: str,
     steps: int = 100_000,
@@ -469,17 +470,18 @@ def critical_run(
     return gd(model, w0, eta_factor * 2.0 / lam_min, steps)
 
 
-@functools.lru_cache(maxsize=256)
+@memo(maxsize=256)
 def regime_run(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int = 4000):
     """``(classify_regime(...), gd(...))`` of the xy model from the minimiser of sharpness
     ``lambda0`` offset by ``r0`` (cached: the step-size widget of notebook 1 redraws from it).
 
     See: book/eos/01-three-regimes.ipynb
     """
-    from lab.eos.regimes import classify_regime
+    from lab.eos.regimes import regime_of
 
-    eta = check_positive("eta", eta)
+    eta = check_positive("eta", eta)  # validated here, once: the run and the badge share it
     steps = check_int("steps", steps, 1, 10_000_000)
     model = XYModel()
     w0 = point_on_manifold(model, lambda0, r0)
-    return classify_regime(model, eta, w0), gd(model, w0, eta, steps)
+    run = run_gd(model, w0, eta, steps)  # one run serves the figure and the regime's probe
+    return regime_of(model, eta, w0, run=run), run

@@ -1,8 +1,8 @@
 """The fast path: many GD trajectories at once in torch (CPU or CUDA), and Hessian-vector products.
 
-``gd_batched`` runs the same per-model kernel as the reference loop of ``gd``
+``gd`` runs the same per-model kernel as the reference loop of ``reference.gd``
 (``ScalarModel._step`` / ``_residual``), on ``(B,)``-shaped tensors instead of Python floats, so
-float64 runs agree with ``gd`` to round-off (bit for bit on CPU; ``tests/test_eos.py``).
+float64 runs agree with ``reference.gd`` to round-off (bit for bit on CPU; ``tests/test_eos.py``).
 ``sharpness_hvp`` estimates the top Hessian eigenvalue of any torch loss without forming the
 Hessian (for the network of notebook 3).
 
@@ -19,14 +19,14 @@ import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int
 from lab.core.runtime import resolve_device
-from lab.eos.models import DIVERGENCE_THRESHOLD, ScalarModel, _check_model, _check_point
+from lab.eos.models import DIVERGENCE_THRESHOLD, ScalarModel, check_model, check_point
 
-__all__ = ["BatchedTrajectory", "gd_batched", "sharpness_hvp"]
+__all__ = ["BatchedTrajectory", "gd", "sharpness_hvp"]
 
 
 @dataclass
 class BatchedTrajectory:
-    """Result of ``gd_batched`` (torch tensors on the run's device).
+    """Result of ``fast.gd`` (torch tensors on the run's device).
 
     Attributes
     ----------
@@ -37,9 +37,9 @@ class BatchedTrajectory:
         ``0, record_every, 2 record_every, ...`` and the last step.
     diverged : Tensor, shape (B,), bool
         Rows whose ``|r|`` exceeded ``1e6`` or became non-finite. Such rows are frozen at
-        their last finite state (never NaN), exactly where ``gd`` stops.
+        their last finite state (never NaN), exactly where ``reference.gd`` stops.
     steps_run : Tensor, shape (B,), int64
-        Steps each row actually took (``gd``'s ``steps_run``).
+        Steps each row actually took (``reference.gd``'s ``steps_run``).
     eta : Tensor, shape (B,)
 
     See: book/eos/02-rates-and-bifurcation.ipynb
@@ -63,8 +63,8 @@ class BatchedTrajectory:
             return self.model.manifold_sharpness(W)
 
 
-def _gd_batched_exact(model, state, r, E, steps_run, n):
-    """n GD steps with ``gd``'s exact stopping rule, row by row in lockstep.
+def _gd_exact(model, state, r, E, steps_run, n):
+    """n GD steps with ``reference.gd``'s exact stopping rule, row by row in lockstep.
 
     A step is accepted iff the new residual is finite; after a step with ``|r| > 1e6`` the
     row is frozen. Returns the final state, residual, alive mask, step counts and the
@@ -88,7 +88,7 @@ def _gd_batched_exact(model, state, r, E, steps_run, n):
     return state, r, alive, steps_run, recs
 
 
-def gd_batched(
+def gd(
     model: ScalarModel,
     w0: Any,
     eta: Any,
@@ -99,17 +99,17 @@ def gd_batched(
 ) -> BatchedTrajectory:
     """GD for a whole batch of starts and step sizes at once (torch, CPU or CUDA).
 
-    Same update and the same operation order as ``gd``, so float64 runs agree with it to
-    round-off (bitwise on CPU for xy and product models). Diverged rows (``|r| > 1e6`` or
+    The batched ``reference.gd`` (one name per method): the same update and the same operation
+    order, so float64 runs agree with it to round-off (bitwise on CPU for xy and product models). Diverged rows (``|r| > 1e6`` or
     non-finite) are frozen at their last finite state, so nothing is NaN.
 
     The update is the models' own kernel (``_step``/``_residual``), the same code that the
-    numpy loop of ``gd`` runs on Python floats.
+    numpy loop of ``reference.gd`` runs on Python floats.
 
     Implementation: steps run in chunks of ``>= 32`` steps with the bare update (9 tensor
     ops per step for xy) while tracking ``max |r|``; rows that crossed the divergence
-    threshold inside a chunk are replayed from the chunk start with ``gd``'s exact per-step
-    stopping rule, and frozen rows step with ``eta = 0`` (which leaves them unchanged). This
+    threshold inside a chunk are replayed from the chunk start with ``reference.gd``'s exact
+    per-step stopping rule, and frozen rows step with ``eta = 0`` (which leaves them unchanged). This
     halves the per-step work against freezing at every step. On CPU the numpy vectorised
     loop is faster still (per-op overhead); this path is for CUDA
     (``benchmarks/bench_eos.py``).
@@ -138,7 +138,7 @@ def gd_batched(
     """
     import torch
 
-    model = _check_model(model)
+    model = check_model(model)
     dtype = torch.float64 if dtype is None else dtype
     check_choice("dtype", dtype, [torch.float64, torch.float32])
     steps = check_int("steps", steps, 1, 100_000_000)
@@ -154,7 +154,7 @@ def gd_batched(
         if not bool(torch.isfinite(W).all()):
             raise ValueError("w0 must contain only finite values (got NaN or inf)")
     else:
-        W = torch.as_tensor(_check_point(model, "w0", w0, batch=True), dtype=dtype, device=dev)
+        W = torch.as_tensor(check_point(model, "w0", w0, batch=True), dtype=dtype, device=dev)
     if isinstance(eta, torch.Tensor):
         E = eta.detach().to(device=dev, dtype=dtype).reshape(-1)
         if not bool(torch.isfinite(E).all()) or not bool((E > 0).all()):
@@ -194,7 +194,7 @@ def gd_batched(
     # step for xy instead of ~18 with per-step freezing) and only the running max of |r| is
     # tracked. Rows frozen in an earlier chunk step with eta = 0, which leaves them unchanged.
     # Rows that crossed |r| > 1e6 (or went non-finite) inside the chunk are rolled back to the
-    # chunk start and replayed with the exact per-step rule of ``gd`` (_gd_batched_exact).
+    # chunk start and replayed with the exact per-step rule of ``reference.gd`` (_gd_exact).
     chunk = record_every * max(1, math.ceil(32 / record_every))
     eta_eff = E.clone()
     k0 = 0
@@ -215,7 +215,7 @@ def gd_batched(
         steps_run = torch.where(alive, snap_run + n, snap_run)
         if bool(bad.any()):
             idx = torch.nonzero(bad).squeeze(1)
-            sub = _gd_batched_exact(
+            sub = _gd_exact(
                 model,
                 [t[idx] for t in snap_state],
                 snap_r[idx],

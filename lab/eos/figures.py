@@ -14,6 +14,7 @@ from lab.core.checks import check_int, check_positive
 from lab.core.style import INK, PALETTE
 from lab.eos.experiments import critical_run, envelope, fit_power_law, regime_run
 from lab.eos.models import XYModel
+from lab.eos.network import MLPRun
 from lab.eos.reference import distance_to_flattest, lambda_min
 
 BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, YELLOW, BLACK = PALETTE
@@ -50,10 +51,8 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    eta = check_positive("eta", eta)
-    steps = check_int("steps", steps, 1, 10_000_000)
+    regime, run = regime_run(eta, lambda0, r0, steps)  # validates; lab.eos.experiments: cached
     lam_min, _ = lambda_min(XYModel())
-    regime, run = regime_run(eta, lambda0, r0, steps)  # lab.eos.experiments: cached
     k = run.k
     colour = REGIME_COLOURS[regime]
 
@@ -296,6 +295,8 @@ def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: in
 
 def network_figure(run, steps: int | None = None):
     """Sharpness (with the ``2/eta`` line) and loss of one ``mlp_digits_gd`` run, side by side."""
+    if not isinstance(run, MLPRun):
+        raise TypeError(f"run must be an MLPRun from mlp_digits_gd (got {type(run).__name__})")
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

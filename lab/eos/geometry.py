@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_int, check_positive, check_range
-from lab.eos.models import ProductModel, ScalarModel, _check_model, _check_point
-from lab.eos.reference import _sharpness_of, project_to_manifold
+from lab.eos.models import ProductModel, ScalarModel, check_model, check_point
+from lab.eos.reference import project_to_manifold, sharpness_of
 
 __all__ = [
     "FlattestConstants",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def _tangent_basis(model: ScalarModel, p: np.ndarray) -> np.ndarray:
+def tangent_basis(model: ScalarModel, p: np.ndarray) -> np.ndarray:
     """An orthonormal basis of ``T_p M = ∇f(p)^⊥`` as the columns of a ``(D, D-1)`` matrix."""
     g = model.grad(p)
     q, _ = np.linalg.qr(np.column_stack([g, np.eye(p.size)]))
@@ -53,10 +53,10 @@ def riemannian_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-3) -> n
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    p = _check_point(model, "theta_par", theta_par)
+    model = check_model(model)
+    p = check_point(model, "theta_par", theta_par)
     h = check_range("h", h, 1e-6, 0.1)
-    B = _tangent_basis(model, p)
+    B = tangent_basis(model, p)
     k = B.shape[1]
     E = np.eye(k) * h
     pts = [np.zeros(k)]
@@ -64,7 +64,7 @@ def riemannian_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-3) -> n
         pts += [E[i], -E[i]]
         for j in range(i + 1, k):
             pts += [E[i] + E[j], E[i] - E[j], -E[i] + E[j], -E[i] - E[j]]
-    phi = iter(_sharpness_of(model, project_to_manifold(model, p + np.asarray(pts) @ B.T)))
+    phi = iter(sharpness_of(model, project_to_manifold(model, p + np.asarray(pts) @ B.T)))
     f0 = next(phi)
     H = np.empty((k, k))
     for i in range(k):
@@ -165,7 +165,7 @@ def geodesic_ball_points(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     radius = check_positive("radius", radius)
     n = check_int("n", n, 1, 100_000)
     seed = check_int("seed", seed, 0, 2**32 - 1)
@@ -173,7 +173,7 @@ def geodesic_ball_points(
     _, star = model.flattest()
     if isinstance(model, ProductModel):
         star = np.abs(star)
-    B = _tangent_basis(model, star)
+    B = tangent_basis(model, star)
     s = np.linspace(0.0, 1.5 * radius, 301)
     out = np.empty((n, model.dim))
     for i in range(n):
@@ -199,10 +199,10 @@ def euclidean_tangent_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    p = _check_point(model, "theta_par", theta_par)
+    model = check_model(model)
+    p = check_point(model, "theta_par", theta_par)
     h = check_range("h", h, 1e-6, 0.1)
-    B = _tangent_basis(model, p)
+    B = tangent_basis(model, p)
 
     def lam(c: np.ndarray) -> float:
         g = model.grad(p + B @ c)

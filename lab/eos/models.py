@@ -8,8 +8,8 @@
 
 Each model carries, besides ``f``, ``grad`` and ``hessian``, the closed forms the chapter uses
 (the flattest minimiser, the gradient-flow projection, the 1-D map on the GD-invariant balanced
-line) and the **one** GD kernel that both the numpy reference loop (``reference._gd_loop``)
-and the batched torch path (``fast.gd_batched``) run: ``_split`` a point into components,
+line) and the **one** GD kernel that both the numpy reference loop (``reference.gd_loop``)
+and the batched torch path (``fast.gd``) run: ``_split`` a point into components,
 ``_residual`` and ``_step`` on the components, ``_join`` them back. The same arithmetic on
 Python floats and on torch tensors is why the two paths agree bit for bit on CPU.
 
@@ -32,7 +32,7 @@ __all__ = ["ScalarModel", "XYModel", "ProductModel", "InnerProductModel", "DIVER
 DIVERGENCE_THRESHOLD = 1e6
 
 
-def _check_target(target: Any) -> float:
+def check_target(target: Any) -> float:
     target = check_real("target", target)
     if target == 0.0:
         raise ValueError(
@@ -42,7 +42,7 @@ def _check_target(target: Any) -> float:
     return target
 
 
-def _check_model(model: Any) -> ScalarModel:
+def check_model(model: Any) -> ScalarModel:
     if not isinstance(model, ScalarModel) or type(model) is ScalarModel:
         raise TypeError(
             "model must be an XYModel, ProductModel or InnerProductModel "
@@ -51,7 +51,7 @@ def _check_model(model: Any) -> ScalarModel:
     return model
 
 
-def _check_point(model: ScalarModel, name: str, w: Any, *, batch: bool = False) -> np.ndarray:
+def check_point(model: ScalarModel, name: str, w: Any, *, batch: bool = False) -> np.ndarray:
     ndim = (1, 2) if batch else 1
     arr = check_array(name, w, ndim=ndim)
     if arr.shape[-1] != model.dim:
@@ -61,10 +61,10 @@ def _check_point(model: ScalarModel, name: str, w: Any, *, batch: bool = False) 
     return arr
 
 
-def _model_for_target(model: ScalarModel, target: Any) -> ScalarModel:
+def model_for_target(model: ScalarModel, target: Any) -> ScalarModel:
     if target is None:
         return model
-    target = _check_target(target)
+    target = check_target(target)
     return model if target == model.target else model.with_target(target)
 
 
@@ -165,21 +165,17 @@ class ScalarModel:
     # -- the GD kernel, shared by the numpy reference and the torch fast path -----------------
     # A point is split into components (scalars for xy and the product, blocks for <u, v>);
     # ``_residual`` and ``_step`` use only +, -, * on them, so the same code runs on Python
-    # floats (reference._gd_loop) and on (B,)-shaped torch tensors (fast.gd_batched).
-    def _split(self, W):  # pragma: no cover - abstract
-        """Components of ``W`` (shape ``(..., dim)``) along the last axis."""
+    # floats (reference.gd_loop) and on (B,)-shaped torch tensors (fast.gd).
+    def _split(self, W):  # pragma: no cover - abstract: components of W along the last axis
         raise NotImplementedError
 
-    def _residual(self, state):  # pragma: no cover - abstract
-        """``r = f(w) - y`` from the components."""
+    def _residual(self, state):  # pragma: no cover - abstract: r = f(w) - y from the components
         raise NotImplementedError
 
-    def _step(self, state, er):  # pragma: no cover - abstract
-        """One GD step ``w - er * grad f(w)`` on the components (``er = eta * r``)."""
+    def _step(self, state, er):  # pragma: no cover - abstract: w - er grad f(w), er = eta r
         raise NotImplementedError
 
-    def _join(self, state):  # pragma: no cover - abstract
-        """Torch components back to a ``(B, dim)`` tensor."""
+    def _join(self, state):  # pragma: no cover - abstract: torch components to (B, dim)
         raise NotImplementedError
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -315,9 +311,6 @@ class _BilinearModel(ScalarModel):
 
         return torch.cat(state, dim=-1)
 
-    def _key(self):
-        return (type(self).__name__, self.m, self.target)
-
 
 class XYModel(_BilinearModel):
     """Scalar factorisation ``f(x, y) = x y`` (target 1 by default): the chapter's example.
@@ -336,7 +329,7 @@ class XYModel(_BilinearModel):
     name = "xy"
 
     def __init__(self, target: float = 1.0) -> None:
-        self.target = _check_target(target)
+        self.target = check_target(target)
         self.m = 1
         self.dim = 2
 
@@ -399,7 +392,7 @@ class InnerProductModel(_BilinearModel):
 
     def __init__(self, m: int, target: float = 1.0) -> None:
         self.m = check_int("m", m, 1, 10_000)
-        self.target = _check_target(target)
+        self.target = check_target(target)
         self.dim = 2 * self.m
 
     def with_target(self, target):
@@ -431,7 +424,7 @@ class ProductModel(ScalarModel):
 
     def __init__(self, depth: int, target: float = 1.0) -> None:
         self.depth = check_int("depth", depth, 2, 64)
-        self.target = _check_target(target)
+        self.target = check_target(target)
         self.dim = self.depth
         self.name = f"product{self.depth}"
 
@@ -599,9 +592,6 @@ class ProductModel(ScalarModel):
 
     def with_target(self, target):
         return ProductModel(self.depth, target)
-
-    def _key(self):
-        return ("ProductModel", self.depth, self.target)
 
     def __repr__(self) -> str:
         return f"ProductModel(depth={self.depth}, target={self.target!r})"

@@ -19,7 +19,7 @@ import numpy as np
 from lab.core.checks import check_int, check_positive, check_range
 from lab.core.rates import exponential_fit
 from lab.eos.experiments import ManifoldRuns
-from lab.eos.models import ScalarModel, _check_model
+from lab.eos.models import ScalarModel, check_model
 
 __all__ = ["TailRates", "tail_rates", "subcritical_outcome", "supercritical_outcome"]
 
@@ -144,7 +144,7 @@ def supercritical_outcome(model: ScalarModel, run: Any, at: int = 3000) -> dict:
     from lab.eos.reference import Trajectory
     from lab.eos.regimes import period_two_orbit
 
-    model = _check_model(model)
+    model = check_model(model)
     if not isinstance(run, Trajectory):
         raise TypeError(f"run must be a Trajectory from gd (got {type(run).__name__})")
     at = check_int("at", at, 0, run.steps_run)

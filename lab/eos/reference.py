@@ -24,10 +24,10 @@ from lab.eos.models import (
     DIVERGENCE_THRESHOLD,
     ProductModel,
     ScalarModel,
-    _check_model,
-    _check_point,
-    _check_target,
-    _model_for_target,
+    check_model,
+    check_point,
+    check_target,
+    model_for_target,
 )
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-def _gd_loop(model: ScalarModel, w0: np.ndarray, eta: float, steps: int):
+def gd_loop(model: ScalarModel, w0: np.ndarray, eta: float, steps: int):
     """The one GD loop of the chapter (numpy reference), on Python floats for speed.
 
     Returns ``(W, r, diverged)``: every stored iterate, its residual, and whether ``|r|``
@@ -154,11 +154,17 @@ def gd(
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _model_for_target(_check_model(model), target)
-    w0 = _check_point(model, "w0", w0)
+    model = model_for_target(check_model(model), target)
+    w0 = check_point(model, "w0", w0)
     eta = check_positive("eta", eta)
     steps = check_int("steps", steps, 1, 100_000_000)
-    W, r, diverged = _gd_loop(model, w0, eta, steps)
+    return run_gd(model, w0, eta, steps)
+
+
+def run_gd(model: ScalarModel, w0: np.ndarray, eta: float, steps: int) -> Trajectory:
+    """``gd`` on arguments its caller has validated (a driver validates once, where they
+    enter): ``model`` with its target, ``w0`` a finite point, ``eta > 0``, ``steps >= 1``."""
+    W, r, diverged = gd_loop(model, w0, eta, steps)
     with np.errstate(all="ignore"):
         lam = model.manifold_sharpness(W)
     return Trajectory(
@@ -198,8 +204,8 @@ def sharpness_on_manifold(model: ScalarModel, w: Any) -> float | np.ndarray:
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
-    arr = _check_point(model, "w", w, batch=True)
+    model = check_model(model)
+    arr = check_point(model, "w", w, batch=True)
     lam = model.manifold_sharpness(arr)
     return float(lam) if arr.ndim == 1 else lam
 
@@ -212,8 +218,8 @@ def hessian_sharpness(model: ScalarModel, w: Any) -> float:
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
-    w = _check_point(model, "w", w)
+    model = check_model(model)
+    w = check_point(model, "w", w)
     return float(np.linalg.eigvalsh(model.loss_hessian(w))[-1])
 
 
@@ -226,7 +232,7 @@ def lambda_min(model: ScalarModel) -> tuple[float, np.ndarray]:
 
     See: book/eos/01-three-regimes.ipynb
     """
-    value, w = _check_model(model).flattest()
+    value, w = check_model(model).flattest()
     return float(value), w
 
 
@@ -255,7 +261,7 @@ def point_on_manifold(model: ScalarModel, sharpness: float, offset: float = 0.0)
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     sharpness = check_positive("sharpness", sharpness)
     lam_min, _ = model.flattest()
     if sharpness < lam_min * (1.0 - 1e-12):
@@ -276,8 +282,8 @@ def distance_to_flattest(model: ScalarModel, w: Any) -> float | np.ndarray:
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    arr = _check_point(model, "w", w, batch=True)
+    model = check_model(model)
+    arr = check_point(model, "w", w, batch=True)
     d = model.distance_to_flattest(arr)
     return float(d) if arr.ndim == 1 else d
 
@@ -296,8 +302,8 @@ def imbalance(model: ScalarModel, w: Any) -> float | np.ndarray:
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
-    arr = _check_point(model, "w", w, batch=True)
+    model = check_model(model)
+    arr = check_point(model, "w", w, batch=True)
     d = model.imbalance(arr)
     return float(d) if arr.ndim == 1 else d
 
@@ -318,9 +324,9 @@ def tangential_normal_split(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    w_k = _check_point(model, "w_k", w_k)
-    w_k1 = _check_point(model, "w_k1", w_k1)
+    model = check_model(model)
+    w_k = check_point(model, "w_k", w_k)
+    w_k1 = check_point(model, "w_k1", w_k1)
     p = model.project(w_k)
     n = model.grad(p)
     n = n / np.linalg.norm(n)  # eq: normal space of M at p = span(grad f(p))
@@ -440,9 +446,9 @@ def _as_model(model_or_p: Any, y: Any) -> ScalarModel:
     if isinstance(model_or_p, bool):
         raise TypeError("model_or_p must be a model or a depth p >= 2 (got a bool)")
     if isinstance(model_or_p, int | np.integer):
-        target = 1.0 if y is None else _check_target(y)
+        target = 1.0 if y is None else check_target(y)
         return ProductModel(int(model_or_p), target)
-    return _model_for_target(_check_model(model_or_p), y)
+    return model_for_target(check_model(model_or_p), y)
 
 
 def project_to_manifold(model_or_p: Any, theta: Any, y: float | None = None) -> np.ndarray:
@@ -477,7 +483,7 @@ def project_to_manifold(model_or_p: Any, theta: Any, y: float | None = None) -> 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
     model = _as_model(model_or_p, y)
-    arr = _check_point(model, "theta", theta, batch=True)
+    arr = check_point(model, "theta", theta, batch=True)
     rows = np.atleast_2d(arr)
     if isinstance(model, ProductModel):
         if model.target <= 0 or np.any(rows <= 0):
@@ -504,8 +510,8 @@ def manifold_coordinates(model: ScalarModel, theta: Any) -> tuple[np.ndarray, np
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    arr = _check_point(model, "theta", theta, batch=True)
+    model = check_model(model)
+    arr = check_point(model, "theta", theta, batch=True)
     par = project_to_manifold(model, arr)
     g = model.grad(par)
     n = g / np.linalg.norm(g, axis=-1, keepdims=True)  # Sec. 3.2: n = ∇f / ‖∇f‖
@@ -513,7 +519,7 @@ def manifold_coordinates(model: ScalarModel, theta: Any) -> tuple[np.ndarray, np
     return par, (float(perp) if arr.ndim == 1 else perp)
 
 
-def _sharpness_of(model: ScalarModel, par: np.ndarray) -> np.ndarray:
+def sharpness_of(model: ScalarModel, par: np.ndarray) -> np.ndarray:
     g = model.grad(par)
     return np.sum(g * g, -1)  # Sec. 3.2: λ = ‖∇f‖² on M
 
@@ -527,8 +533,8 @@ def sharpness_gradient_on_manifold(model: ScalarModel, theta_par: Any) -> np.nda
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
-    p = _check_point(model, "theta_par", theta_par)
+    model = check_model(model)
+    p = check_point(model, "theta_par", theta_par)
     g = model.grad(p)
     n = g / np.linalg.norm(g)
     euclid = 2.0 * model.hessian(p) @ g  # ∇(‖∇f‖²) = 2 ∇²f ∇f

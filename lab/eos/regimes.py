@@ -13,7 +13,6 @@ See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,8 +21,9 @@ import numpy as np
 from scipy.optimize import brentq
 
 from lab.core.checks import check_bool, check_int, check_positive, check_range
-from lab.eos.models import ScalarModel, _check_model, _check_point
-from lab.eos.reference import _gd_loop
+from lab.core.memo import memo
+from lab.eos.models import ScalarModel, check_model, check_point
+from lab.eos.reference import gd_loop
 
 __all__ = [
     "RegimeThresholds",
@@ -76,7 +76,7 @@ def _two_cycle_multiplier(model: ScalarModel, eta: float, a1: float, a2: float) 
     return float(np.max(np.abs(np.linalg.eigvals(j2 @ j1))))
 
 
-@functools.lru_cache(maxsize=64)
+@memo(maxsize=64)
 def _period_doubling_eta(model: ScalarModel) -> float:
     """Upper end of the supercritical window: where the 2-cycle's multiplier reaches -1.
 
@@ -137,7 +137,7 @@ def period_two_orbit(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     eta = check_positive("eta", eta)
     allow_unstable = check_bool("allow_unstable", allow_unstable)
     lam_min, _ = model.flattest()
@@ -207,7 +207,7 @@ class RegimeThresholds:
 
 
 def _blows_up(model: ScalarModel, w0: np.ndarray, eta: float, probe_steps: int) -> bool:
-    _, _, diverged = _gd_loop(model, w0, eta, probe_steps)
+    _, _, diverged = gd_loop(model, w0, eta, probe_steps)
     return bool(diverged)
 
 
@@ -240,18 +240,37 @@ def classify_regime(
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     eta = check_positive("eta", eta)
-    w0 = _check_point(model, "w0", w0)
+    w0 = check_point(model, "w0", w0)
     critical_rtol = check_range("critical_rtol", critical_rtol, 0.0, 0.5)
     probe_steps = check_int("probe_steps", probe_steps, 0, 10_000_000)
+    return regime_of(model, eta, w0, critical_rtol, probe_steps)
+
+
+def regime_of(
+    model: ScalarModel,
+    eta: float,
+    w0: np.ndarray,
+    critical_rtol: float = 1e-3,
+    probe_steps: int = 2000,
+    run: Any = None,
+) -> Regime:
+    """``classify_regime`` on validated arguments. ``run``, a ``Trajectory`` of GD from the
+    same ``w0`` and ``eta``, stands in for the blow-up probe when it reaches ``probe_steps``
+    or diverged before (the loop is deterministic: the probe would retrace its first steps)."""
     lam0 = float(model.manifold_sharpness(w0))
     lam_min, _ = model.flattest()
     eta_c = 2.0 / lam_min
     if eta >= _period_doubling_eta(model):
         return "divergent"
-    if probe_steps and _blows_up(model, w0, eta, probe_steps):
-        return "divergent"
+    if probe_steps:
+        if run is not None and (run.diverged or run.steps_run >= probe_steps):
+            blown = bool(run.diverged and run.steps_run <= probe_steps)
+        else:
+            blown = _blows_up(model, w0, eta, probe_steps)
+        if blown:
+            return "divergent"
     if abs(eta / eta_c - 1.0) <= critical_rtol:
         return "critical"
     if eta * lam0 < 2.0:
@@ -276,8 +295,8 @@ def regime_thresholds(
 
     See: book/eos/01-three-regimes.ipynb
     """
-    model = _check_model(model)
-    w0 = _check_point(model, "w0", w0)
+    model = check_model(model)
+    w0 = check_point(model, "w0", w0)
     critical_rtol = check_range("critical_rtol", critical_rtol, 0.0, 0.5)
     probe_steps = check_int("probe_steps", probe_steps, 0, 10_000_000)
     lam0 = float(model.manifold_sharpness(w0))
@@ -375,7 +394,7 @@ def attractor(
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = _check_model(model)
+    model = check_model(model)
     eta = check_positive("eta", eta)
     max_period = check_int("max_period", max_period, 1, 4096)
     steps = check_int("steps", steps, 4 * max_period, 100_000_000)
@@ -383,8 +402,8 @@ def attractor(
     tol = check_positive("tol", tol)
     if w0 is None:
         w0 = model.balanced(1.1 * model.balanced_fixed_point())
-    w0 = _check_point(model, "w0", w0)
-    W, _, diverged = _gd_loop(model, w0, eta, steps + lyapunov_steps)
+    w0 = check_point(model, "w0", w0)
+    W, _, diverged = gd_loop(model, w0, eta, steps + lyapunov_steps)
     late = W[-2 * max_period :]
     if diverged:
         return Attractor(0, math.nan, True, late)

@@ -88,54 +88,22 @@ no equation, theorem or figure number of the paper is cited anywhere in ``lab.gm
 ``reference.py``          numpy float64 kernels: ``head_attention`` (M1-M2), ``risk`` (M3),
                           ``risk_grad`` (M4), ``population_risk_symmetric`` (M5),
                           ``train_heads``, ``identity_attention`` (M6), ``in_context_error``
-``fast.py``               torch (CPU/CUDA): ``train_heads_batched``, ``identity_attention_sdpa``
+``fast.py``               torch (CPU/CUDA): ``train_heads`` (batched), ``identity_attention``
 ``attention.py``          the layers as ``torch.nn.Module``: ``HeadAttention``,
                           ``IdentityAttention``
 ``experiments.py``        drivers: ``kmeans_batched``, ``in_context_kmeans_error``,
-                          ``fit_baselines`` (scikit-learn), ``layer_sweep``
+                          ``fit_baselines`` (scikit-learn), ``layer_sweep``, ``cached_run``,
+                          ``temperature_curves`` (memoised: what the widgets read)
 ``figures.py``            results to figures (plotly for the widgets, matplotlib panels)
 ========================  ===================================================================
 
-Reference kernels are numpy float64; the fast paths (:func:`train_heads_batched`,
-:func:`identity_attention_sdpa`) are batched torch on CPU or CUDA, tested against them.
+Reference kernels are numpy float64; the fast paths (``fast.train_heads``,
+``fast.identity_attention``: the reference names) are batched torch on CPU or CUDA, tested
+against them.
 
 See: book/gmm_attention/01-heads-find-centroids.ipynb
 """
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "mixture": [
-            "symmetric_means",
-            "sample_gmm",
-            "sample_in_context",
-            "alignment",
-            "centroid_error",
-        ],
-        "reference": [
-            "SCORES",
-            "TrainHistory",
-            "head_attention",
-            "risk",
-            "risk_grad",
-            "population_risk_symmetric",
-            "monte_carlo_risk",
-            "lloyd_fixed_point_residual",
-            "train_heads",
-            "identity_attention",
-            "in_context_error",
-        ],
-        "fast": ["train_heads_batched", "identity_attention_sdpa"],
-        "attention": ["HeadAttention", "IdentityAttention"],
-        "experiments": [
-            "LayerSweep",
-            "kmeans_batched",
-            "in_context_kmeans_error",
-            "fit_baselines",
-            "layer_sweep",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core.checks import check_array, check_choice, check_int, check_positive
+from lab.core.checks import check_array, check_choice, check_int, check_positive
+
 from .reference import SCORES
 
 __all__ = ["HeadAttention", "IdentityAttention"]

@@ -12,11 +12,31 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_array, check_int, check_positive
-from .mixture import _check_means, alignment, centroid_error, sample_gmm
-from .reference import _own_cluster_means, in_context_error, train_heads
+from lab.core.checks import check_array, check_bool, check_int, check_positive
+from lab.core.memo import memo
+
+from .mixture import (
+    alignment,
+    centroid_error,
+    check_means,
+    sample_gmm,
+    sample_in_context,
+    symmetric_means,
+)
+from .reference import (
+    TrainHistory,
+    identity_attention,
+    in_context_error,
+    own_cluster_means,
+    train_heads,
+)
 
 __all__ = [
+    "chapter_means",
+    "cached_run",
+    "temperature_curve",
+    "temperature_curves",
+    "CURVE_BETAS",
     "LayerSweep",
     "layer_sweep",
     "kmeans_batched",
@@ -158,7 +178,7 @@ def in_context_kmeans_error(X: Any, z: Any, K: int | None = None, seed: int = 0)
     X = check_array("X", X, ndim=3)
     z = check_array("z", z, shape=X.shape[:-1], dtype=None).astype(int)
     K = int(z.max()) + 1 if K is None else check_int("K", K, 1)
-    target = _own_cluster_means(X, z)
+    target = own_cluster_means(X, z)
     C, lab, _ = kmeans_batched(X, K, seed=seed)
     out = np.take_along_axis(C, lab[..., None], axis=1)
     return float(np.mean(np.sum((out - target) ** 2, axis=-1)))
@@ -198,7 +218,7 @@ def fit_baselines(
     from sklearn.cluster import KMeans
     from sklearn.mixture import GaussianMixture
 
-    means = _check_means(means)
+    means = check_means(means)
     K = means.shape[0]
     n = check_int("n", n, K)
     seed = check_int("seed", seed, 0, 2**32 - 1)
@@ -223,3 +243,119 @@ def fit_baselines(
         rec["error"] = centroid_error(rec["centers"], means)
         rec["alignment"] = alignment(rec["centers"], means)
     return out
+
+
+def chapter_means(d: int = 10, separation: float = 3.0, symmetric: bool = True) -> np.ndarray:
+    """The chapter's centroids: ``+-mu`` (``||mu|| = separation``, fixed direction, seed 0)
+    or, with ``symmetric=False``, two random directions of norm ``separation`` shifted by
+    ``+1`` in every coordinate (not symmetric about the origin).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    d = check_int("d", d, 2)
+    separation = check_positive("separation", separation)
+    symmetric = check_bool("symmetric", symmetric)
+    if symmetric:
+        return symmetric_means(d, separation, seed=0)
+    rng = np.random.default_rng(1)
+    U = rng.standard_normal((2, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    return separation * U + 1.0
+
+
+@memo(maxsize=64)
+def cached_run(
+    d: int = 10,
+    separation: float = 3.0,
+    lam: float = 1.0,
+    score: str = "dot",
+    symmetric: bool = True,
+    steps: int = 300,
+    seed: int = 0,
+) -> TrainHistory:
+    """:func:`lab.gmm_attention.train_heads` on :func:`chapter_means`, memoised (so a slider
+    over the training step costs one run).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    means = chapter_means(d, separation, symmetric)
+    return train_heads(means, 1.0, steps, 0.1, 1024, seed, lam=lam, score=score)
+
+
+@memo(maxsize=32)
+def context_data(n_seq: int, L: int, K: int, separation: float, seed: int):
+    """``sample_in_context(n_seq, L, 5, separation, K, 1.0, seed)``, memoised: the fixed
+    sequences of the temperature figure and its curves.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    return sample_in_context(n_seq, L, 5, separation, K, 1.0, seed)
+
+
+def temperature_curve(
+    betas, L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1, n_seq: int = 200
+):
+    """In-context error ((M7), ours) over a grid of ``beta`` on fixed sequences, plus the raw-token
+    error.
+
+    Returns ``(errors, raw_error)``.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    X, z = context_data(int(n_seq), int(L), int(K), float(separation), 0)
+    errs = np.array([in_context_error(X, z, float(b), int(n_layers)) for b in betas])
+    return errs, in_context_error(X, z, 0.0, 0)
+
+
+CURVE_BETAS = np.geomspace(0.01, 10, 25)  # the beta grid of the live figure's error curve
+CURVE_SEQUENCES = 100  # sequences behind the live figure's error curve
+
+
+class _LayerStack:
+    """The outputs of 0, 1, 2, ... identity layers at every beta of :data:`CURVE_BETAS` on the
+    live figure's fixed sequences, grown one layer at a time (so the curve of ``n`` layers costs
+    only the layers not yet applied). Layer ``n`` is ``identity_attention(previous, beta, 1)``,
+    the same operations as ``identity_attention(X, beta, n)``: the errors equal
+    :func:`temperature_curve`'s exactly."""
+
+    def __init__(self, L: int, K: int, separation: float):
+        X, z = context_data(CURVE_SEQUENCES, L, K, separation, 0)
+        self.X, self.z = X, z
+        self.target = own_cluster_means(X, z.astype(int))
+        self.raw = in_context_error(X, z, 0.0, 0)
+        self.states = [X for _ in CURVE_BETAS]
+        self.errors: dict[int, np.ndarray] = {}
+
+    def curve(self, n_layers: int) -> np.ndarray:
+        while len(self.errors) < n_layers:
+            self.states = [
+                identity_attention(Y, float(b), 1)
+                for Y, b in zip(self.states, CURVE_BETAS, strict=True)
+            ]
+            self.errors[len(self.errors) + 1] = np.array(
+                [float(np.mean(np.sum((Y - self.target) ** 2, axis=-1))) for Y in self.states]
+            )
+        return self.errors[n_layers]
+
+
+@memo(maxsize=16)
+def _layer_stack(L: int, K: int, separation: float) -> _LayerStack:
+    return _LayerStack(L, K, separation)
+
+
+def temperature_curves(L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1):
+    """The error curve of :func:`temperature_figure` (memoised): in-context error of
+    ``n_layers`` identity layers at every beta of :data:`CURVE_BETAS` on its 100 fixed sequences,
+    plus the raw-token error. Asking for ``n_layers`` also stores the curves of fewer layers.
+    A notebook calls it ahead of a widget so that the widget's moves redraw without computing.
+
+    Returns ``(betas, errors, raw_error)``.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    L = check_int("L", L, 8, 2048)
+    K = check_int("K", K, 2, 5)
+    separation = check_positive("separation", separation)
+    n_layers = check_int("n_layers", n_layers, 1, 50)
+    stack = _layer_stack(L, K, float(separation))
+    return CURVE_BETAS, stack.curve(n_layers), stack.raw

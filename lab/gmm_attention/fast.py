@@ -12,20 +12,21 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import (
+from lab.core.checks import (
     check_array,
     check_choice,
     check_int,
     check_positive,
 )
-from ..core.runtime import resolve_device
-from .mixture import _check_means
+from lab.core.runtime import resolve_device
+
+from .mixture import check_means
 from .reference import SCORES
 
-__all__ = ["train_heads_batched", "identity_attention_sdpa"]
+__all__ = ["train_heads", "identity_attention"]
 
 
-def train_heads_batched(
+def train_heads(
     means: Any,
     sigma: float = 1.0,
     steps: int = 300,
@@ -47,20 +48,20 @@ def train_heads_batched(
 
     Runs are stacked along a leading batch axis of size ``seeds``; ``lam`` may be a scalar or
     one value per run (a sweep over temperatures). Gradients come from ``torch.autograd`` of
-    the same risk as :func:`risk`; the tests check that, fed the same minibatches, this path
-    reproduces :func:`train_heads` to 1e-8 in float64.
+    the same risk as :func:`~lab.gmm_attention.reference.risk`; the tests check that, fed the same minibatches, this path
+    reproduces :func:`~lab.gmm_attention.reference.train_heads` to 1e-8 in float64.
 
     Parameters
     ----------
     means : array-like or torch.Tensor, shape (K, d)
     sigma, steps, lr, batch :
-        As in :func:`train_heads`.
+        As in :func:`~lab.gmm_attention.reference.train_heads`.
     seeds : int
         Number of runs ``R``.
     lam : float or array-like of shape (R,)
         Inverse temperature(s) (> 0).
     score, heads, init_scale :
-        As in :func:`train_heads`.
+        As in :func:`~lab.gmm_attention.reference.train_heads`.
     Theta0 : array-like, shape (R, H, d), optional
         Explicit initialisations.
     samples : array-like, shape (R, steps, batch, d), optional
@@ -82,7 +83,7 @@ def train_heads_batched(
     import torch
 
     dev = resolve_device(device, means, samples, Theta0)
-    means_np = _check_means(means)
+    means_np = check_means(means)
     K, d = means_np.shape
     sigma = check_positive("sigma", sigma)
     steps = check_int("steps", steps, 0, 10_000_000)
@@ -136,8 +137,9 @@ def train_heads_batched(
 # ---------------------------------------------------------------------------------------------
 
 
-def identity_attention_sdpa(X: Any, beta: float, n_layers: int = 1, *, device: Any = None):
-    """Fast path of :func:`identity_attention` with ``torch.nn.functional.scaled_dot_product_attention``.
+def identity_attention(X: Any, beta: float, n_layers: int = 1, *, device: Any = None):
+    """Fast path of :func:`~lab.gmm_attention.reference.identity_attention` (same name) with
+    ``torch.nn.functional.scaled_dot_product_attention``.
 
     On a GPU this uses the fused (flash / memory-efficient) kernels, which never build the
     ``L x L`` weight matrix. Accepts numpy arrays or tensors of shape ``(L, d)`` or

@@ -9,75 +9,25 @@ book/gmm_attention/02-temperature-and-baselines.ipynb
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..core.checks import check_bool, check_choice, check_int, check_positive
-from .mixture import sample_gmm, sample_in_context, symmetric_means
-from .reference import (
-    SCORES,
-    TrainHistory,
-    _own_cluster_means,
-    identity_attention,
-    in_context_error,
-    population_risk_symmetric,
-    train_heads,
-)
+from lab.core.checks import check_array, check_choice, check_int, check_positive
+
+from .experiments import cached_run, context_data, temperature_curves
+from .mixture import sample_gmm
+from .reference import SCORES, identity_attention, in_context_error, population_risk_symmetric
 
 __all__ = [
     "HEAD_COLOURS",
-    "chapter_means",
-    "cached_run",
     "plane_basis",
     "training_figure",
     "landscape_axes",
     "symmetric_coordinates",
     "temperature_figure",
-    "temperature_curve",
-    "temperature_curves",
-    "CURVE_BETAS",
 ]
 
 HEAD_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7")
 CLUSTER_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#F0E442")
-
-
-def chapter_means(d: int = 10, separation: float = 3.0, symmetric: bool = True) -> np.ndarray:
-    """The chapter's centroids: ``+-mu`` (``||mu|| = separation``, fixed direction, seed 0)
-    or, with ``symmetric=False``, two random directions of norm ``separation`` shifted by
-    ``+1`` in every coordinate (not symmetric about the origin).
-
-    See: book/gmm_attention/01-heads-find-centroids.ipynb
-    """
-    d = check_int("d", d, 2)
-    separation = check_positive("separation", separation)
-    symmetric = check_bool("symmetric", symmetric)
-    if symmetric:
-        return symmetric_means(d, separation, seed=0)
-    rng = np.random.default_rng(1)
-    U = rng.standard_normal((2, d))
-    U /= np.linalg.norm(U, axis=1, keepdims=True)
-    return separation * U + 1.0
-
-
-@functools.lru_cache(maxsize=64)
-def cached_run(
-    d: int = 10,
-    separation: float = 3.0,
-    lam: float = 1.0,
-    score: str = "dot",
-    symmetric: bool = True,
-    steps: int = 300,
-    seed: int = 0,
-) -> TrainHistory:
-    """:func:`lab.gmm_attention.train_heads` on :func:`chapter_means`, memoised (so a slider
-    over the training step costs one run).
-
-    See: book/gmm_attention/01-heads-find-centroids.ipynb
-    """
-    means = chapter_means(d, separation, symmetric)
-    return train_heads(means, 1.0, steps, 0.1, 1024, seed, lam=lam, score=score)
 
 
 def plane_basis(means: np.ndarray, path: np.ndarray) -> np.ndarray:
@@ -87,6 +37,12 @@ def plane_basis(means: np.ndarray, path: np.ndarray) -> np.ndarray:
     orthogonal to ``e1`` when the centroids are not centred, else along the largest
     off-axis excursion of the heads (so that the rotation onto the axis is visible).
     """
+    means = check_array("means", means, ndim=2)
+    if means.shape[0] < 2:
+        raise ValueError(f"means must have at least 2 rows (got shape {means.shape})")
+    path = check_array("path", path, min_size=1)
+    if path.shape[-1] != means.shape[1]:
+        raise ValueError(f"path must end in {means.shape[1]} coordinates (got {path.shape})")
     e1 = means[0] - means[1]
     e1 = e1 / np.linalg.norm(e1)
     mid = means.mean(axis=0)
@@ -242,6 +198,10 @@ def symmetric_coordinates(path: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray,
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
+    path = check_array("path", path, ndim=3)
+    mu = check_array("mu", mu, shape=(path.shape[2],))
+    if path.shape[1] < 2:
+        raise ValueError(f"path must hold at least 2 heads per record (got shape {path.shape})")
     diff = 0.5 * (path[:, 0] - path[:, 1])
     t = np.linalg.norm(diff, axis=1)
     cos = np.abs(diff @ mu) / np.maximum(t * np.linalg.norm(mu), 1e-300)
@@ -255,6 +215,8 @@ def landscape_axes(ax, mu_norm=3.0, d=10, lam=1.0, t_max=5.0, n_t=200, n_phi=100
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
+    if not hasattr(ax, "pcolormesh"):
+        raise TypeError(f"ax must be a matplotlib Axes (got {type(ax).__name__})")
     t = np.linspace(0.0, t_max, n_t)
     phi = np.linspace(0.0, np.pi / 2, n_phi)
     R = population_risk_symmetric(t[None, :], phi[:, None], mu_norm, 1.0, d, lam)
@@ -264,80 +226,6 @@ def landscape_axes(ax, mu_norm=3.0, d=10, lam=1.0, t_max=5.0, n_t=200, n_phi=100
     ax.figure.colorbar(im, ax=ax, label="population risk R(t, φ)")
     ax.set(xlabel="head norm t", ylabel="angle φ to μ (degrees)")
     return t, phi, R
-
-
-@functools.lru_cache(maxsize=32)
-def _context_data(n_seq: int, L: int, K: int, separation: float, seed: int):
-    return sample_in_context(n_seq, L, 5, separation, K, 1.0, seed)
-
-
-def temperature_curve(
-    betas, L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1, n_seq: int = 200
-):
-    """In-context error ((M7), ours) over a grid of ``beta`` on fixed sequences, plus the raw-token
-    error.
-
-    Returns ``(errors, raw_error)``.
-
-    See: book/gmm_attention/02-temperature-and-baselines.ipynb
-    """
-    X, z = _context_data(int(n_seq), int(L), int(K), float(separation), 0)
-    errs = np.array([in_context_error(X, z, float(b), int(n_layers)) for b in betas])
-    return errs, in_context_error(X, z, 0.0, 0)
-
-
-CURVE_BETAS = np.geomspace(0.01, 10, 25)  # the beta grid of the live figure's error curve
-CURVE_SEQUENCES = 100  # sequences behind the live figure's error curve
-
-
-class _LayerStack:
-    """The outputs of 0, 1, 2, ... identity layers at every beta of :data:`CURVE_BETAS` on the
-    live figure's fixed sequences, grown one layer at a time (so the curve of ``n`` layers costs
-    only the layers not yet applied). Layer ``n`` is ``identity_attention(previous, beta, 1)``,
-    the same operations as ``identity_attention(X, beta, n)``: the errors equal
-    :func:`temperature_curve`'s exactly."""
-
-    def __init__(self, L: int, K: int, separation: float):
-        X, z = _context_data(CURVE_SEQUENCES, L, K, separation, 0)
-        self.X, self.z = X, z
-        self.target = _own_cluster_means(X, z.astype(int))
-        self.raw = in_context_error(X, z, 0.0, 0)
-        self.states = [X for _ in CURVE_BETAS]
-        self.errors: dict[int, np.ndarray] = {}
-
-    def curve(self, n_layers: int) -> np.ndarray:
-        while len(self.errors) < n_layers:
-            self.states = [
-                identity_attention(Y, float(b), 1)
-                for Y, b in zip(self.states, CURVE_BETAS, strict=True)
-            ]
-            self.errors[len(self.errors) + 1] = np.array(
-                [float(np.mean(np.sum((Y - self.target) ** 2, axis=-1))) for Y in self.states]
-            )
-        return self.errors[n_layers]
-
-
-@functools.lru_cache(maxsize=16)
-def _layer_stack(L: int, K: int, separation: float) -> _LayerStack:
-    return _LayerStack(L, K, separation)
-
-
-def temperature_curves(L: int = 64, K: int = 2, separation: float = 3.0, n_layers: int = 1):
-    """The error curve of :func:`temperature_figure` (memoised): in-context error of
-    ``n_layers`` identity layers at every beta of :data:`CURVE_BETAS` on its 100 fixed sequences,
-    plus the raw-token error. Asking for ``n_layers`` also stores the curves of fewer layers.
-    A notebook calls it ahead of a widget so that the widget's moves redraw without computing.
-
-    Returns ``(betas, errors, raw_error)``.
-
-    See: book/gmm_attention/02-temperature-and-baselines.ipynb
-    """
-    L = check_int("L", L, 8, 2048)
-    K = check_int("K", K, 2, 5)
-    separation = check_positive("separation", separation)
-    n_layers = check_int("n_layers", n_layers, 1, 50)
-    stack = _layer_stack(L, K, float(separation))
-    return CURVE_BETAS, stack.curve(n_layers), stack.raw
 
 
 def temperature_figure(
@@ -356,7 +244,7 @@ def temperature_figure(
     n_layers = check_int("n_layers", n_layers, 1, 50)
     L = check_int("L", L, 8, 2048)
     K = check_int("K", K, 2, 5)
-    X, z = _context_data(100, L, K, float(separation), 0)
+    X, z = context_data(100, L, K, float(separation), 0)
     X0, z0 = X[0], z[0]
     Y0 = identity_attention(X0, beta, n_layers)
     # plane of the first two centroid directions of sequence 0

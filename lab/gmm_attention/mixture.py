@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_array, check_int, check_positive
+from lab.core.checks import check_array, check_int, check_positive
 
 __all__ = [
     "symmetric_means",
@@ -28,7 +28,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_means(means: Any) -> np.ndarray:
+def check_means(means: Any) -> np.ndarray:
     means = check_array("means", means, ndim=2)
     if means.shape[0] < 2:
         raise ValueError(f"means must have at least 2 rows (centroids) (got shape {means.shape})")
@@ -37,7 +37,7 @@ def _check_means(means: Any) -> np.ndarray:
     return means
 
 
-def _check_theta(Theta: Any, d: int | None = None) -> np.ndarray:
+def check_theta(Theta: Any, d: int | None = None) -> np.ndarray:
     Theta = check_array("Theta", Theta, ndim=2)
     if Theta.shape[0] < 2:
         raise ValueError(f"Theta must have at least 2 rows (heads) (got shape {Theta.shape})")
@@ -49,7 +49,7 @@ def _check_theta(Theta: Any, d: int | None = None) -> np.ndarray:
     return Theta
 
 
-def _check_seed(seed: Any) -> int | None:
+def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     return check_int("seed", seed, 0, 2**63 - 1)
@@ -58,7 +58,7 @@ def _check_seed(seed: Any) -> int | None:
 def _rng(seed: Any) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(_check_seed(seed))
+    return np.random.default_rng(check_seed(seed))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def symmetric_means(d: int = 10, norm: float = 3.0, seed: int | None = 0) -> np.
         u = np.zeros(d)
         u[0] = 1.0
     else:
-        u = np.random.default_rng(_check_seed(seed)).normal(size=d)
+        u = np.random.default_rng(check_seed(seed)).normal(size=d)
         u /= np.linalg.norm(u)
     return np.stack([norm * u, -norm * u])
 
@@ -120,7 +120,7 @@ def sample_gmm(
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     n = check_int("n", n, 1)
-    means = _check_means(means)
+    means = check_means(means)
     sigma = check_positive("sigma", sigma)
     K, d = means.shape
     if weights is None:
@@ -211,8 +211,8 @@ def alignment(Theta: Any, means: Any) -> float:
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
-    means = _check_means(means)
-    Theta = _check_theta(Theta, means.shape[1])
+    means = check_means(means)
+    Theta = check_theta(Theta, means.shape[1])
     tn = np.linalg.norm(Theta, axis=1, keepdims=True)
     mn = np.linalg.norm(means, axis=1, keepdims=True)
     cos = (Theta / np.maximum(tn, 1e-300)) @ (means / np.maximum(mn, 1e-300)).T
@@ -225,7 +225,7 @@ def centroid_error(estimate: Any, means: Any) -> float:
 
     See: book/gmm_attention/02-temperature-and-baselines.ipynb
     """
-    means = _check_means(means)
+    means = check_means(means)
     estimate = check_array("estimate", estimate, ndim=2)
     if estimate.shape[1] != means.shape[1]:
         raise ValueError(

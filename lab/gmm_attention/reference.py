@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import (
+from lab.core.checks import (
     check_array,
     check_choice,
     check_int,
     check_positive,
 )
-from ..core.progress import progress
-from .mixture import _check_means, _check_seed, _check_theta, alignment, sample_gmm
+from lab.core.progress import progress
+
+from .mixture import alignment, check_means, check_seed, check_theta, sample_gmm
 
 __all__ = [
     "SCORES",
@@ -83,7 +84,7 @@ def head_attention(
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     X = check_array("X", X, ndim=2)
-    Theta = _check_theta(Theta, X.shape[1])
+    Theta = check_theta(Theta, X.shape[1])
     lam = check_positive("lam", lam)
     score = check_choice("score", score, SCORES)
     W = _softmax(_scores(X, Theta, lam, score))  # eq. (M2): w_h = softmax_h(s_h)
@@ -111,7 +112,7 @@ def risk_grad(Theta: Any, X: Any, lam: float = 1.0, score: str = "dot") -> np.nd
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     X = check_array("X", X, ndim=2)
-    Theta = _check_theta(Theta, X.shape[1])
+    Theta = check_theta(Theta, X.shape[1])
     A, W = head_attention(X, Theta, lam, score)
     n = X.shape[0]
     Rres = X - A  # r = x - A(x)
@@ -197,7 +198,7 @@ def monte_carlo_risk(
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
-    means = _check_means(means)
+    means = check_means(means)
     X, _ = sample_gmm(n, means, sigma, seed)
     A, _ = head_attention(X, Theta, lam, score)
     losses = np.sum((X - A) ** 2, axis=1)
@@ -213,7 +214,7 @@ def lloyd_fixed_point_residual(Theta: Any, X: Any) -> float:
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     X = check_array("X", X, ndim=2)
-    Theta = _check_theta(Theta, X.shape[1])
+    Theta = check_theta(Theta, X.shape[1])
     d2 = np.sum((X[:, None, :] - Theta[None, :, :]) ** 2, axis=-1)
     assign = np.argmin(d2, axis=1)
     worst = 0.0
@@ -330,13 +331,13 @@ def train_heads(
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
-    means = _check_means(means)
+    means = check_means(means)
     K, d = means.shape
     sigma = check_positive("sigma", sigma)
     steps = check_int("steps", steps, 0, 10_000_000)
     lr = check_positive("lr", lr)
     batch = check_int("batch", batch, 1)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     lam = check_positive("lam", lam)
     score = check_choice("score", score, SCORES)
     H = K if heads is None else check_int("heads", heads, 2)
@@ -346,7 +347,7 @@ def train_heads(
     if Theta0 is None:
         Theta = init_scale * rng.standard_normal((H, d))  # small independent random heads
     else:
-        Theta = _check_theta(Theta0, d).copy()
+        Theta = check_theta(Theta0, d).copy()
         H = Theta.shape[0]
     if samples is not None:
         samples = check_array("samples", samples, shape=(steps, batch, d))
@@ -414,7 +415,7 @@ def identity_attention(X: Any, beta: float, n_layers: int = 1) -> np.ndarray:
     return Y
 
 
-def _own_cluster_means(X: np.ndarray, z: np.ndarray) -> np.ndarray:
+def own_cluster_means(X: np.ndarray, z: np.ndarray) -> np.ndarray:
     K = int(z.max()) + 1
     onehot = (z[..., None] == np.arange(K)).astype(np.float64)  # (B, L, K)
     counts = onehot.sum(axis=-2)  # (B, K)
@@ -455,6 +456,6 @@ def in_context_error(X: Any, z: Any, beta: float, n_layers: int = 1) -> float:
     if X.ndim == 2:
         X, z = X[None], z[None]
     z = z.astype(int)
-    target = _own_cluster_means(X, z)  # empirical mean of token i's own cluster
+    target = own_cluster_means(X, z)  # empirical mean of token i's own cluster
     Y = identity_attention(X, beta, n_layers)
     return float(np.mean(np.sum((Y - target) ** 2, axis=-1)))  # (M7), ours

@@ -28,26 +28,35 @@ Deviations from the paper
   are averaged in FP32 (HALO: BF16 reduce-scatter).
 * The paper's Llama-3-8B experiments are replaced by a small MLP on digits with injected
   massive activations (fine-tuning) and trained from scratch (pre-training).
-* Massive activations are injected as weight outliers: ``inject_massive_activations``
-  (``layer``) multiplies four rows of the first weight matrix by ``S`` and divides the next
-  layer's columns by ``S``. Per-tensor INT8 of ``Q(W1 H)`` then has a step larger than every
-  ordinary weight, so the other rows quantize to zero at every HALO level (the Hadamard
-  rotation mixes in-features, not rows); the paper's outliers live in activations and
-  gradients, never in the weights.
+* Massive activations are injected, not grown: ``inject_massive_activations`` (``layer``)
+  multiplies four entries of a fixed per-channel gain after the first nonlinearity
+  (``ChannelGain``, as an RMSNorm gain) by ``S`` and folds the gain out of the next layer
+  (its matching columns divided by ``S``); the weights keep their range. The classifier stays
+  in full precision (HALO's ``wrap_model`` exceptions), and accuracy is evaluated in batches of
+  the training batch size.
+* The CPU parity run of the official ``qllmt`` code stubs its CUDA Hadamard kernel and GEMMs
+  (``official``); its ``H_12`` (Sloane's table) differs from ours (Paley I), and its FP6
+  codebook kernel breaks ties toward the lower entry where ours rounds to even.
 
 Files
 -----
 ============== =====================================================================
-``hadamard``   ``hadamard_matrix``, ``fwht`` (numpy reference; torch and compiled-C
-               CPU fast paths, ``fwht_backend``; the C kernel in ``fwht_cpu``)
-``formats``    ``quantize``, ``QTensor``, ``fp_grid``, ``qmatmul`` (INT8, FP8, FP6, FP4)
-``reference``  rotation placements (``rotated_matmul``), ``row_relative_error``, the
-               three products of each level (``halo_products``)
-``fast``       triton kernels: ``fwht_triton``, ``fwht_quant_triton`` (CUDA)
+``hadamard``   ``hadamard_matrix`` and the supported orders (``split_size``,
+               ``is_hadamard_size``, ``next_hadamard_size``)
+``formats``    ``quantize``, ``QTensor``, ``fp_grid``, ``qmatmul`` (INT8, FP8, FP6, FP4;
+               exact simulated GEMM)
+``reference``  ``fwht`` (numpy butterflies), rotation placements (``rotated_matmul``),
+               ``row_relative_error``, the three products of each level
+               (``halo_products``)
+``fast``       the same names on the fast paths: ``fwht`` (compiled C / torch;
+               ``fwht_backend``; the C kernel in ``fwht_cpu``), ``qmatmul`` (CUDA INT8 /
+               FP8 GEMMs), ``halo_products``; triton kernels ``fwht_triton``,
+               ``fwht_quant_triton`` (CUDA)
 ``layer``      ``HaloLinear``, ``halo_linear``, ``LoRAHaloLinear``, ``halo_wrap``,
-               ``inject_massive_activations``
+               ``ChannelGain``, ``inject_massive_activations``
 ``hqfsdp``     the 8-bit weight all-gather on ``torch.distributed`` with counted wire
                bytes (``quantized_allgather``, ``wire_log``, ``run_sharded_training``)
+``official``   ``official_parity``: our kernels on the official-code fixture
 ``experiments`` the notebooks' drivers (``outlier_tensors``, ``matmul_error_report``,
                ``finetune``, ``seed_study``, ``pretrain``)
 ``figures``    plotly figures for the widgets
@@ -58,39 +67,4 @@ See: book/halo/index.md
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=[
-        "experiments",
-        "fast",
-        "figures",
-        "formats",
-        "fwht_cpu",
-        "hadamard",
-        "hqfsdp",
-        "layer",
-        "reference",
-    ],
-    submod_attrs={
-        "formats": ["FORMATS", "QTensor", "fake_quant", "fp_grid", "qmatmul", "quantize"],
-        "hadamard": [
-            "SUPPORTED_K",
-            "fwht",
-            "fwht_backend",
-            "hadamard_matrix",
-            "is_hadamard_size",
-            "next_hadamard_size",
-        ],
-        "reference": ["PLACEMENTS", "halo_products", "rotated_matmul", "row_relative_error"],
-        "fast": ["fwht_triton", "fwht_quant_triton"],
-        "layer": [
-            "HaloLinear",
-            "LoRAHaloLinear",
-            "halo_linear",
-            "halo_wrap",
-            "inject_massive_activations",
-        ],
-        "hqfsdp": ["quantized_allgather", "wire_log"],
-        "experiments": ["matmul_error_report", "outlier_tensors"],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

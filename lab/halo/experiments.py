@@ -9,14 +9,17 @@
 
 The fine-tuning experiment:
 
-1. "Pre-train" an MLP ``128 → width → width → 10`` (ReLU; the 8×8 digits of
-   :func:`lab.core.data.digits`, standardised with training statistics, padded to 128
-   features) on classes 0–4 with Adam.
-2. Inject massive activations: multiply ``n_channels`` hidden channels of layer 1 by ``scale``
-   and divide the matching input columns of layer 2 by ``scale`` (the function is unchanged).
-3. Fine-tune on all 10 classes with Adam, every linear layer replaced by a ``HaloLinear``
-   (the FP32 run keeps ``nn.Linear``); optionally up-weight the loss of 2% of the examples by
-   100x (token outliers in ``E_Y``).
+1. "Pre-train" an MLP ``128 → width → gain → width → 10`` (ReLU; a fixed per-channel
+   ``gain`` of ones after the first ReLU; the 8×8 digits of :func:`lab.core.data.digits`,
+   standardised with training statistics, padded to 128 features) on classes 0–4 with Adam.
+2. Inject massive activations: multiply ``n_channels`` entries of the gain by ``scale`` and
+   fold it out of layer 2 (its matching input columns divided by ``scale``): the function is
+   unchanged, the weights keep their range, layer 2's inputs get massive channels.
+3. Fine-tune on all 10 classes with Adam, every hidden linear layer replaced by a
+   ``HaloLinear`` (the classifier stays in full precision, as HALO's ``wrap_model`` leaves
+   ``lm_head``; the FP32 run keeps ``nn.Linear``); optionally up-weight the loss of 2% of the
+   examples by 100x (token outliers in ``E_Y``). Test accuracy is evaluated in batches of the
+   training batch size.
 
 Adam, not SGD: the function-preserving rescale is not optimization-preserving for SGD (the
 spec's prototype diverged even in FP32), while Adam is invariant to per-parameter scale.
@@ -37,9 +40,10 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.memo import memo
 from lab.core.runtime import smoke_steps
 
-from .reference import PLACEMENTS, _check_fmt, rotated_matmul, row_relative_error
+from .reference import PLACEMENTS, check_fmt, rotated_matmul, row_relative_error
 
 __all__ = [
     "MODES",
@@ -47,7 +51,9 @@ __all__ = [
     "SeedStudy",
     "PretrainRun",
     "outlier_tensors",
+    "outlier_case",
     "matmul_error_report",
+    "error_case",
     "digits_data",
     "pretrained_mlp",
     "finetune",
@@ -143,6 +149,17 @@ def outlier_tensors(
     return X, W, E
 
 
+@memo(maxsize=8)
+def outlier_case(b: int, m: int, n: int, channel_outliers: int, magnitude: float, seed: int = 0):
+    """:func:`outlier_tensors` with ``channel_outliers`` outlier channels and half as many
+    outlier tokens, memoised on its arguments (notebook 1's widget redraws from it).
+
+    See: book/halo/01-outliers-and-rotations.ipynb
+    """
+    k = check_int("channel_outliers", channel_outliers, 0)
+    return outlier_tensors(b, m, n, k, k // 2, magnitude, seed)
+
+
 def matmul_error_report(
     X: Any,
     W: Any,
@@ -173,9 +190,9 @@ def matmul_error_report(
     """
     import pandas as pd
 
-    from .formats import _as_tensor
+    from .formats import as_tensor
 
-    X, W, E = (_as_tensor(t, nm).double() for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
+    X, W, E = (as_tensor(t, nm).double() for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
     if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
         raise ValueError("X, W and E_Y must be 2-D")
     if X.shape[1] != W.shape[1] or E.shape != (X.shape[0], W.shape[0]):
@@ -192,6 +209,28 @@ def matmul_error_report(
             for name, (A, B) in products.items()
         }
     return pd.DataFrame.from_dict(rows, orient="index")[["Y", "E_X", "G"]]
+
+
+@memo(maxsize=16)
+def error_case(magnitude: float = 100.0, fmt: str = "int8", granularity: str = "tensor",
+               placement: str = "left", clip_ratio: float = 1.0, n_outliers: int = 8,
+               size: tuple = (256, 512, 512), seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """What notebook 1's error widget draws: ``report``, the :func:`matmul_error_report` of
+    :func:`outlier_case` ``(*size, n_outliers, magnitude, seed)`` for every placement, and
+    ``blocks``, the per-token relative ``|error|`` of ``E_X = E_Y W`` under ``placement`` in
+    16×16 block means (tokens × features; ``size`` ``(b, m, n)`` with ``b``, ``m`` multiples of 16).
+
+    See: book/halo/01-outliers-and-rotations.ipynb
+    """
+    placement = check_choice("placement", placement, PLACEMENTS)
+    b, m, n = (check_int(f"size[{i}]", v, 16) for i, v in enumerate(size))
+    if b % 16 or m % 16:
+        raise ValueError(f"size (b, m, n) needs b and m multiples of 16 (got {tuple(size)})")
+    X, W, E = outlier_case(b, m, n, int(n_outliers), float(magnitude), seed)
+    report = matmul_error_report(X, W, E, fmt, PLACEMENTS, granularity, clip_ratio)
+    err = (rotated_matmul(E, W, placement, fmt, granularity, clip_ratio) - E @ W).abs().numpy()
+    rel = err / (np.abs((E @ W).numpy()).mean(axis=1, keepdims=True) + 1e-30)  # per token
+    return {"report": report, "blocks": rel.reshape(16, b // 16, 16, m // 16).mean(axis=(1, 3))}
 
 
 @functools.lru_cache(maxsize=4)
@@ -241,11 +280,35 @@ def _pretrained_state(width: int, steps: int, seed: int):
 
 
 def _mlp(width: int):
+    """``fc1 → ReLU → gain → fc2 → ReLU → classifier``; the fixed ``gain`` (ones) is where
+    :func:`~lab.halo.layer.inject_massive_activations` puts the massive channels."""
+    from collections import OrderedDict
+
     from torch import nn
 
-    return nn.Sequential(
-        nn.Linear(128, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
-    )
+    from .layer import ChannelGain
+
+    return nn.Sequential(OrderedDict(
+        fc1=nn.Linear(128, width), act1=nn.ReLU(), gain=ChannelGain(width),
+        fc2=nn.Linear(width, width), act2=nn.ReLU(), classifier=nn.Linear(width, 10),
+    ))  # fmt: skip
+
+
+# the official wrap_model(model, config, exceptions=["classifier", "lm_head"]) keeps the last
+# layer in full precision; so do the fine-tuning and pre-training runs here
+FULL_PRECISION = ("classifier",)
+
+
+def _accuracy(model, X, y, batch: int) -> float:
+    """Test accuracy evaluated in batches of ``batch`` rows, the training batch size: a
+    per-tensor scale is then computed over as many rows as in training (HALO's evaluation
+    runs the wrapped model batch by batch)."""
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        pred = torch.cat([model(X[i : i + batch]).argmax(1) for i in range(0, len(y), batch)])
+    return float((pred == y).float().mean())
 
 
 def pretrained_mlp(width: int = 512, scale: float = 1.0, n_channels: int = 4, seed: int = 0,
@@ -316,7 +379,7 @@ def finetune(
     import torch
 
     check_choice("mode", mode, MODES)
-    fmt = _check_fmt(fmt)
+    fmt = check_fmt(fmt)
     if fmt is None:
         raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
     scale = check_range("scale", scale, 1.0, 1e5)
@@ -348,7 +411,7 @@ def _finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers, cosine_
     if lora_rank:
         _add_lora(model, lora_rank, None if mode == "fp32" else int(mode[-1]), fmt)
     elif mode != "fp32":
-        halo_wrap(model, level=int(mode[-1]), fmt=fmt)
+        halo_wrap(model, level=int(mode[-1]), fmt=fmt, exclude=FULL_PRECISION)
     Xtr, ytr, Xte, yte = digits_data(pretrain_seed)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     g = torch.Generator().manual_seed(seed + 1)
@@ -373,9 +436,7 @@ def _finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers, cosine_
             cos.append((k, float(a @ b / (a.norm() * b.norm() + 1e-30))))
         opt.step()
         losses.append(float(loss.detach()))
-    model.eval()
-    with torch.no_grad():
-        acc = float((model(Xte).argmax(1) == yte).float().mean())
+    acc = _accuracy(model, Xte, yte, batch)
     return FinetuneRun(mode, fmt, float(scale), losses, acc, cos, seed)
 
 
@@ -385,11 +446,12 @@ def _add_lora(model, rank: int, level, fmt: str) -> None:
 
     from .layer import LoRAHaloLinear
 
-    for i, m in enumerate(model):
+    for name, m in list(model.named_children()):
         if isinstance(m, nn.Linear):
-            cfg = {"level": 0, "fmt": None} if level is None else {"level": level, "fmt": fmt}
+            full = level is None or name in FULL_PRECISION  # the classifier: full precision
+            cfg = {"level": 0, "fmt": None} if full else {"level": level, "fmt": fmt}
             r = min(rank, m.in_features, m.out_features)
-            model[i] = LoRAHaloLinear(m, r=r, alpha=8.0, dropout=0.1, **cfg)
+            setattr(model, name, LoRAHaloLinear(m, r=r, alpha=8.0, dropout=0.1, **cfg))
 
 
 @functools.lru_cache(maxsize=128)
@@ -455,7 +517,8 @@ def seed_study(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: i
 
 
 def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: int = 200,
-             batch: int = 64, lr: float = 3e-3, seed: int = 0) -> PretrainRun:  # fmt: skip
+             batch: int = 64, lr: float = 3e-3, seed: int = 0,
+             eval_batch: int | None = None) -> PretrainRun:  # fmt: skip
     """Train the MLP ``128 → width → width → 10`` from scratch on all ten digits, every linear
     layer a ``HaloLinear`` in ``fmt`` (``mode="fp32"``: ``nn.Linear``).
 
@@ -470,6 +533,9 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
     fmt : str
         A format of :func:`lab.halo.quantize` (``"fp4_e2m1"`` included).
     width, steps, batch, lr, seed
+    eval_batch : int, optional
+        Rows per evaluation batch (default: ``batch``, as in training; a per-tensor scale over
+        a larger batch is set by its largest row).
 
     Returns
     -------
@@ -482,7 +548,7 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
     from .layer import halo_wrap
 
     check_choice("mode", mode, MODES)
-    fmt = _check_fmt(fmt)
+    fmt = check_fmt(fmt)
     if fmt is None:
         raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
     width = check_int("width", width, 16, 8192)
@@ -490,12 +556,13 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
     batch = check_int("batch", batch, 2)
     lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)
     seed = check_int("seed", seed, 0)
+    eval_batch = batch if eval_batch is None else check_int("eval_batch", eval_batch, 1)
     Xtr, ytr, Xte, yte = digits_data(0)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = _mlp(width)
     if mode != "fp32":
-        halo_wrap(model, level=int(mode[-1]), fmt=fmt)
+        halo_wrap(model, level=int(mode[-1]), fmt=fmt, exclude=FULL_PRECISION)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed + 1)
     losses = []
@@ -509,9 +576,7 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
         opt.zero_grad()
         loss.backward()
         opt.step()
-    model.eval()
-    with torch.no_grad():
-        acc = float((model(Xte).argmax(1) == yte).float().mean())
+    acc = _accuracy(model, Xte, yte, eval_batch)
     tail = float(np.mean(losses[-10:]))
     diverged = not all(math.isfinite(v) for v in losses) or tail > losses[0]
     return PretrainRun(mode, fmt, losses, acc, bool(diverged))

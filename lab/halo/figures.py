@@ -6,7 +6,6 @@ See: book/halo/01-outliers-and-rotations.ipynb
 from __future__ import annotations
 
 from contextlib import contextmanager
-from functools import lru_cache
 
 import numpy as np
 
@@ -39,13 +38,6 @@ _PLACEMENT_COLORS = {
 }
 
 
-@lru_cache(maxsize=8)
-def _tensors(b, m, n, k, magnitude, seed):
-    from .experiments import outlier_tensors
-
-    return outlier_tensors(b, m, n, k, k // 2 if k else 0, magnitude, seed)
-
-
 def error_figure(
     magnitude: float = 100.0,
     fmt: str = "INT8 per-tensor",
@@ -65,13 +57,12 @@ def error_figure(
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .experiments import matmul_error_report
-    from .reference import PLACEMENTS, rotated_matmul
+    from .experiments import error_case
+    from .reference import PLACEMENTS
 
     f, gran = FORMAT_CHOICES[fmt]
-    b, m, n = size
-    X, W, E = _tensors(b, m, n, int(n_outliers), float(magnitude), seed)
-    report = matmul_error_report(X, W, E, f, PLACEMENTS, gran, clip_ratio)
+    case = error_case(magnitude, f, gran, placement, clip_ratio, n_outliers, tuple(size), seed)
+    report, blocks = case["report"], case["blocks"]
     fig = make_subplots(
         1,
         2,
@@ -89,9 +80,6 @@ def error_figure(
             1,
             1,
         )
-    err = (rotated_matmul(E, W, placement, f, gran, clip_ratio) - E @ W).abs().numpy()
-    rel = err / (np.abs((E @ W).numpy()).mean(axis=1, keepdims=True) + 1e-30)  # per token
-    blocks = rel.reshape(16, b // 16, 16, m // 16).mean(axis=(1, 3))
     fig.add_trace(
         go.Heatmap(
             z=np.log10(blocks + 1e-6),

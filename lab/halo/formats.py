@@ -93,7 +93,7 @@ def fp_grid(fmt: str) -> np.ndarray:
     return np.concatenate([-pos[:0:-1], pos])
 
 
-def _round_minifloat(y, fmt: str):
+def round_minifloat(y, fmt: str):
     """Round-to-nearest-even onto the (unscaled) grid of ``fmt``; ``y`` already in range."""
     import torch
 
@@ -161,7 +161,7 @@ class QTensor:
         )
 
 
-def _as_tensor(x: Any, name: str = "x"):
+def as_tensor(x: Any, name: str = "x"):
     import torch
 
     if not isinstance(x, torch.Tensor):
@@ -210,7 +210,7 @@ def quantize(
     """
     import torch
 
-    x = _as_tensor(x)
+    x = as_tensor(x)
     check_choice("fmt", fmt, FORMATS)
     check_choice("granularity", granularity, GRANULARITIES)
     c = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
@@ -243,7 +243,7 @@ def quantize(
     if fmt == "int8":
         codes = torch.round(y).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)  # q = clip(round(A/s))
     else:
-        codes = _round_minifloat(y, fmt).to(torch.float8_e4m3fn)  # exact: grid ⊂ E4M3
+        codes = round_minifloat(y, fmt).to(torch.float8_e4m3fn)  # exact: grid ⊂ E4M3
     return QTensor(codes, scale, fmt, granularity, shape, dtype)
 
 
@@ -253,7 +253,7 @@ def fake_quant(x: Any, fmt: str | None = "int8", granularity: str = "tensor", cl
     See: book/halo/01-outliers-and-rotations.ipynb
     """
     if fmt is None:
-        return _as_tensor(x)
+        return as_tensor(x)
     return quantize(x, fmt, granularity, clip_ratio).dequantize()
 
 
@@ -269,7 +269,7 @@ def _scale_axis(q: QTensor, operand: str) -> str:
     return "outer" if (g == "row") == row_outer else "inner"
 
 
-def qmatmul(a: QTensor, b: QTensor, transpose_b: bool = True, *, exact: bool = True):
+def qmatmul(a: QTensor, b: QTensor, transpose_b: bool = True):
     """Simulated low-precision GEMM ``Q(A)·Q(B)`` with one rescale of the accumulator.
 
     Parameters
@@ -279,11 +279,10 @@ def qmatmul(a: QTensor, b: QTensor, transpose_b: bool = True, *, exact: bool = T
     b : QTensor
         ``(q, k)`` if ``transpose_b`` (the ``X Wᵀ`` layout of a linear layer), else ``(k, q)``.
     transpose_b : bool
-    exact : bool
-        On CPU the codes are multiplied in float64, which is exact for INT8 codes
-        (``|sum| <= 127²·k < 2^53``), and for FP8/FP6 codes up to float64 rounding of the sum;
-        on CUDA with ``exact=False`` it calls ``torch._int_mm`` (INT8, int32 accumulator) or
-        ``torch._scaled_mm`` (FP8) where the GPU and shapes allow, else it falls back.
+
+    The codes are multiplied in float64 (float32 when INT8 sums stay below ``2^24``), which is
+    exact for INT8 codes (``|sum| <= 127²·k < 2^53``) and for FP8/FP6 codes up to float64
+    rounding of the sum. Real INT8 / FP8 GEMMs on CUDA: :func:`lab.halo.fast.qmatmul`.
 
     Returns
     -------
@@ -336,38 +335,9 @@ def qmatmul(a: QTensor, b: QTensor, transpose_b: bool = True, *, exact: bool = T
         sB = b.scale[:, 0, :, 0].double().repeat_interleave(BLOCK, 1)  # (tiles_k, q_pad)
         out = torch.einsum("tpq,pt,tq->pq", part, sA, sB)
         return out[: a.shape[0], : b.shape[1]]
-    dev = a.codes.device
-    if not exact and dev.type != "cpu":
-        fast = _gpu_qmatmul(a, b)
-        if fast is not None:
-            return fast
     # exact accumulation: INT8 sums stay integers below 2^24 in float32 when 127²·k < 2^24
     small = a.fmt == b.fmt == "int8" and INT8_MAX**2 * a.shape[1] < 2**24
     acc_dtype = torch.float32 if small else torch.float64
     acc = a.values(acc_dtype) @ b.values(acc_dtype)  # exact integer (or minifloat) accumulate
     out = torch.promote_types(a.scale.dtype, b.scale.dtype)
     return acc.to(out) * a.scale.to(out) * b.scale.to(out)  # one rescale: s_A · s_B
-
-
-def _gpu_qmatmul(a: QTensor, b: QTensor):  # pragma: no cover - needs a GPU
-    import torch
-
-    p, k = a.codes.shape
-    q = b.codes.shape[1]
-    try:
-        if a.fmt == b.fmt == "int8" and p > 16 and k % 8 == 0 and q % 8 == 0:
-            acc = torch._int_mm(a.codes.contiguous(), b.codes.T.contiguous().T)
-            return acc.float() * a.scale.float() * b.scale.float()
-        if a.fmt == b.fmt == "fp8_e4m3" and k % 16 == 0 and q % 16 == 0:
-            one = torch.ones((), device=a.codes.device)
-            acc = torch._scaled_mm(
-                a.codes.contiguous(),
-                b.codes.T.contiguous().T,
-                scale_a=one,
-                scale_b=one,
-                out_dtype=torch.float32,
-            )
-            return acc * a.scale.float() * b.scale.float()
-    except (RuntimeError, NotImplementedError):
-        return None
-    return None

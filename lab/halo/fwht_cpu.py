@@ -241,6 +241,16 @@ def fwht_rows_(src, dst, scale: float) -> None:
     """
     import torch
 
+    for name, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor (got {type(t).__name__})")
+        if t.device.type != "cpu" or t.dtype not in (torch.float32, torch.float64) or t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D float32/float64 CPU tensor")
+    if dst.shape != src.shape or dst.dtype != src.dtype or not src.is_contiguous():
+        raise ValueError("src and dst must share shape and dtype, src contiguous")
+    n = src.shape[1]
+    if n & (n - 1) or n == 0:
+        raise ValueError(f"the row length must be a power of two (got {n})")
     if dst.data_ptr() == src.data_ptr():
         raise ValueError("fwht_rows_: dst must be a separate buffer from src (not in place)")
     lib = load()

@@ -154,7 +154,7 @@ def quantized_allgather(shard, group=None, fmt: str = "int8", rotate: bool = Tru
     import torch.distributed as dist
 
     from .formats import QTensor
-    from .hadamard import fwht
+    from .reference import fwht
 
     if not isinstance(shard, torch.Tensor) or shard.ndim != 2:
         raise ValueError("shard must be a 2-D torch.Tensor (rows_local, m)")
@@ -180,12 +180,12 @@ def quantized_allgather(shard, group=None, fmt: str = "int8", rotate: bool = Tru
 def _codes_with_scale(v, scale, fmt):
     import torch
 
-    from .formats import _round_minifloat
+    from .formats import round_minifloat
 
     y = v / scale
     if fmt == "int8":
         return torch.round(y).clamp(-127, 127).to(torch.int8)
-    return _round_minifloat(y, fmt).to(torch.float8_e4m3fn)
+    return round_minifloat(y, fmt).to(torch.float8_e4m3fn)
 
 
 def allgather_bytes(numel: int, world_size: int, fmt: str) -> int:
@@ -344,7 +344,7 @@ def run_sharded_training(
     """
     import torch.multiprocessing as mp
 
-    from .hadamard import _check_size
+    from .hadamard import check_size
 
     world_size = check_int("world_size", world_size, 1, 8)
     fmts = (fmt,) if isinstance(fmt, str) else tuple(fmt)
@@ -354,7 +354,7 @@ def run_sharded_training(
         check_choice("fmt", f, WIRE_FORMATS)
     steps = check_int("steps", steps, 1)
     width = check_int("width", width, 2)
-    _check_size("width", width)
+    check_size("width", width)
     if width % world_size:
         raise ValueError(f"width = {width} must be divisible by world_size = {world_size}")
     lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)

@@ -21,15 +21,17 @@ from torch import nn
 
 from lab.core.checks import check_bool, check_choice, check_int, check_range
 
-from .formats import QTensor, qmatmul
-from .hadamard import _check_size, fwht, is_hadamard_size, next_hadamard_size
-from .reference import LINEAR_GRANULARITIES, _check_fmt, _lowp_mm, _q
+from .fast import qmatmul  # real INT8/FP8 GEMMs on CUDA with exact=False, else exact
+from .formats import QTensor
+from .hadamard import check_size, is_hadamard_size, next_hadamard_size
+from .reference import LINEAR_GRANULARITIES, check_fmt, fwht, lowp_matmul, quantize_operand
 
 __all__ = [
     "HaloLinear",
     "LoRAHaloLinear",
     "halo_linear",
     "halo_wrap",
+    "ChannelGain",
     "inject_massive_activations",
 ]
 
@@ -43,7 +45,7 @@ class _HaloMatmul(torch.autograd.Function):
         Xr = fwht(x, dim=-1) if rot else x  # XH (HALO-1/2)
         ctx.cfg = (level, fmt, gran, clip, exact, x.dtype)
         if qweight is not None:  # HQ-FSDP: the gathered Q(WH) is the operand itself
-            qX = _q(Xr, fmt, gran, clip, "a")
+            qX = quantize_operand(Xr, fmt, gran, clip, "a")
             ctx.save_for_backward(qX.codes, qX.scale, qweight.codes, qweight.scale)
             ctx.mode = "quantized"
             ctx.meta = (qX, qweight)
@@ -53,8 +55,8 @@ class _HaloMatmul(torch.autograd.Function):
             ctx.save_for_backward(Xr, Wr)
             ctx.mode = "exact"
             return Xr @ Wr.T
-        qX = _q(Xr, fmt, gran, clip, "a")  # Q(XH): scales on the tokens (outer)
-        qW = _q(Wr, fmt, gran, clip, "a")  # Q(WH): rows = output channels (outer in Y)
+        qX = quantize_operand(Xr, fmt, gran, clip, "a")  # Q(XH): scales on the tokens (outer)
+        qW = quantize_operand(Wr, fmt, gran, clip, "a")  # Q(WH): rows = outer dim of Y
         y = qmatmul(qX, qW, True, exact=exact)  # eq.: Y = Q(XH) Q(WH)ᵀ
         if save_quantized and gran == "tensor":  # reuse Q(XH), Q(WH) in backward
             ctx.save_for_backward(qX.codes, qX.scale, qW.codes, qW.scale)
@@ -76,18 +78,18 @@ class _HaloMatmul(torch.autograd.Function):
             qW = QTensor(cW, sW, fmt, gran, w0.shape, w0.dtype)
 
             def mm_w(A):  # Q(A) Q(WH), with the stored Q(WH) as the k×q operand
-                return qmatmul(_q(A, fmt, gran, clip, "a"), qW, False, exact=exact)
+                return qmatmul(quantize_operand(A, fmt, gran, clip, "a"), qW, False, exact=exact)
 
             def mm_x(A):  # Q(A) Q(XH)
-                return qmatmul(_q(A, fmt, gran, clip, "a"), qX, False, exact=exact)
+                return qmatmul(quantize_operand(A, fmt, gran, clip, "a"), qX, False, exact=exact)
         else:
             Xr, Wr = ctx.saved_tensors
 
             def mm_w(A):
-                return _lowp_mm(A.to(Wr.dtype), Wr, fmt, gran, clip, exact)
+                return lowp_matmul(A.to(Wr.dtype), Wr, fmt, gran, clip, exact)
 
             def mm_x(A):
-                return _lowp_mm(A.to(Xr.dtype), Xr, fmt, gran, clip, exact)
+                return lowp_matmul(A.to(Xr.dtype), Xr, fmt, gran, clip, exact)
 
         gx = gw = None
         if ctx.needs_input_grad[0]:
@@ -166,13 +168,13 @@ def halo_linear(
             f"weight {tuple(weight.shape)})"
         )
     level = check_int("level", level, 0, 2)
-    fmt = _check_fmt(fmt)
+    fmt = check_fmt(fmt)
     granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
     clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
     save_quantized = check_bool("save_quantized", save_quantized)
     exact = check_bool("exact", exact)
     if level >= 1:
-        _check_size("in-features (x.shape[-1])", x.shape[-1])
+        check_size("in-features (x.shape[-1])", x.shape[-1])
     if qweight is not None:
         if not isinstance(qweight, QTensor):
             raise TypeError(f"qweight must be a QTensor (got {type(qweight).__name__})")
@@ -246,10 +248,10 @@ class HaloLinear(nn.Linear):
         check_int("out_features", out_features, 1)
         level = check_int("level", level, 0, 2)
         if level >= 1 and not is_hadamard_size(in_features):
-            _check_size("in_features", in_features)
+            check_size("in_features", in_features)
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.level = level
-        self.fmt = _check_fmt(fmt)
+        self.fmt = check_fmt(fmt)
         self.granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
         self.clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
         self.save_quantized = check_bool("save_quantized", save_quantized)
@@ -352,7 +354,7 @@ class LoRAHaloLinear(nn.Module):
         return self.base(x) + (self.alpha / self.r) * adapter
 
 
-def halo_wrap(model, cfg: dict | None = None, include=None, **kwargs):
+def halo_wrap(model, cfg: dict | None = None, include=None, exclude=None, **kwargs):
     """Replace the ``nn.Linear`` modules of ``model`` in place by :class:`HaloLinear`.
 
     Parameters
@@ -363,6 +365,10 @@ def halo_wrap(model, cfg: dict | None = None, include=None, **kwargs):
     include : sequence of str, optional
         Only linears whose qualified name ends with one of these (e.g. ``("q_proj", "fc1")``);
         default: every ``nn.Linear`` (``HaloLinear`` modules are left alone).
+    exclude : sequence of str, optional
+        Leave alone (full precision) every linear whose qualified name contains one of these,
+        as the official ``wrap_model(model, config, exceptions=["classifier", "lm_head"])``
+        does; default: none.
 
     Returns
     -------
@@ -377,30 +383,66 @@ def halo_wrap(model, cfg: dict | None = None, include=None, **kwargs):
         raise TypeError(f"cfg must be a dict or None (got {type(cfg).__name__})")
     cfg = {**(cfg or {}), **kwargs}
     cls = HaloLinear
-
-    if include is not None:
-        include = tuple(include)
+    names = {}
+    for arg, val in (("include", include), ("exclude", exclude)):
+        if val is not None:
+            if isinstance(val, str) or not all(isinstance(v, str) for v in val):
+                raise TypeError(f"{arg} must be a sequence of str (got {val!r})")
+            val = tuple(val)
+        names[arg] = val
+    include, exclude = names["include"], names["exclude"] or ()
     for name, mod in list(model.named_modules()):
         for child_name, child in list(mod.named_children()):
             full = f"{name}.{child_name}" if name else child_name
-            if type(child) is nn.Linear and (include is None or full.endswith(include)):
+            if type(child) is not nn.Linear or any(e in full for e in exclude):
+                continue
+            if include is None or full.endswith(include):
                 setattr(mod, child_name, cls.from_linear(child, **cfg))
     return model
 
 
-def inject_massive_activations(model, layer: int, channels, scale: float):
-    """Function-preserving rescale that creates "massive activation" channels.
+class ChannelGain(nn.Module):
+    """A fixed per-channel gain ``y = x · g`` (a buffer, not a parameter), as the gain of an
+    RMSNorm: where :func:`inject_massive_activations` puts the massive channels.
 
-    Multiplies rows ``channels`` of the ``layer``-th ``nn.Linear`` (weight and bias) by
-    ``scale`` and divides the matching input columns of the next ``nn.Linear`` by ``scale``.
-    The network's function is unchanged when the activation in between is positively
-    homogeneous (ReLU, identity); the hidden channels become ``scale`` times larger.
+    Parameters
+    ----------
+    features : int
+        Number of channels (the last dim of the input); the gain starts at ones.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+
+    def __init__(self, features: int):
+        super().__init__()
+        features = check_int("features", features, 1)
+        self.register_buffer("gain", torch.ones(features))
+
+    def forward(self, x):
+        return x * self.gain.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"features={self.gain.numel()}"
+
+
+def inject_massive_activations(model, layer: int, channels, scale: float):
+    """Function-preserving rescale that creates "massive activation" channels without
+    weight outliers.
+
+    Multiplies entries ``channels`` of the ``layer``-th :class:`ChannelGain` of ``model`` (a
+    fixed gain after a nonlinearity, as an RMSNorm gain) by ``scale`` and folds the gain out
+    of the next ``nn.Linear``: its matching input columns are divided by ``scale``. The
+    network's function is unchanged; the activations entering that linear have ``len(channels)``
+    channels ``scale`` times larger than the rest, while no weight gets larger (the layer
+    before the gain is untouched, the folded columns get smaller).
 
     Parameters
     ----------
     model : torch.nn.Module
+        Holds at least ``layer + 1`` :class:`ChannelGain` modules, each followed (in
+        ``modules()`` order) by an ``nn.Linear`` of matching in-features.
     layer : int
-        Index among the model's linear layers (in ``modules()`` order); a next one must exist.
+        Index among the model's :class:`ChannelGain` modules (in ``modules()`` order).
     channels : sequence of int
     scale : float
         ``> 0``.
@@ -414,21 +456,28 @@ def inject_massive_activations(model, layer: int, channels, scale: float):
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module (got {type(model).__name__})")
-    lins = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    if len(lins) < 2:
-        raise ValueError(f"model must hold at least two nn.Linear layers (got {len(lins)})")
-    layer = check_int("layer", layer, 0, len(lins) - 2)
+    mods = list(model.modules())
+    gains = [i for i, m in enumerate(mods) if isinstance(m, ChannelGain)]
+    if not gains:
+        raise ValueError("model must hold a ChannelGain module (the gain that is rescaled)")
+    layer = check_int("layer", layer, 0, len(gains) - 1)
     scale = check_range("scale", scale, 0.0, None, low_inclusive=False)
-    a, b = lins[layer], lins[layer + 1]
+    at = gains[layer]
+    gain = mods[at]
+    nxt = next((m for m in mods[at + 1 :] if isinstance(m, nn.Linear)), None)
+    if nxt is None or nxt.in_features != gain.gain.numel():
+        raise ValueError(
+            "the ChannelGain must be followed by an nn.Linear whose in_features equal its "
+            "features (the layer the gain is folded out of)"
+        )
     try:
         ch = torch.as_tensor(list(channels), dtype=torch.long)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise TypeError(f"channels must be a sequence of ints (got {channels!r})") from exc
-    if ch.numel() == 0 or int(ch.min()) < 0 or int(ch.max()) >= a.out_features:
-        raise ValueError(f"channels must be indices in [0, {a.out_features - 1}] (got {channels})")
+    n = gain.gain.numel()
+    if ch.numel() == 0 or int(ch.min()) < 0 or int(ch.max()) >= n:
+        raise ValueError(f"channels must be indices in [0, {n - 1}] (got {channels})")
     with torch.no_grad():
-        a.weight[ch] *= scale
-        if a.bias is not None:
-            a.bias[ch] *= scale
-        b.weight[:, ch] /= scale
+        gain.gain[ch] *= scale  # massive channels: h_c -> S h_c
+        nxt.weight[:, ch] /= scale  # folded out of the next layer: W[:, c] -> W[:, c] / S
     return model

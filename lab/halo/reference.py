@@ -16,9 +16,13 @@ NeurIPS 2025; reconstructed from the official code ``IST-DASLab/HALO``, see the 
 * HALO-2: as HALO-1, but ``E_X = H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ`` (left rotation over the tokens,
   which is the only placement that spreads token-wise outliers of ``E_Y``).
 
+The transform itself, :func:`fwht` (the numpy butterflies; torch tensors run
+:func:`lab.halo.fast.fwht`), is the reference kernel of the chapter's notebook 2.
+
 Rotations are ``fwht`` applications (``XH`` is computed as ``fwht(X)``, i.e. ``R = H_mᵀ`` on
 the right, which is the same orthogonal trick for any Hadamard matrix). The equation labels
-below (``# (Y)``, ``# (E_X)``, ``# (G)``) are the level table of the chapter page: the paper's
+below (``# eq. (Y)``, ``# eq. (E_X)``, ``# eq. (G)``; ``# eq. (FWHT)`` for the butterflies) are
+the level table of the chapter page: the paper's
 main-text equations were not read verbatim (reconstructed from the official code).
 
 The autograd layer that runs these products inside training is
@@ -29,37 +33,126 @@ See: book/halo/01-outliers-and-rotations.ipynb and book/halo/03-quantized-finetu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from lab.core.checks import check_choice, check_int, check_range
+import numpy as np
 
-from .formats import FORMATS, qmatmul, quantize
-from .hadamard import _check_size, fwht
+from lab.core.checks import check_bool, check_choice, check_int, check_range
 
-__all__ = ["PLACEMENTS", "LEVELS", "rotated_matmul", "row_relative_error", "halo_products"]
+from .formats import FORMATS, as_tensor, quantize
+from .hadamard import check_size, paley, split_size
+
+__all__ = [
+    "PLACEMENTS",
+    "LEVELS",
+    "fwht",
+    "rotated_matmul",
+    "row_relative_error",
+    "halo_products",
+]
 
 PLACEMENTS = ("none", "middle", "left", "right")
 LEVELS = (0, 1, 2)
 LINEAR_GRANULARITIES = ("tensor", "row", "block32")
 
 
-def _check_fmt(fmt):
+def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
+    """Fast Walsh-Hadamard transform along ``dim``: ``y = H_n v`` for every vector ``v``.
+
+    The **reference** kernel: ``log2 n`` butterfly stages ``(a, b) -> (a + b, a - b)`` at
+    strides ``1, 2, ..., n/2`` on float64 numpy arrays, then the dense ``K×K`` factor across
+    the ``K`` contiguous blocks for ``n = K·2^p``, then the scale ``1/sqrt(n)``. A torch
+    tensor (float16, bfloat16, float32 or float64; any device) runs the **fast path**,
+    :func:`lab.halo.fast.fwht` (the compiled C kernel on CPU, else torch), and returns a tensor
+    of the same dtype on the same device; :func:`lab.halo.fast.fwht_backend` says which.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or torch.Tensor
+    dim : int
+        The axis to transform; its length must be a supported Hadamard size.
+    normalized : bool
+        Divide by ``sqrt(n)`` (default), making the transform orthogonal. With ``False`` the
+        ``±1`` matrix is applied (integer inputs stay exact in float64).
+    inverse : bool
+        Apply ``H_nᵀ`` instead of ``H_n``. Identical for ``n = 2^p`` (Sylvester ``H`` is
+        symmetric, so ``fwht`` is its own inverse); needed for ``K·2^p``.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        Same shape as ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fwht(np.array([1.0, 0.0, 0.0, 0.0]), normalized=False)
+    array([1., 1., 1., 1.])
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    normalized = check_bool("normalized", normalized)
+    inverse = check_bool("inverse", inverse)
+    if hasattr(x, "detach") and hasattr(x, "device"):  # a torch tensor: the fast path
+        from .fast import fwht as fast_fwht
+
+        return fast_fwht(x, dim, normalized, inverse=inverse)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fiu":
+        arr = x.astype(np.float64)
+    else:
+        from lab.core.checks import check_array
+
+        arr = check_array("x", x, finite=False)
+    if arr.ndim == 0:
+        raise ValueError("x must have at least one dimension (got a scalar)")
+    dim = check_int("dim", dim, -arr.ndim, arr.ndim - 1) % arr.ndim
+    n = arr.shape[dim]
+    check_size(f"x.shape[{dim}]", int(n))
+    moved = np.moveaxis(arr, dim, -1)
+    rows = moved.reshape(-1, n)
+    K, P = split_size(n)
+    y = rows.reshape(len(rows), K, P).copy()
+    h = 1
+    while h < P:  # eq. (FWHT): one butterfly stage per stride h = 1, 2, ..., P/2
+        v = y.reshape(len(rows), K, P // (2 * h), 2, h)
+        a, b = v[..., 0, :].copy(), v[..., 1, :]
+        v[..., 0, :] += b  # a + b
+        v[..., 1, :] = a - b  # a - b
+        h *= 2
+    if K > 1:  # eq. (H_K ⊗ H_P): dense K×K factor across blocks, vec(H_K V H_Pᵀ)
+        HK = paley(K)
+        y = np.einsum("jk,rkp->rjp", HK.T if inverse else HK, y)
+    y = y.reshape(len(rows), n)
+    if normalized:
+        y = y / math.sqrt(n)  # H_n = H_n^(±1) / sqrt(n)
+    return np.moveaxis(y.reshape(moved.shape), -1, dim)
+
+
+def check_fmt(fmt):
     if fmt is not None:
         check_choice("fmt", fmt, FORMATS)
     return fmt
 
 
-def _q(A, fmt, gran, clip, operand):
+def quantize_operand(A, fmt, gran, clip, operand):
     """Quantize a 2-D operand of a product ``A·B`` with its scales on the outer dims."""
     g = {"tensor": "tensor", "block32": "block32"}.get(gran, "row" if operand == "a" else "col")
     return quantize(A, fmt, g, clip)
 
 
-def _lowp_mm(A, B, fmt, gran, clip, exact=True):
+def lowp_matmul(A, B, fmt, gran, clip, exact=True):
     """``Q(A)·Q(B)`` (``A``: ``p×k``, ``B``: ``k×q``); exact ``A @ B`` for ``fmt=None``."""
+    from .fast import qmatmul  # exact=False: real INT8/FP8 GEMMs on CUDA
+
     if fmt is None:
         return A @ B
-    out = qmatmul(_q(A, fmt, gran, clip, "a"), _q(B, fmt, gran, clip, "b"), False, exact=exact)
+    out = qmatmul(
+        quantize_operand(A, fmt, gran, clip, "a"),
+        quantize_operand(B, fmt, gran, clip, "b"),
+        False,
+        exact=exact,
+    )
     return out.to(A.dtype)
 
 
@@ -103,26 +196,24 @@ def rotated_matmul(
 
     See: book/halo/01-outliers-and-rotations.ipynb
     """
-    from .formats import _as_tensor
-
-    A, B = _as_tensor(A, "A"), _as_tensor(B, "B")
+    A, B = as_tensor(A, "A"), as_tensor(B, "B")
     check_choice("placement", placement, PLACEMENTS)
-    _check_fmt(fmt)
+    check_fmt(fmt)
     check_choice("granularity", granularity, LINEAR_GRANULARITIES)
     clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"A and B must be p×k and k×q (got {tuple(A.shape)}, {tuple(B.shape)})")
     args = (fmt, granularity, clip_ratio)
     if placement == "none":
-        return _lowp_mm(A, B, *args)
+        return lowp_matmul(A, B, *args)
     if placement == "middle":  # Q(A H_kᵀ) Q(H_k B): H_kᵀ H_k = I inside the product
-        _check_size("k (inner dimension)", A.shape[1])
-        return _lowp_mm(fwht(A, dim=1), fwht(B, dim=0), *args)
+        check_size("k (inner dimension)", A.shape[1])
+        return lowp_matmul(fwht(A, dim=1), fwht(B, dim=0), *args)
     if placement == "left":  # H_pᵀ [Q(H_p A) Q(B)]
-        _check_size("p (rows of A)", A.shape[0])
-        return fwht(_lowp_mm(fwht(A, dim=0), B, *args), dim=0, inverse=True)
-    _check_size("q (columns of B)", B.shape[1])  # right: [Q(A) Q(B H_qᵀ)] H_q
-    return fwht(_lowp_mm(A, fwht(B, dim=1), *args), dim=1, inverse=True)
+        check_size("p (rows of A)", A.shape[0])
+        return fwht(lowp_matmul(fwht(A, dim=0), B, *args), dim=0, inverse=True)
+    check_size("q (columns of B)", B.shape[1])  # right: [Q(A) Q(B H_qᵀ)] H_q
+    return fwht(lowp_matmul(A, fwht(B, dim=1), *args), dim=1, inverse=True)
 
 
 def row_relative_error(approx: Any, exact: Any):
@@ -133,10 +224,8 @@ def row_relative_error(approx: Any, exact: Any):
 
     See: book/halo/01-outliers-and-rotations.ipynb
     """
-    from .formats import _as_tensor
-
-    approx = _as_tensor(approx, "approx").detach().double()
-    exact = _as_tensor(exact, "exact").detach().double()
+    approx = as_tensor(approx, "approx").detach().double()
+    exact = as_tensor(exact, "exact").detach().double()
     if approx.shape != exact.shape:
         raise ValueError(f"shapes differ: {tuple(approx.shape)} vs {tuple(exact.shape)}")
     if exact.ndim == 0 or exact.numel() == 0:
@@ -181,12 +270,11 @@ def halo_products(
     """
     import torch
 
-    from .formats import _as_tensor
     from .hadamard import next_hadamard_size
 
-    X, W, E = (_as_tensor(t, nm) for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
+    X, W, E = (as_tensor(t, nm) for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
     level = check_int("level", level, 0, 2)
-    _check_fmt(fmt)
+    check_fmt(fmt)
     clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
     if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
         raise ValueError("X, W and E_Y must be 2-D")
@@ -196,7 +284,7 @@ def halo_products(
             f"{tuple(E.shape)})"
         )
     if level >= 1:
-        _check_size("m (in-features)", X.shape[1])
+        check_size("m (in-features)", X.shape[1])
 
     def Q(A):  # quantize-dequantize, one scale per tensor
         return A if fmt is None else quantize(A, fmt, "tensor", clip_ratio).dequantize()
@@ -206,19 +294,19 @@ def halo_products(
 
     if level == 0:
         qX, qW = Q(X), Q(W)
-        Y = qX @ qW.T  # (Y) HALO-0: Q(X) Q(W)ᵀ
-        E_X = Q(E) @ qW  # (E_X) Q(E_Y) Q(W)
-        G = Q(E).T @ qX  # (G) Q(E_Y)ᵀ Q(X)
+        Y = qX @ qW.T  # eq. (Y) HALO-0: Q(X) Q(W)ᵀ
+        E_X = Q(E) @ qW  # eq. (E_X) Q(E_Y) Q(W)
+        G = Q(E).T @ qX  # eq. (G) Q(E_Y)ᵀ Q(X)
         return {"Y": Y, "E_X": E_X, "G": G}
     qXH, qWH = Q(H(X)), Q(H(W))
-    Y = qXH @ qWH.T  # (Y) HALO-1/2: Q(XH) Q(WH)ᵀ, H Hᵀ = I cancels inside
+    Y = qXH @ qWH.T  # eq. (Y) HALO-1/2: Q(XH) Q(WH)ᵀ, H Hᵀ = I cancels inside
     if level == 1:
-        E_X = H(Q(E) @ qWH, inverse=True)  # (E_X) HALO-1: [Q(E_Y) Q(WH)] Hᵀ
+        E_X = H(Q(E) @ qWH, inverse=True)  # eq. (E_X) HALO-1: [Q(E_Y) Q(WH)] Hᵀ
     else:
         b = E.shape[0]
         bp = next_hadamard_size(b)  # deviation: tokens zero-padded to a Hadamard size
         Ep = torch.nn.functional.pad(E, (0, 0, 0, bp - b))
         inner = Q(H(Ep, dim=0)) @ qWH  # Q(H_b E_Y) Q(WH)
-        E_X = H(H(inner, dim=0, inverse=True)[:b], inverse=True)  # (E_X) H_bᵀ [...] Hᵀ
-    G = H(Q(E).T @ qXH, inverse=True)  # (G) [Q(E_Y)ᵀ Q(XH)] Hᵀ
+        E_X = H(H(inner, dim=0, inverse=True)[:b], inverse=True)  # eq. (E_X) HALO-2: H_bᵀ [...] Hᵀ
+    G = H(Q(E).T @ qXH, inverse=True)  # eq. (G) [Q(E_Y)ᵀ Q(XH)] Hᵀ
     return {"Y": Y, "E_X": E_X, "G": G}

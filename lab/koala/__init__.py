@@ -34,7 +34,7 @@ P_k = \hat P_k - K_k H_k \hat P_k. \tag{EKF}$$
 
 $P = \sigma I$: predict $\sigma \leftarrow \sigma + Q$; step
 $\theta \leftarrow \theta - \eta L\, \sigma H^\top / (\sigma\lVert H\rVert^2 + R)$; update
-$\sigma \leftarrow \sigma - \sigma^2 \max_l \lVert H_l\rVert^2 / S_l$ (`koalav_reference`,
+$\sigma \leftarrow \sigma - \sigma^2 \max_l \lVert H_l\rVert^2 / S_l$ (`koalav`,
 `KoalaV`). All directional information in $P$ is lost.
 
 ## KOALA++: propagate $v_k = H_k P_{k-1}$ only
@@ -74,7 +74,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 ## Deviations from the paper (its code)
 
 * **Positivity.** The closure is not positive semidefinite in general (the paper leaves
-  enforcing it to future work). Where $S_k \le 0$, `koalapp_reference` and `KoalaPP` on CPU
+  enforcing it to future work). Where $S_k \le 0$, `koalapp` and `KoalaPP` on CPU
   raise `FloatingPointError` instead of stepping uphill; on CUDA `KoalaPP` counts such events
   in ``optimizer.state["nonpositive_S"]`` (no host sync).
 * **KOALA-V's step** uses $H_l = \nabla L + \mathrm{wd}\,\theta$ where the authors' code uses
@@ -95,7 +95,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 
 | file | what it holds |
 |---|---|
-| ``reference.py`` | numpy float64: ``ekf_full`` (EKF), ``koalapp_v_update`` (recursion + closure), ``koalapp_reference`` (the whole method, calling ``koalapp_v_update``), ``koalav_reference``, ``adam_reference`` |
+| ``reference.py`` | numpy float64: ``ekf_full`` (EKF), ``koalapp_v_update`` (recursion + closure), ``koalapp`` (the whole method, calling ``koalapp_v_update``), ``koalav``, ``adam`` |
 | ``fast.py`` | torch: ``koalapp_foreach_`` (multi-tensor; on CPU host-side flags and ``torch._foreach_*`` ops, on CUDA one flat buffer without host syncs), ``init_state``, the per-tensor loop |
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
@@ -108,34 +108,8 @@ See: book/koala/01-kalman-view.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "reference": [
-            "ekf_full",
-            "koalapp_v_update",
-            "koalapp_reference",
-            "koalav_reference",
-            "adam_reference",
-        ],
-        "fast": ["koalapp_foreach_", "init_state"],
-        "optim": ["KoalaPP", "KoalaV", "loss_statistics"],
-        "problems": ["NoisyQuadratic"],
-        "training": ["OPTIMIZERS", "DEFAULT_LR", "DEFAULT_SETTINGS", "TrainRun", "train_digits"],
-        "experiments": [
-            "METHODS",
-            "run_quadratic",
-            "tracking_error",
-            "covariance_replay",
-            "final_accuracies",
-            "seed_runs",
-            "OFFICIAL_FIXTURE",
-            "official_parity",
-            "MLP_1M9",
-            "StepTimes",
-            "step_times",
-            "state_floats",
-        ],
-    },
-)
+#: reference -> fast pairs whose signatures differ: the reference runs KOALA++ on one vector
+#: for ``steps`` steps; the fast path makes one in-place step on a list of tensors
+PAIRS = {"koalapp": "koalapp_foreach_"}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -16,14 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int
+from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.koala.problems import NoisyQuadratic
-from lab.koala.reference import adam_reference, ekf_full, koalapp_reference, koalav_reference
+from lab.koala.reference import adam, ekf_full, koalapp, koalav
 from lab.koala.training import OPTIMIZERS, TrainRun, train_digits
 
 __all__ = [
     "METHODS",
     "run_quadratic",
+    "PATH_METHODS",
+    "QuadraticPaths",
+    "quadratic_paths",
     "tracking_error",
     "covariance_replay",
     "final_accuracies",
@@ -74,7 +78,7 @@ def run_quadratic(
     if method == "ekf":
         out = ekf_full(theta0, f, g, sigma0, q, r, steps, lr=lr, phantom=True)
     elif method in ("koalapp", "koalapp_vanilla"):
-        out = koalapp_reference(
+        out = koalapp(
             theta0,
             f,
             g,
@@ -86,12 +90,60 @@ def run_quadratic(
             symmetric=method == "koalapp",
         )
     elif method == "koalav":
-        out = koalav_reference(theta0, f, g, steps=steps, lr=lr, sigma0=sigma0, q=q, r=r)
+        out = koalav(theta0, f, g, steps=steps, lr=lr, sigma0=sigma0, q=q, r=r)
     else:
-        out = adam_reference(theta0, g, steps=steps, lr=adam_lr)
+        out = adam(theta0, g, steps=steps, lr=adam_lr)
     out = dict(out)
     out["mean_loss"] = problem.mean_loss(out["theta"])
     return out
+
+
+#: the methods whose paths the quadratic widget draws
+PATH_METHODS = ("ekf", "koalapp", "koalav", "adam")
+
+
+@dataclass(frozen=True)
+class QuadraticPaths:
+    """The paths of `PATH_METHODS` on one 2-D noisy quadratic (`quadratic_paths`).
+
+    ``runs[m]`` is `run_quadratic`'s dict, or ``None`` where KOALA++'s closure lost positivity
+    (``FloatingPointError``) and there is no path to show.
+    """
+
+    problem: NoisyQuadratic
+    runs: Mapping[str, dict[str, np.ndarray] | None]
+    kappa: float
+    noise: float
+    steps: int
+
+
+@memo(maxsize=256)
+def quadratic_paths(
+    kappa: float = 100.0,
+    noise: float = 0.1,
+    q: float = 0.1,
+    r: float = 0.5,
+    sigma0: float = 0.1,
+    steps: int = 40,
+) -> QuadraticPaths:
+    """EKF / KOALA++ / KOALA-V / Adam on a 2-D `NoisyQuadratic` with condition number
+    ``kappa`` (seed 0), memoised on the arguments (the quadratic widget's driver).
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    kappa = check_range("kappa", kappa, 1.0, 1e6)
+    noise = check_positive("noise", noise, allow_zero=True)
+    steps = check_int("steps", steps, 1, 2000)
+    prob = NoisyQuadratic(n=2, kappa=kappa, noise=noise, seed=0, max_steps=max(steps, 10))
+    runs: dict[str, dict[str, np.ndarray] | None] = {}
+    for m in PATH_METHODS:
+        try:
+            runs[m] = run_quadratic(
+                prob, m, steps=steps, sigma0=float(sigma0), q=float(q), r=float(r)
+            )
+        except FloatingPointError:  # the KOALA++ closure lost positivity: show no path
+            runs[m] = None
+    return QuadraticPaths(prob, runs, float(kappa), float(noise), int(steps))
 
 
 def _trajectory(name: str, run: Any) -> np.ndarray:
@@ -168,14 +220,12 @@ def covariance_replay(
 
     out: dict[str, np.ndarray] = {}
     for name, sym in (("koalapp", True), ("koalapp_vanilla", False)):
-        kp = koalapp_reference(
-            th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r, symmetric=sym
-        )
+        kp = koalapp(th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r, symmetric=sym)
         out[f"rel_{name}"] = np.linalg.norm(kp["g"] - g_true, axis=1) / np.linalg.norm(
             g_true, axis=1
         )
         out[f"angle_{name}"] = _angle_deg(kp["g"], g_true)
-    kv = koalav_reference(th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r)
+    kv = koalav(th0, no_loss, replay_h, steps=steps, sigma0=sigma0, q=q, r=r)
     g_v = (kv["sigma"][:-1] + q)[:, None] * Hs
     out["rel_koalav"] = np.linalg.norm(g_v - g_true, axis=1) / np.linalg.norm(g_true, axis=1)
     out["angle_koalav"] = _angle_deg(g_v, g_true)

@@ -1,7 +1,7 @@
 """The fast path of KOALA++'s step: torch kernels over a list of tensors (CPU or CUDA).
 
 `KoalaPP` calls one of two kernels per parameter group, with the same state and the same
-equations as `lab.koala.reference.koalapp_reference` (the labels ``(recursion)``,
+equations as `lab.koala.reference.koalapp` (the labels ``(recursion)``,
 ``(closure)``, ``(update)``, ``(init)`` are the reference's):
 
 * `koalapp_foreach_`, the multi-tensor path, with two code paths: on CPU the state is updated in
@@ -9,7 +9,7 @@ equations as `lab.koala.reference.koalapp_reference` (the labels ``(recursion)``
   (first step, skipped tensors) sorted out on the host; on CUDA all tensors are concatenated
   into one flat buffer, the per-tensor dot products are ``segment_reduce`` kernels and the
   skip rule and first step are ``torch.where`` masks, so nothing is read on the host;
-* ``_koalapp_loop_``, the per-tensor loop (the readable twin, one tensor at a time).
+* ``koalapp_loop_``, the per-tensor loop (the readable twin, one tensor at a time).
 
 Both are tested against the reference (``tests/test_koala.py``) and timed against
 ``torch.optim.Adam`` by ``benchmarks/bench_koala.py``.
@@ -34,7 +34,7 @@ __all__ = ["koalapp_foreach_", "init_state"]
 STATE_KEYS = ("v", "h_prev", "S", "initialized")
 
 
-def _as_scalar(name: str, value: Any, like: torch.Tensor) -> torch.Tensor:
+def as_scalar(name: str, value: Any, like: torch.Tensor) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise ValueError(f"{name} must be a scalar (got shape {tuple(value.shape)})")
@@ -45,7 +45,7 @@ def _as_scalar(name: str, value: Any, like: torch.Tensor) -> torch.Tensor:
 
 
 def _scalar(name: str, value: Any, dev: torch.device, cd: torch.dtype) -> torch.Tensor:
-    """`_as_scalar` without a template tensor; a 0-d tensor already in place passes as it is."""
+    """`as_scalar` without a template tensor; a 0-d tensor already in place passes as it is."""
     if (
         type(value) is torch.Tensor
         and value.dim() == 0
@@ -54,10 +54,10 @@ def _scalar(name: str, value: Any, dev: torch.device, cd: torch.dtype) -> torch.
         and not value.requires_grad
     ):
         return value
-    return _as_scalar(name, value, torch.empty((), device=dev, dtype=cd))
+    return as_scalar(name, value, torch.empty((), device=dev, dtype=cd))
 
 
-def _compute_dtype(p: torch.Tensor) -> torch.dtype:
+def compute_dtype(p: torch.Tensor) -> torch.dtype:
     """float64 parameters are filtered in float64, all others in float32 (the dot products
     underflow in half precision)."""
     return torch.float64 if p.dtype == torch.float64 else torch.float32
@@ -91,7 +91,7 @@ def init_state(p: torch.Tensor, state: dict | None = None) -> dict:
     elif not isinstance(state, dict):
         raise TypeError(f"state must be a dict (got {type(state).__name__})")
     if "v" not in state:
-        cd = _compute_dtype(p)
+        cd = compute_dtype(p)
         state["v"] = torch.zeros(p.numel(), device=p.device, dtype=cd)
         state["h_prev"] = torch.zeros(p.numel(), device=p.device, dtype=cd)
         state["S"] = torch.ones((), device=p.device, dtype=cd)
@@ -209,7 +209,7 @@ def koalapp_foreach_(
     if init != "phantom" and init != "prior":
         init = check_choice("init", init, ("phantom", "prior"))
     dev = params[0].device
-    cd = _compute_dtype(params[0])
+    cd = compute_dtype(params[0])
     loss, R = _scalar("loss", loss, dev, cd), _scalar("R", R, dev, cd)
     on_cpu = (dev.type == "cpu") if host_checks is None else check_bool("host_checks", host_checks)
     # host reads are free on CPU: the multi-tensor path without masks; else the flat one
@@ -229,7 +229,7 @@ def _koalapp_flat_(
     buffer, ``segment_reduce`` dot products, ``torch.where`` masks; nothing is read on the host.
     """
     dev = params[0].device
-    cd = _compute_dtype(params[0])
+    cd = compute_dtype(params[0])
     sizes = [p.numel() for p in params]
     key = (tuple(sizes), str(dev))
 
@@ -312,7 +312,7 @@ def _koalapp_multi_(
     the loop's order of operations (so bit for bit as the loop's 0-d torch ops): on CPU a torch
     op on a 0-d tensor costs about 2 us of dispatch, a numpy op on a short vector a third of it.
     """
-    cd = _compute_dtype(params[0])
+    cd = compute_dtype(params[0])
     nd = np.float64 if cd == torch.float64 else np.float32
     Gs = [g.reshape(-1).to(cd) for g in grads]  # views when contiguous and already in cd
     gg = _dots(Gs, Gs).numpy()  # ||grad||^2 for the skip rule
@@ -366,13 +366,13 @@ def _koalapp_multi_(
     return torch.from_numpy(S <= 0)
 
 
-def _koalapp_loop_(
+def koalapp_loop_(
     params, grads, states, *, loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps
 ):
     """Per-tensor loop: the readable twin of `koalapp_foreach_` (same state, same equations)."""
     bad = []
     for p, grad, st in zip(params, grads, states, strict=True):
-        cd = _compute_dtype(p)
+        cd = compute_dtype(p)
         G = grad.reshape(-1).to(cd)
         if float(torch.dot(G, G)) < eps * eps:  # skip rule ||grad|| < eps: keep the old state
             continue

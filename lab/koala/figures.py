@@ -5,14 +5,10 @@ See: book/koala/01-kalman-view.ipynb, book/koala/02-training-digits.ipynb
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
 from lab.core.style import PALETTE
-from lab.koala.experiments import run_quadratic
-from lab.koala.problems import NoisyQuadratic
+from lab.koala.experiments import PATH_METHODS, QuadraticPaths
 from lab.koala.training import TrainRun
 
 __all__ = ["COLOURS", "LABELS", "quadratic_figure", "training_figure"]
@@ -34,31 +30,12 @@ LABELS = {
     "adam": "Adam",
     "sgd": "SGD-momentum",
 }
-PATH_METHODS = ("ekf", "koalapp", "koalav", "adam")
 
 
-@functools.lru_cache(maxsize=256)
-def _quadratic_runs(kappa: float, noise: float, q: float, r: float, sigma0: float, steps: int):
-    prob = NoisyQuadratic(n=2, kappa=kappa, noise=noise, seed=0, max_steps=max(steps, 10))
-    runs = {}
-    for m in PATH_METHODS:
-        try:
-            runs[m] = run_quadratic(prob, m, steps=steps, sigma0=sigma0, q=q, r=r)
-        except FloatingPointError:  # the KOALA++ closure lost positivity: show no path
-            runs[m] = None
-    return prob, runs
-
-
-def quadratic_figure(
-    kappa: float = 100.0,
-    noise: float = 0.1,
-    q: float = 0.1,
-    r: float = 0.5,
-    sigma0: float = 0.1,
-    steps: int = 40,
-):
+def quadratic_figure(paths: QuadraticPaths):
     """Two panels: the paths of EKF / KOALA++ / KOALA-V / Adam over the loss contours of a
-    2-D noisy quadratic with condition number ``kappa``, and the noise-free loss per step.
+    2-D noisy quadratic (``paths``, from `lab.koala.experiments.quadratic_paths`), and the
+    noise-free loss per step.
 
     Always 9 traces (a contour, four paths, four loss curves), as the explore twin needs.
 
@@ -67,12 +44,13 @@ def quadratic_figure(
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    kappa = check_range("kappa", kappa, 1.0, 1e6)
-    noise = check_positive("noise", noise, allow_zero=True)
-    steps = check_int("steps", steps, 1, 2000)
-    prob, runs = _quadratic_runs(
-        float(kappa), float(noise), float(q), float(r), float(sigma0), int(steps)
-    )
+    if not isinstance(paths, QuadraticPaths):
+        raise TypeError(
+            f"paths must be a QuadraticPaths (experiments.quadratic_paths), got "
+            f"{type(paths).__name__}"
+        )
+    prob, runs = paths.problem, paths.runs
+    kappa, noise, steps = paths.kappa, paths.noise, paths.steps
     lim = 3.3
     grid = np.linspace(-lim, lim, 41)
     X, Y = np.meshgrid(grid, grid)
@@ -151,6 +129,8 @@ def training_figure(runs: dict[str, TrainRun], title: str = ""):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    if not isinstance(runs, dict) or not all(isinstance(r, TrainRun) for r in runs.values()):
+        raise TypeError(f"runs must be a dict name -> TrainRun (got {type(runs).__name__})")
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (log)", "test accuracy"))
     for name, run in runs.items():
         ep = np.arange(len(run.train_loss))

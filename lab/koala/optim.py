@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from lab.core.checks import check_bool, check_choice, check_positive, check_range
-from lab.koala.fast import _as_scalar, _compute_dtype, _koalapp_loop_, init_state, koalapp_foreach_
+from lab.koala.fast import as_scalar, compute_dtype, init_state, koalapp_foreach_, koalapp_loop_
 
 __all__ = ["KoalaPP", "KoalaV", "loss_statistics"]
 
@@ -77,7 +77,7 @@ class _KalmanBase(torch.optim.Optimizer):
     def _measurement_noise(self, loss_sq_mean: Any) -> torch.Tensor:
         """``R_k``: fixed, or ``alpha_r R_{k-1} + (1 - alpha_r) mean(l^2)`` with ``R_0 = 1``."""
         p = self._first_param()
-        like = torch.empty((), device=p.device, dtype=_compute_dtype(p))
+        like = torch.empty((), device=p.device, dtype=compute_dtype(p))
         if self.r is not None:
             return torch.tensor(self.r, device=like.device, dtype=like.dtype)
         if loss_sq_mean is None:
@@ -86,7 +86,7 @@ class _KalmanBase(torch.optim.Optimizer):
                 "loss_sq_mean, the mean of the squared per-sample losses "
                 "(see lab.koala.loss_statistics), or construct it with a fixed r"
             )
-        lsq = _as_scalar("loss_sq_mean", loss_sq_mean, like)
+        lsq = as_scalar("loss_sq_mean", loss_sq_mean, like)
         R_prev = self.state.get("R")
         if R_prev is None:
             R_prev = torch.ones((), device=like.device, dtype=like.dtype)  # R_0 = 1
@@ -252,7 +252,7 @@ class KoalaPP(_KalmanBase):
         See: book/koala/02-training-digits.ipynb
         """
         p0 = self._first_param()
-        loss = _as_scalar("loss", loss, torch.empty((), device=p0.device, dtype=_compute_dtype(p0)))
+        loss = as_scalar("loss", loss, torch.empty((), device=p0.device, dtype=compute_dtype(p0)))
         if not self._loss_ok(loss):
             return
         R = self._measurement_noise(loss_sq_mean)
@@ -270,7 +270,7 @@ class KoalaPP(_KalmanBase):
             if foreach:
                 bad = koalapp_foreach_(params, grads, states, loss=loss, R=R, eps=self.eps, **hp)
             else:
-                bad = _koalapp_loop_(params, grads, states, loss=loss, R=R, eps=self.eps, **hp)
+                bad = koalapp_loop_(params, grads, states, loss=loss, R=R, eps=self.eps, **hp)
             if bad is not None:
                 if bad.device.type == "cpu":
                     if bool(bad.any()):
@@ -326,8 +326,8 @@ class KoalaV(_KalmanBase):
         See: book/koala/02-training-digits.ipynb
         """
         p0 = self._first_param()
-        cd = _compute_dtype(p0)
-        loss = _as_scalar("loss", loss, torch.empty((), device=p0.device, dtype=cd))
+        cd = compute_dtype(p0)
+        loss = as_scalar("loss", loss, torch.empty((), device=p0.device, dtype=cd))
         if not self._loss_ok(loss):
             return
         R = self._measurement_noise(loss_sq_mean)

@@ -2,7 +2,7 @@
 
 Each statement sits beside the block of the method it implements. The paper's equation
 numbers were not read (the chapter was written from the authors' code, README and poster;
-see the package docstring), so the labels name blocks instead of numbering them:
+see the package docstring), so the ``# eq. (...)`` comments name blocks instead of numbers:
 
 * ``(EKF)``: the extended Kalman filter on the scalar-loss measurement (target 0);
 * ``(recursion)``: the exact recursion ``v_k = H_k P_{k-2} + Q H_k - lambda_k (v_{k-1} +
@@ -39,9 +39,9 @@ from lab.core.checks import (
 __all__ = [
     "ekf_full",
     "koalapp_v_update",
-    "koalapp_reference",
-    "koalav_reference",
-    "adam_reference",
+    "koalapp",
+    "koalav",
+    "adam",
 ]
 
 
@@ -157,23 +157,23 @@ def ekf_full(
     grad_fn = _stepwise(grad_fn, "grad_fn")
     I = np.eye(n)
 
-    if phantom:  # (init) covariance-only update with H_1, no state step
+    if phantom:  # eq. (init) covariance-only update with H_1, no state step
         H = np.asarray(grad_fn(theta, 1), dtype=np.float64)
-        P_hat = P + Q * I  # (EKF) predict
-        S = H @ P_hat @ H + Rs[0]  # (EKF) innovation variance
-        K = P_hat @ H / S  # (EKF) gain
-        P = P_hat - np.outer(K, H @ P_hat)  # (EKF) covariance update
+        P_hat = P + Q * I  # eq. (EKF) predict
+        S = H @ P_hat @ H + Rs[0]  # eq. (EKF) innovation variance
+        K = P_hat @ H / S  # eq. (EKF) gain
+        P = P_hat - np.outer(K, H @ P_hat)  # eq. (EKF) covariance update
 
     thetas, Ps, vs, Ss, losses = [theta.copy()], [P.copy()], [], [], []
     for k in range(1, steps + 1):
         H = np.asarray(grad_fn(theta, k), dtype=np.float64)  # H_k = grad L_k(theta_{k-1})
         L = float(loss_fn(theta, k))
         vs.append(H @ P)  # v_k = H_k P_{k-1} (the quantity KOALA++ tracks)
-        P_hat = P + Q * I  # (EKF) predict: P_hat_k = P_{k-1} + Q I
-        S = float(H @ P_hat @ H) + Rs[k - 1]  # (EKF) S_k = H_k P_hat_k H_k^T + R_k
-        K = P_hat @ H / S  # (EKF) K_k = P_hat_k H_k^T / S_k
-        theta = theta - lr * K * L  # (EKF) theta_k = theta_{k-1} - eta K_k L_k (target 0)
-        P = P_hat - np.outer(K, H @ P_hat)  # (EKF) P_k = P_hat_k - K_k H_k P_hat_k
+        P_hat = P + Q * I  # eq. (EKF) predict: P_hat_k = P_{k-1} + Q I
+        S = float(H @ P_hat @ H) + Rs[k - 1]  # eq. (EKF) S_k = H_k P_hat_k H_k^T + R_k
+        K = P_hat @ H / S  # eq. (EKF) K_k = P_hat_k H_k^T / S_k
+        theta = theta - lr * K * L  # eq. (EKF) theta_k = theta_{k-1} - eta K_k L_k (target 0)
+        P = P_hat - np.outer(K, H @ P_hat)  # eq. (EKF) P_k = P_hat_k - K_k H_k P_hat_k
         P = 0.5 * (P + P.T)  # keep exact symmetry against round-off
         thetas.append(theta.copy())
         Ps.append(P.copy())
@@ -233,15 +233,15 @@ def koalapp_v_update(
     y = h_prev @ v_prev  # y = H_{k-1} v_{k-1}^T
     a = h @ h_prev  # a = H_k H_{k-1}^T
     c = h @ v_prev  # c = H_k v_{k-1}^T
-    lam = (c + Q * a) / S_prev  # (recursion) lambda_k = (c + Q a) / S_{k-1}
-    alpha = a / x  # (closure) alpha_k = a / x
-    w = (c / x - a * y / x**2) if symmetric else 0.0  # (closure) w_k; 0 for vanilla
-    # (recursion) with (closure): v_k = (alpha_k - lambda_k) v_{k-1} + Q (H_k - lambda_k H_{k-1})
+    lam = (c + Q * a) / S_prev  # eq. (recursion) lambda_k = (c + Q a) / S_{k-1}
+    alpha = a / x  # eq. (closure) alpha_k = a / x
+    w = (c / x - a * y / x**2) if symmetric else 0.0  # eq. (closure) w_k; 0 for vanilla
+    # eq. (recursion) with (closure): v_k = (alpha_k - lambda_k) v_{k-1} + Q (H_k - lambda_k H_{k-1})
     #                                   + w_k H_{k-1}
     return (alpha - lam) * v_prev + Q * (h - lam * h_prev) + w * h_prev
 
 
-def koalapp_reference(
+def koalapp(
     theta0: Any,
     loss_fn: Callable,
     grad_fn: Callable,
@@ -307,19 +307,21 @@ def koalapp_reference(
     for k in range(1, steps + 1):
         R = Rs[k - 1]
         H = np.asarray(grad_fn(theta, k), dtype=np.float64) + wd * theta  # H_k incl. wd theta
-        L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)  # (update) L~_k
+        L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)  # eq. (update) L~_k
         if v_prev is None and init == "prior":
             v = sigma0 * H  # v_1 = H_1 P_0 with P_0 = sigma0 I (no phantom update)
         else:
-            if v_prev is None:  # (init) v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
+            if (
+                v_prev is None
+            ):  # eq. (init) v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
                 v_prev, h_prev = sigma0 * H, H.copy()
                 S_prev = float(h_prev @ (v_prev + Q * h_prev)) + R
-            v = koalapp_v_update(v_prev, h_prev, H, S_prev, Q, symmetric)  # (recursion)
-        g = v + Q * H  # (update) g_k = v_k + Q H_k = H_k P_hat_k
-        S = float(H @ g) + R  # (update) S_k = H_k g_k^T + R_k
+            v = koalapp_v_update(v_prev, h_prev, H, S_prev, Q, symmetric)  # eq. (recursion)
+        g = v + Q * H  # eq. (update) g_k = v_k + Q H_k = H_k P_hat_k
+        S = float(H @ g) + R  # eq. (update) S_k = H_k g_k^T + R_k
         if not S > 0:  # deviation: the authors' code steps on; we stop (never step uphill)
             raise FloatingPointError(f"S_k = {S:g} <= 0 at step {k}: the closure lost PSD")
-        theta = theta - lr * L * g / S  # (update) theta_k = theta_{k-1} - eta L~_k g_k^T / S_k
+        theta = theta - lr * L * g / S  # eq. (update) theta_k = theta_{k-1} - eta L~_k g_k^T / S_k
         v_prev, h_prev, S_prev = v, H, S  # store v_k, H_k, S_k
         thetas.append(theta.copy())
         vs.append(v)
@@ -340,7 +342,7 @@ def koalapp_reference(
 # ---------------------------------------------------------------------------------------------
 
 
-def koalav_reference(
+def koalav(
     theta0: Any,
     loss_fn: Callable,
     grad_fn: Callable,
@@ -355,7 +357,7 @@ def koalav_reference(
     """KOALA-V (scalar covariance ``P = sigma I``) on one parameter vector, numpy float64.
 
     Predict ``sigma += Q``; step ``theta -= lr L~ sigma H / (sigma ||H||^2 + R)``; update
-    ``sigma -= sigma^2 ||H||^2 / S``. Arguments as in `koalapp_reference`.
+    ``sigma -= sigma^2 ||H||^2 / S``. Arguments as in `koalapp`.
 
     Returns
     -------
@@ -377,18 +379,18 @@ def koalav_reference(
     for k in range(1, steps + 1):
         H = np.asarray(grad_fn(theta, k), dtype=np.float64) + wd * theta
         L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)
-        sigma = sigma + Q  # (KOALA-V) predict: P_hat = (sigma + Q) I
+        sigma = sigma + Q  # eq. (KOALA-V) predict: P_hat = (sigma + Q) I
         hh = float(H @ H)
-        S = sigma * hh + Rs[k - 1]  # (KOALA-V) S = sigma ||H||^2 + R
-        theta = theta - lr * L * sigma * H / S  # (KOALA-V) K = sigma H^T / S
-        sigma = sigma - sigma**2 * hh / S  # (KOALA-V) P = P_hat - sigma^2 ||H||^2 / S
+        S = sigma * hh + Rs[k - 1]  # eq. (KOALA-V) S = sigma ||H||^2 + R
+        theta = theta - lr * L * sigma * H / S  # eq. (KOALA-V) K = sigma H^T / S
+        sigma = sigma - sigma**2 * hh / S  # eq. (KOALA-V) P = P_hat - sigma^2 ||H||^2 / S
         thetas.append(theta.copy())
         sigmas.append(sigma)
         losses.append(L)
     return {"theta": np.array(thetas), "sigma": np.array(sigmas), "loss": np.array(losses)}
 
 
-def adam_reference(
+def adam(
     theta0: Any,
     grad_fn: Callable,
     *,

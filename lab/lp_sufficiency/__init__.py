@@ -77,7 +77,7 @@ half-width around a fixed cost, $d^*$ climbs from $0$ to $(r-1)(s-1)$.
 |---|---|
 | ``problems.py`` | ``Polytope``, ``BoxSet``, ``topk_problem``, ``transportation_problem``; the top-k closed form (5): ``topk_relevant_pairs``, ``topk_sdd``, ``topk_least_cost`` |
 | ``reference.py`` | numpy + HiGHS: ``find_direction`` (4), ``minimal_sdd``, ``is_sufficient`` (3), ``least_cost_sdd``, ``decode``, ``sample_equivalent_pairs`` and ``violation_rate_mc`` (1), ``span_rank``, ``same_span`` |
-| ``fast.py`` | torch, batched over costs: ``violation_flags``, ``decode_batched`` |
+| ``fast.py`` | torch, batched over costs: ``violation_flags``, ``decode`` (the batched ``reference.decode``) |
 | ``experiments.py`` | drivers for the notebooks: ``transportation_sweep``, ``smallest_interview_set``, ``random_hiring_instance``, ``decoder_check`` |
 | ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels) |
 
@@ -86,39 +86,4 @@ See: book/lp_sufficiency/01-geometry-and-construction.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "problems": [
-            "Polytope",
-            "BoxSet",
-            "topk_problem",
-            "transportation_problem",
-            "topk_relevant_pairs",
-            "topk_sdd",
-            "topk_least_cost",
-        ],
-        "reference": [
-            "find_direction",
-            "minimal_sdd",
-            "is_sufficient",
-            "least_cost_sdd",
-            "decode",
-            "sample_equivalent_pairs",
-            "violation_rate_mc",
-            "span_rank",
-            "same_span",
-        ],
-        "fast": ["violation_flags", "decode_batched"],
-        "experiments": [
-            "ScalingSweep",
-            "InterviewSearch",
-            "DecoderCheck",
-            "transportation_sweep",
-            "smallest_interview_set",
-            "random_hiring_instance",
-            "decoder_check",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

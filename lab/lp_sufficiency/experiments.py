@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.core.checks import check_array, check_int
-from lab.lp_sufficiency.problems import BoxSet, Polytope, _check_pair, transportation_problem
+from lab.lp_sufficiency.problems import BoxSet, Polytope, check_pair, transportation_problem
 from lab.lp_sufficiency.reference import is_sufficient, minimal_sdd
 
 __all__ = [
@@ -108,7 +108,7 @@ def smallest_interview_set(X: Polytope, C: BoxSet, max_size: int | None = None) 
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    _check_pair(X, C)
+    check_pair(X, C)
     d = X.dim
     max_size = d if max_size is None else check_int("max_size", max_size, 0, d)
     t0 = time.perf_counter()
@@ -128,16 +128,16 @@ def decoder_check(D, X: Polytope, C: BoxSet, draws: int = 1000, seed: int = 0, d
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    from lab.lp_sufficiency.fast import decode_batched
-    from lab.lp_sufficiency.problems import _check_dataset
+    from lab.lp_sufficiency import fast
+    from lab.lp_sufficiency.problems import check_dataset
 
-    _check_pair(X, C)
-    D = _check_dataset(D, X.dim)
+    check_pair(X, C)
+    D = check_dataset(D, X.dim)
     draws = check_int("draws", draws, 1)
     seed = check_int("seed", seed, 0)
     c = C.sample(draws, rng=np.random.default_rng(seed))
     t0 = time.perf_counter()
-    x, _ = decode_batched(D, c @ D.T, X, C, device=device)
+    x, _ = fast.decode(D, c @ D.T, X, C, device=device)
     seconds = time.perf_counter() - t0
     gap = np.einsum("ij,ij->i", c, x) - (c @ X.vertices().T).min(axis=1)
     return DecoderCheck(draws, float(gap.max()), int(np.sum(gap > 1e-8)), seconds)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["violation_flags"]
+__all__ = ["violation_flags", "decode"]
 
 
 def violation_flags(V, c1, c2, *, device=None, chunk: int = 4096) -> np.ndarray:
@@ -58,7 +58,7 @@ def violation_flags(V, c1, c2, *, device=None, chunk: int = 4096) -> np.ndarray:
     return np.concatenate(out)
 
 
-def decode_batched(
+def decode(
     D, S, X, C, *, device=None, max_iter: int = 5000, tol: float = 1e-10
 ) -> tuple[np.ndarray, np.ndarray]:
     """The decoder for many observation vectors at once.
@@ -94,10 +94,10 @@ def decode_batched(
 
     from lab.core.checks import check_array, check_int, check_positive
     from lab.core.runtime import resolve_device
-    from lab.lp_sufficiency.problems import _check_dataset, _check_pair
+    from lab.lp_sufficiency.problems import check_dataset, check_pair
 
-    _check_pair(X, C)
-    D = _check_dataset(D, X.dim)
+    check_pair(X, C)
+    D = check_dataset(D, X.dim)
     S = check_array("S", S, ndim=2)
     if S.shape[1] != D.shape[0]:
         raise ValueError(f"S must have {D.shape[0]} columns, one per row of D (got {S.shape})")

@@ -45,8 +45,16 @@ def _ray_meets_box(g: np.ndarray, C: BoxSet) -> bool:
     return t_lo < t_hi
 
 
+def _check_plane(X, C) -> None:
+    if not isinstance(X, Polytope) or not isinstance(C, BoxSet):
+        raise TypeError(
+            f"X, C must be a Polytope and a BoxSet (got {type(X).__name__}, {type(C).__name__})"
+        )
+
+
 def relevant_edges_2d(X: Polytope, C: BoxSet) -> list[int]:
     """Indices of the polygon's facets (edges) that are optimal for some cost in ``C``."""
+    _check_plane(X, C)
     return [i for i, g in enumerate(X.G) if _ray_meets_box(g, C)]
 
 
@@ -143,6 +151,7 @@ def geometry_figure(radius: float, angle_deg: float = 200.0, n_sides: int = 6):
 
 def geometry_axes(ax_x, ax_c, X: Polytope, C: BoxSet, D: np.ndarray):
     """Matplotlib twin of :func:`geometry_figure` on two given axes."""
+    _check_plane(X, C)
     rel = relevant_edges_2d(X, C)
     P = _polygon_order(X.vertices())
     P = np.vstack([P, P[:1]])

@@ -247,7 +247,7 @@ def transportation_problem(supply, demand, center, radius: float) -> tuple[Polyt
     return X, BoxSet(center - radius, center + radius)
 
 
-def _check_pair(X, C):
+def check_pair(X, C):
     if not isinstance(X, Polytope):
         raise TypeError(f"X must be a Polytope (got {type(X).__name__})")
     if not isinstance(C, BoxSet):
@@ -256,7 +256,7 @@ def _check_pair(X, C):
         raise ValueError(f"X and C must have the same dimension (got {X.dim} and {C.dim})")
 
 
-def _check_dataset(D, d: int) -> np.ndarray:
+def check_dataset(D, d: int) -> np.ndarray:
     D = check_array("D", D if np.size(D) else np.zeros((0, d)), ndim=(1, 2))
     D = D.reshape(-1, d) if D.size else np.zeros((0, d))
     if D.shape[1] != d:

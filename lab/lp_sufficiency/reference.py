@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive
-from lab.lp_sufficiency.problems import BoxSet, Polytope, _check_dataset, _check_pair
+from lab.lp_sufficiency.problems import BoxSet, Polytope, check_dataset, check_pair
 
 __all__ = [
     "find_direction",
@@ -127,7 +127,7 @@ def find_direction(
     """
     from scipy.optimize import Bounds, LinearConstraint
 
-    _check_pair(X, C)
+    check_pair(X, C)
     d = X.dim
     w = check_array("w", w, shape=(d,))
     nw = np.linalg.norm(w)
@@ -232,7 +232,7 @@ def minimal_sdd(
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    _check_pair(X, C)
+    check_pair(X, C)
     check_choice("directions", directions, ["random", "basis"])
     rng = np.random.default_rng(rng)
     d = X.dim
@@ -279,8 +279,8 @@ def is_sufficient(D, X: Polytope, C: BoxSet, tol: float = 1e-6, M_dual: float | 
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    _check_pair(X, C)
-    D = _check_dataset(D, X.dim)
+    check_pair(X, C)
+    D = check_dataset(D, X.dim)
     P = _orth_complement(D, X.dim)
     for w in P.T:  # max w^T delta = max (-w)^T delta (swap x and x'), so +w suffices
         delta, _, c = find_direction(X, C, w, M_dual, tol, return_cost=True)
@@ -314,7 +314,7 @@ def least_cost_sdd(basis, queries, costs, *, bound: float = 100.0, time_limit: f
 
     Q = check_array("queries", queries, ndim=2, min_size=1)
     K, d = Q.shape
-    B = _check_dataset(basis, d)
+    B = check_dataset(basis, d)
     kappa = check_array("costs", costs, shape=(K,))
     if np.any(kappa < 0):
         raise ValueError("costs must be >= 0")
@@ -367,8 +367,8 @@ def decode(D, s, X: Polytope, C: BoxSet) -> np.ndarray:
     """
     import cvxpy as cp
 
-    _check_pair(X, C)
-    D = _check_dataset(D, X.dim)
+    check_pair(X, C)
+    D = check_dataset(D, X.dim)
     s = check_array("s", s, shape=(D.shape[0],))
     clo, chi = C.inner()
     if D.shape[0] == 0:
@@ -396,7 +396,7 @@ def sample_equivalent_pairs(D, C: BoxSet, trials: int, rng=None):
     if not isinstance(C, BoxSet):
         raise TypeError(f"C must be a BoxSet (got {type(C).__name__})")
     d = C.dim
-    D = _check_dataset(D, d)
+    D = check_dataset(D, d)
     trials = check_int("trials", trials, 1)
     rng = np.random.default_rng(rng)
     clo, chi = C.inner()
@@ -438,7 +438,7 @@ def violation_rate_mc(
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    _check_pair(X, C)
+    check_pair(X, C)
     check_choice("backend", backend, ["auto", "numpy", "torch"])
     chunk = check_int("chunk", chunk, 1)
     c1, c2 = sample_equivalent_pairs(D, C, trials, rng)

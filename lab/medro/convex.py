@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_int, check_positive
-from ..core.runtime import smoke_steps
+from lab.core.checks import check_int, check_positive
+from lab.core.runtime import smoke_steps
+
 from .data import GroupSplit
 
 __all__ = ["convex_risks", "convex_value", "frozen_features", "online_convex", "solve_cvxpy"]

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_array, check_int, check_positive, check_range
-from ..core.data import digits
+from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.data import digits
 
 __all__ = [
     "GROUP_NAMES",

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_choice, check_int, check_positive
-from ..core.rates import mean_ci
-from ..core.runtime import resolve_device, smoke_steps
+from lab.core.checks import check_choice, check_int, check_positive
+from lab.core.rates import mean_ci
+from lab.core.runtime import resolve_device, smoke_steps
+
 from .data import GroupSplit, WaterDigits
-from .fast import _per_run, group_risks, train_stacked
+from .fast import group_risks, per_run, train_stacked
 from .models import MultiHeadNet, check_model, make_featurizer
 from .reference import VARIANTS, eg_update, medro_objective, update_pair_weights
 
@@ -188,8 +189,9 @@ def _init_model(data: WaterDigits, m: int, hidden: int, feat_dim: int, seed: int
     )
 
 
-#: the most runs :func:`train_runs` stacks in one loop: per run and step, 7 to 11 cost the least
-#: on one CPU thread (measured 21 MEDRO runs: 3 or 21 per loop ~15% slower: overhead, cache)
+#: the most runs :func:`train_runs` stacks in one loop: per run and step, a stack of about eight
+#: cost the least on one CPU thread (fewer pay the per-op overhead, more leave the cache);
+#: timings in benchmarks/bench_medro.py and benchmarks/results/medro-cpu.json
 _BATCH = 8
 
 
@@ -238,9 +240,9 @@ def train_runs(
         raise ValueError("seeds must hold at least one seed")
     B = len(seeds)
 
-    methods = _per_run("method", method, B, lambda k, v: check_choice(k, v, METHODS), "seed")
-    variants = _per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS), "seed")
-    gammas = _per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True), "seed")
+    methods = per_run("method", method, B, lambda k, v: check_choice(k, v, METHODS), "seed")
+    variants = per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS), "seed")
+    gammas = per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True), "seed")
     hidden = check_int("hidden", hidden, 1)
     feat_dim = check_int("feat_dim", feat_dim, 1)
     dev = resolve_device(device)
@@ -343,7 +345,7 @@ def fit_gate(model: Any, split: Any, *, steps: int = 200, lr: float = 0.5):
     torch.nn.init.zeros_(gate.weight)
     torch.nn.init.zeros_(gate.bias)
     params = list(gate.parameters())
-    for _ in range(steps):  # plain SGD: torch.optim.SGD's update, without its ~1 s first import
+    for _ in range(steps):  # plain SGD: torch.optim.SGD's update, without importing torch.optim
         grads = torch.autograd.grad(F.cross_entropy(gate(z), g), params)
         with torch.no_grad():
             for p, gp in zip(params, grads, strict=True):

@@ -1,7 +1,7 @@
 """Fast paths: all heads by one einsum, all groups' mean losses by one scatter-add, many
 training runs in one loop.
 
-:func:`group_risks` gives the same ``R[h, g]`` as :func:`lab.medro.reference.group_risks_reference`
+:func:`group_risks` gives the same ``R[h, g]`` as :func:`lab.medro.reference.group_risks`
 without a Python loop over heads or groups; :func:`risk_matrix` does the same for a list of
 environment batches (one featurizer pass over the concatenated batches).
 
@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.checks import check_choice, check_int, check_positive
-from ..core.runtime import smoke_steps
+from lab.core.checks import check_choice, check_int, check_positive
+from lab.core.runtime import smoke_steps
+
 from .models import check_model
 from .reference import VARIANTS, check_env_batches, check_groups
 
@@ -199,7 +200,7 @@ def _eg_rows(w: Any, r: Any, eta: float):
     return torch.softmax(logw.reshape(w.shape[0], -1), dim=1).reshape(w.shape)
 
 
-def _per_run(name: str, value: Any, B: int, check, per: str = "model") -> list:
+def per_run(name: str, value: Any, B: int, check, per: str = "model") -> list:
     """One value for every run, or one per run (a sequence of length ``B``, one per ``per``)."""
     if isinstance(value, str) or np.ndim(value) == 0:
         return [check(name, value)] * B
@@ -267,9 +268,9 @@ def train_stacked(
     n_groups = check_int("n_groups", n_groups, 1)
     params, flat, grad = _flat_leaves(stack_models(models))
     B, m = params[4].shape[0], params[4].shape[1]
-    methods = _per_run("method", method, B, lambda k, v: check_choice(k, v, STACKED_METHODS))
-    variants = _per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS))
-    gammas = _per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True))
+    methods = per_run("method", method, B, lambda k, v: check_choice(k, v, STACKED_METHODS))
+    variants = per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS))
+    gammas = per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True))
     if not torch.is_tensor(x) or x.ndim != 2 or x.shape[1] != params[0].shape[2]:
         raise ValueError(f"x must be a 2-D tensor with {params[0].shape[2]} columns")
     n = x.shape[0]

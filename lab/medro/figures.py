@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.checks import check_int
+
 from .data import GROUP_NAMES
 
 __all__ = [
@@ -33,10 +35,33 @@ LABELS = {
 }
 
 
+def _check_run(name: str, res: Any) -> Any:
+    """A training result (``lab.medro.train``'s ``TrainResult``): weights and risks per record."""
+    if not (hasattr(res, "weights") and hasattr(res, "risks")):
+        raise TypeError(
+            f"{name} must be a TrainResult of lab.medro.train (got {type(res).__name__})"
+        )
+    return res
+
+
+def _check_table(name: str, table: Any, keys: tuple) -> dict:
+    """A dict holding ``keys`` (a sweep or a comparison row)."""
+    if not isinstance(table, dict) or not all(k in table for k in keys):
+        raise TypeError(f"{name} must be a dict with keys {keys} (got {type(table).__name__})")
+    return table
+
+
 def matrices_figure(results: Any, titles: Any):
     """Final risk matrix ``R[i, j]`` and weights ``Λ`` of MEDRO runs, one row per run."""
     import matplotlib.pyplot as plt
 
+    if not isinstance(results, list | tuple) or not results:
+        raise TypeError(
+            f"results must be a non-empty list of TrainResult (got {type(results).__name__})"
+        )
+    results = [_check_run(f"results[{i}]", r) for i, r in enumerate(results)]
+    if not isinstance(titles, list | tuple) or len(titles) != len(results):
+        raise ValueError(f"titles must be a list of {len(results)} titles, one per result")
     fig, axes = plt.subplots(len(results), 2, figsize=(8, 3.4 * len(results)), squeeze=False)
     short = [f"g{j}" for j in range(len(GROUP_NAMES))]
     for row, (res, title) in enumerate(zip(results, titles, strict=True)):
@@ -61,7 +86,8 @@ def weights_over_time(res: Any, every: int = 10):
     """Mass of Λ on the diagonal and per group (column sums) over training."""
     import matplotlib.pyplot as plt
 
-    w = res.weights
+    w = _check_run("res", res).weights
+    every = check_int("every", every, 1)
     t = np.arange(len(w)) * every
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.plot(t, np.trace(w, axis1=1, axis2=2), "k--", label="diagonal mass")
@@ -77,6 +103,12 @@ def compare_figure(results: dict):
     """Worst-group and average test accuracy per method (mean ± std over seeds)."""
     import matplotlib.pyplot as plt
 
+    if not isinstance(results, dict) or not results:
+        raise TypeError(
+            f"results must be a non-empty dict of compare() rows (got {type(results).__name__})"
+        )
+    for n, row in results.items():
+        _check_table(f"results[{n!r}]", row, ("worst", "average"))
     names = list(results)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for ax, key in zip(axes, ("worst", "average"), strict=True):
@@ -105,6 +137,7 @@ def gamma_figure(sweep: dict):
     """Worst-group and average accuracy against γ (mean ± std over seeds)."""
     import matplotlib.pyplot as plt
 
+    _check_table("sweep", sweep, ("gammas", "worst", "average"))
     gm = sweep["gammas"]
     fig, ax = plt.subplots(figsize=(6, 3.4))
     for key, c in (("worst", "C3"), ("average", "C0")):
@@ -154,6 +187,9 @@ def gamma_bars(sweep: dict, gamma: float, baseline: dict | None = None):
     """
     import plotly.graph_objects as go
 
+    _check_table("sweep", sweep, ("gammas", "worst", "average"))
+    if baseline is not None:
+        _check_table("baseline", baseline, ("worst", "average"))
     gm = list(np.asarray(sweep["gammas"], dtype=float))
     if float(gamma) not in gm:
         raise ValueError(f"gamma must be one of the sweep's values {gm}, got {gamma!r}")

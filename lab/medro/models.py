@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.checks import check_int
+from lab.core.checks import check_int
 
 __all__ = ["MultiHeadNet", "make_featurizer"]
 

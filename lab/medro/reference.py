@@ -2,13 +2,13 @@ r"""Reference implementation of MEDRO's pieces, written for reading (loops, one 
 
 * :func:`eg_update` — Algorithm 1's exponentiated-gradient step on the ``m × m`` weights,
   normalised over all ``m²`` cells;
-* :func:`group_risks_reference` — the risk matrix ``R[h, g]`` of head ``h`` on group ``g`` of a
-  minibatch, one cell at a time;
+* :func:`group_risks` — the risk matrix ``R[h, g]`` of head ``h`` on group ``g`` of a
+  minibatch, one cell at a time (its batched twin: :func:`lab.medro.fast.group_risks`);
 * :func:`medro_objective` — Eq. 6 (paper: ``Σ_k R_kk + γ Σ λ ⊙ R``) or the official code's loss
   (``trace(R) / groups present + Σ λ ⊙ R``);
 * :func:`gated_predict` — a gate's mixture of the experts' class probabilities (exercise);
-* :func:`risk_matrix_reference` and :func:`update_pair_weights` — the environment-batch form
-  used by the exercises.
+* :func:`risk_matrix` and :func:`update_pair_weights` — the environment-batch form used by the
+  exercises (batched twin: :func:`lab.medro.fast.risk_matrix`).
 
 See: book/medro/01-official-algorithm.ipynb
 """
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.checks import check_choice, check_int, check_positive
+from lab.core.checks import check_choice, check_int, check_positive
+
 from .models import check_model
 
 __all__ = [
@@ -25,9 +26,9 @@ __all__ = [
     "check_env_batches",
     "eg_update",
     "gated_predict",
-    "group_risks_reference",
+    "group_risks",
     "medro_objective",
-    "risk_matrix_reference",
+    "risk_matrix",
     "update_pair_weights",
 ]
 
@@ -95,8 +96,10 @@ def eg_update(weights: Any, risks: Any, step: float):
         raise ValueError("weights must be finite, non-negative and not all zero")
     if not torch.isfinite(r).all():
         raise ValueError("risks must be finite")
-    logw = torch.log(w) + step * r  # log λ + η R  (log 0 = -inf stays a zero weight)
-    return torch.softmax(logw.reshape(-1), dim=0).reshape(w.shape)  # / Σ over all m² cells
+    # eq. (Algorithm 1): λ_ij ← λ_ij exp(η R_ij), in log space (log 0 = -inf stays a zero weight)
+    logw = torch.log(w) + step * r
+    # eq. (Algorithm 1): / Σ over all m² cells
+    return torch.softmax(logw.reshape(-1), dim=0).reshape(w.shape)
 
 
 def update_pair_weights(q: Any, R: Any, eta: float):
@@ -135,7 +138,7 @@ def check_groups(y: Any, g: Any, n: int, n_groups: int):
         raise ValueError(f"g must lie in [0, {n_groups}), got [{int(g.min())}, {int(g.max())}]")
 
 
-def group_risks_reference(logits: Any, y: Any, g: Any, n_groups: int):
+def group_risks(logits: Any, y: Any, g: Any, n_groups: int):
     """``R[h, j]`` = mean cross-entropy of head ``h`` on the samples of group ``j`` (0 if absent).
 
     Parameters
@@ -165,7 +168,7 @@ def group_risks_reference(logits: Any, y: Any, g: Any, n_groups: int):
         row = []
         for j in range(n_groups):
             mask = g == j
-            if mask.any():
+            if mask.any():  # eq. (R_ij, Sec. 3.5): mean loss of head i on group j's samples
                 row.append(F.cross_entropy(logits[h][mask], y[mask]))
             else:
                 row.append(logits.new_zeros(()))
@@ -205,10 +208,10 @@ def medro_objective(
     w = _tensor("weights", weights).to(dtype=R.dtype, device=R.device).detach()
     if w.shape != R.shape:
         raise ValueError(f"weights must have shape {tuple(R.shape)}, got {tuple(w.shape)}")
-    diag = torch.diagonal(R).sum()
-    robust = (w * R).sum()
+    diag = torch.diagonal(R).sum()  # eq. (6): Σ_k R_kk
+    robust = (w * R).sum()  # eq. (6): Σ_ij λ_ij R_ij at the current λ
     if variant == "paper":
-        return diag + gamma * robust
+        return diag + gamma * robust  # eq. (6)
     n_present = R.shape[0] if present is None else max(int(torch.as_tensor(present).sum()), 1)
     return diag / n_present + robust
 
@@ -237,7 +240,7 @@ def check_env_batches(env_batches: Any, model: Any = None, *, need_heads: bool =
     return out
 
 
-def risk_matrix_reference(model: Any, env_batches: Any):
+def risk_matrix(model: Any, env_batches: Any):
     """``R[k, e]``: head ``k`` on environment batch ``e``, one featurizer pass per environment.
 
     See: book/medro/exercises.ipynb

@@ -83,10 +83,10 @@ Deviation (flagged): the Poisson rate is capped at 40 spikes per window and coun
 | file | what it holds |
 |---|---|
 | ``array.py`` | the simulator: ``UtahArraySim``, ``array_positions``, ``trial_noise``, ``session_plan``, ``poisson_icdf`` (eq. 6) |
-| ``reference.py`` | numpy factor analysis: ``FAParams``, ``fit_fa``, ``fa_posterior_mean`` (eq. 1), ``align_loadings`` |
+| ``reference.py`` | numpy factor analysis: ``FAParams``, ``fit_fa``, ``fa_posterior_mean`` (eq. 1), ``align_loadings``; the numpy closed loop: ``run_session``, ``SessionLog``, ``default_target`` |
 | ``models.py`` | ``StimResponseModel`` (eqs. 2-4), ``MiSOBaseline`` (eq. 5), ``RandomChoice``, ``make_method`` |
-| ``experiments.py`` | the numpy closed loop: ``run_session``, ``compare_methods``, ``SessionLog``, ``default_target`` |
-| ``fast.py`` | torch: ``simulate_batch`` (many sessions batched, CPU or CUDA, same random streams) |
+| ``experiments.py`` | drivers: ``compare_methods`` (numpy or torch), the memoised sessions behind the widgets |
+| ``fast.py`` | torch: ``run_sessions`` (many sessions batched, CPU or CUDA, same random streams) |
 | ``figures.py`` | results to figures (matplotlib panels, plotly widgets) |
 
 See: book/omiso/03-closing-the-loop.ipynb
@@ -94,20 +94,7 @@ See: book/omiso/03-closing-the-loop.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures", "fast"],
-    submod_attrs={
-        "array": [
-            "UtahArraySim",
-            "array_positions",
-            "trial_noise",
-            "session_plan",
-            "poisson_icdf",
-        ],
-        "reference": ["FAParams", "fit_fa", "fa_posterior_mean", "align_loadings"],
-        "models": ["METHODS", "StimResponseModel", "MiSOBaseline", "RandomChoice", "make_method"],
-        "experiments": ["SessionLog", "default_target", "run_session", "compare_methods"],
-        "fast": ["simulate_batch"],
-    },
-)
+#: reference name -> fast name where the batched signature differs (seeds, not simulators)
+PAIRS = {"run_session": "run_sessions"}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

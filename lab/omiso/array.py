@@ -16,6 +16,14 @@ from lab.core.checks import (
     check_real,
 )
 
+__all__ = [
+    "UtahArraySim",
+    "array_positions",
+    "trial_noise",
+    "session_plan",
+    "poisson_icdf",
+]
+
 RATE_MAX = 40.0  # deviation: Poisson rate cap (spikes per window)
 COUNT_MAX = 100  # inverse-CDF search range 0..COUNT_MAX
 CHUNK = 256  # trials per noise chunk

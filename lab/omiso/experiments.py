@@ -1,152 +1,41 @@
-"""The closed loop (numpy reference): calibration, training block, closed-loop trials, and
-the comparison of the four controllers on identical sessions.
+"""Drivers: the comparison of the four controllers on identical sessions, and the memoised
+simulations behind the widgets (``figures.py`` only draws them). The numpy closed loop itself,
+:func:`~lab.omiso.reference.run_session`, is in ``reference.py``; the batched one,
+:func:`~lab.omiso.fast.run_sessions`, in ``fast.py``.
 
 See: book/omiso/03-closing-the-loop.ipynb
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from lab.core.checks import (
-    check_array,
     check_choice,
     check_int,
-    check_range,
+    check_positive,
 )
-from lab.omiso.array import UtahArraySim, session_plan
-from lab.omiso.models import METHODS, RandomChoice, _check_dims, make_method
-from lab.omiso.reference import FAParams, fit_fa
+from lab.core.memo import memo
+from lab.omiso.array import UtahArraySim
+from lab.omiso.fast import run_sessions
+from lab.omiso.models import METHODS
+from lab.omiso.reference import run_session
 
-
-@dataclass
-class SessionLog:
-    """One closed-loop session: per-trial ``errors`` (n_test,), ``choices`` (n_test,),
-    estimated states ``z_pre``, ``z_post`` (n_test, q), the ``target``, the FA fit ``fa``.
-
-    See: book/omiso/03-closing-the-loop.ipynb
-    """
-
-    errors: np.ndarray
-    choices: np.ndarray
-    z_pre: np.ndarray
-    z_post: np.ndarray
-    target: np.ndarray
-    fa: FAParams | None = None
-    train: dict = field(default_factory=dict)
-
-    @property
-    def mean_error(self) -> float:
-        return float(self.errors.mean())
-
-
-def default_target(dims: Any = (0, 1)) -> np.ndarray:
-    """The book's default target in the estimated latent space: ``1.0`` in each of ``dims``.
-
-    See: book/omiso/03-closing-the-loop.ipynb
-    """
-    return np.full(len(np.atleast_1d(dims)), 1.0)
-
-
-def run_session(
-    sim: UtahArraySim,
-    method: Any,
-    n_cal: int = 600,
-    n_train: int = 1500,
-    n_test: int = 400,
-    target: Any = None,
-    dims: Any = (0, 1),
-    epsilon: float = 0.05,
-    q_fa: int | None = None,
-    **method_kw: Any,
-) -> SessionLog:
-    """One closed-loop session (reference, numpy): calibrate FA on no-stimulation windows,
-    train on random patterns, then choose a pattern on each of ``n_test`` trials.
-
-    Parameters
-    ----------
-    sim : UtahArraySim
-        The simulated array (reset to trial 0 first).
-    method : str or model
-        ``"omiso"``, ``"static"``, ``"miso"``, ``"random"`` (see :func:`make_method`), or an
-        object with ``fit``, ``choose`` and ``update``.
-    n_cal, n_train, n_test : int
-        Calibration (no stimulation), training (random patterns) and closed-loop trials.
-    target : array (len(dims),), optional
-        Target in the *estimated* latent space (default :func:`default_target`).
-    dims : sequence of int
-        Latent dimensions ``K`` the target constrains.
-    epsilon : float
-        Epsilon-greedy exploration probability (ignored by ``"random"``).
-    q_fa : int, optional
-        FA dimensions (default ``sim.q``).
-
-    Returns
-    -------
-    SessionLog
-
-    See: book/omiso/03-closing-the-loop.ipynb
-    """
-    if not isinstance(sim, UtahArraySim):
-        raise TypeError(f"sim must be a UtahArraySim (got {type(sim).__name__})")
-    n_cal = check_int("n_cal", n_cal, 10)
-    n_train = check_int("n_train", n_train, 1)
-    n_test = check_int("n_test", n_test, 1)
-    epsilon = check_range("epsilon", epsilon, 0.0, 1.0)
-    q = sim.q if q_fa is None else check_int("q_fa", q_fa, 1, sim.n_channels - 1)
-    dims = _check_dims(dims, q)
-    target = default_target(dims) if target is None else target
-    target = check_array("target", target, shape=(len(dims),))
-    is_random = False
-    if isinstance(method, str):
-        is_random = method == "random"
-        model = make_method(method, sim.n_patterns, q, **method_kw)
-    else:
-        model = method
-        is_random = isinstance(model, RandomChoice)
-        for attr in ("fit", "choose", "update"):
-            if not callable(getattr(model, attr, None)):
-                raise TypeError(f"method must have a callable .{attr} (got {type(model).__name__})")
-    plan = session_plan(sim.seed, n_train, n_test, sim.n_patterns)
-    sim.reset()
-    # calibration: no-stimulation windows only -> FA
-    Ycal = np.stack([sim.pre()[1] for _ in range(n_cal)])
-    fa = fit_fa(Ycal, q)
-    M = fa.posterior_matrix
-    # training block: random patterns, store (z_pre, u, z_post) triples
-    Zpre = np.empty((n_train, q))
-    Zpost = np.empty((n_train, q))
-    for t in range(n_train):
-        Zpre[t] = M @ (sim.pre()[1] - fa.mu)  # eq. (1)
-        Zpost[t] = M @ (sim.stim(int(plan["train_u"][t]))[1] - fa.mu)
-    model.fit(Zpre, plan["train_u"], Zpost)
-    # closed loop
-    errors = np.empty(n_test)
-    choices = np.empty(n_test, dtype=int)
-    zp = np.empty((n_test, q))
-    zq = np.empty((n_test, q))
-    for t in range(n_test):
-        z_pre = M @ (sim.pre()[1] - fa.mu)
-        if is_random or plan["explore_draw"][t] < epsilon:
-            u = int(plan["explore_u"][t])
-        else:
-            u = int(model.choose(z_pre, target, dims))  # eq. (3)
-        z_post = M @ (sim.stim(u)[1] - fa.mu)
-        errors[t] = np.linalg.norm(z_post[dims] - target)
-        model.update(u, z_pre, z_post)  # eq. (4) / (5), the tried pattern only
-        choices[t], zp[t], zq[t] = u, z_pre, z_post
-    return SessionLog(
-        errors,
-        choices,
-        zp,
-        zq,
-        target,
-        fa,
-        {"z_pre": Zpre, "u": plan["train_u"], "z_post": Zpost, "Y_cal": Ycal},
-    )
+__all__ = [
+    "compare_methods",
+    "state_dependence",
+    "target_sessions",
+    "TARGET_ANGLES",
+    "DRIFTS",
+    "DRIFT_Q",
+    "DRIFT_SEEDS",
+    "Q_VALUES",
+    "drift_sessions",
+    "omiso_drift_errors",
+    "precompute_drift_figure",
+]
 
 
 def compare_methods(
@@ -170,7 +59,7 @@ def compare_methods(
     methods : sequence of str
         Names from ``METHODS``.
     backend : str
-        ``"torch"`` (all sessions batched, :func:`lab.omiso.fast.simulate_batch`) or
+        ``"torch"`` (all sessions batched, :func:`lab.omiso.fast.run_sessions`) or
         ``"numpy"`` (the reference :func:`run_session`, one at a time).
     device : torch device, optional
         For the torch backend (default :func:`lab.device`).
@@ -204,11 +93,9 @@ def compare_methods(
                 )
                 rows.append({"seed": s, "method": m, "mean_error": log.mean_error})
     else:
-        from .fast import simulate_batch
-
         S = [s for s in seeds for _ in methods]
         Ms = [m for _ in seeds for m in methods]
-        out = simulate_batch(
+        out = run_sessions(
             S,
             Ms,
             n_cal=n_cal,
@@ -228,3 +115,158 @@ def compare_methods(
     for k, v in sim_kwargs.items():
         df[k] = v
     return df
+
+
+# ------------------------------------------------------------------------------------------
+# the memoised sessions behind the widgets (figures.py draws them)
+# ------------------------------------------------------------------------------------------
+@memo(maxsize=64)
+def state_dependence(
+    kappa: float, seed: int = 0, patterns: tuple = (0, 30, 60), n_trials: int = 120
+) -> dict:
+    """Repeated stimulation of a few patterns in the simulator (true latent states).
+
+    Returns ``z_pre``, ``z_post`` (len(patterns), n_trials, q) and the true slope matrices
+    ``a I + kappa (G_a + G_b)`` of each pattern.
+
+    See: book/omiso/01-simulated-array.ipynb
+    """
+    sim = UtahArraySim(kappa=kappa, drift=0.0, seed=seed)
+    zp = np.empty((len(patterns), n_trials, sim.q))
+    zq = np.empty_like(zp)
+    for i, u in enumerate(patterns):
+        for t in range(n_trials):
+            zp[i, t] = sim.pre(record=False)[0]
+            zq[i, t] = sim.stim(u, record=False)[0]
+    slopes = np.stack(
+        [
+            sim.a_auto * np.eye(sim.q) + kappa * (sim.gamma[a] + sim.gamma[b])
+            for a, b in sim.patterns[list(patterns)]
+        ]
+    )
+    return {"z_pre": zp, "z_post": zq, "slopes": slopes, "patterns": patterns}
+
+
+@memo(maxsize=16)
+def target_sessions(
+    radius: float,
+    angles: tuple,
+    seed: int = 0,
+    n_train: int = 1000,
+    n_test: int = 200,
+    device: str | None = None,
+) -> dict:
+    """Closed-loop sessions of OMiSO and MiSO for targets on a circle (one batched run).
+
+    See: book/omiso/02-inverting-the-model.ipynb
+    """
+    th = np.radians(np.asarray(angles, dtype=float))
+    tg = radius * np.stack([np.cos(th), np.sin(th)], 1)
+    methods = ["omiso", "miso"]
+    targets = np.repeat(tg, len(methods), 0)
+    out = run_sessions(
+        [seed] * len(targets),
+        methods * len(tg),
+        n_train=n_train,
+        n_test=n_test,
+        target=targets,
+        device=device,
+        return_states=True,
+    )
+    return {"targets": tg, "methods": methods, **out}
+
+
+TARGET_ANGLES = tuple(range(0, 360, 30))
+
+
+DRIFTS = (0.0, 0.01, 0.02, 0.03)
+
+
+DRIFT_Q = 0.002  # the process noise the notebook's drift sessions use (drift_figure's default)
+DRIFT_SEEDS = (0, 1, 2, 3)
+#: the process noises the drift widget offers (a ``Dropdown``: all precomputed)
+Q_VALUES = (1e-5, 1e-4, 1e-3, DRIFT_Q, 0.01, 0.1)
+
+
+def precompute_drift_figure(
+    q_values: tuple = Q_VALUES, drifts: tuple = (0.02,), seeds: tuple = DRIFT_SEEDS
+) -> int:
+    """Simulate OMiSO at the ``drifts`` (levels of ``DRIFTS``; default: the widget's default)
+    for every process noise of ``q_values`` (but ``DRIFT_Q``, which :func:`drift_sessions` has)
+    in one batched run, stored as :func:`omiso_drift_errors`' results, so that
+    :func:`~lab.omiso.figures.drift_figure` only redraws for them. Each session is
+    simulated exactly as in :func:`drift_sessions` (rows of a batch are independent). Returns
+    the number of sessions run.
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    if isinstance(q_values, (str, bytes)) or not hasattr(q_values, "__iter__"):
+        raise TypeError(f"q_values must be a sequence of numbers >= 0 (got {q_values!r})")
+    qs = [check_positive("q_values[i]", q, allow_zero=True) for q in q_values]
+    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    levels = []
+    for dr in np.atleast_1d(drifts).tolist():
+        level = next((x for x in DRIFTS if np.isclose(x, dr)), None)
+        if level is None:
+            raise ValueError(f"drifts must be levels of DRIFTS = {DRIFTS} (got {dr!r})")
+        levels.append(level)
+    rows = [
+        (dr, q, s)
+        for dr in dict.fromkeys(levels)
+        for q in dict.fromkeys(qs)
+        if q != DRIFT_Q and ((dr, q, seeds), {}) not in omiso_drift_errors
+        for s in seeds
+    ]
+    if rows:
+        out = run_sessions(
+            [r[2] for r in rows],
+            "omiso",
+            n_test=400,
+            drift=[r[0] for r in rows],
+            q_proc=[r[1] for r in rows],
+        )
+        n = len(seeds)
+        for i in range(0, len(rows), n):
+            omiso_drift_errors.put(out["errors"][i : i + n], rows[i][0], rows[i][1], seeds)
+    return len(rows)
+
+
+def drift_sessions(
+    q_proc: float, seeds: tuple = DRIFT_SEEDS, n_test: int = 400, device: str | None = None
+) -> dict:
+    """All four methods at every drift level of ``DRIFTS`` on the same sessions (batched).
+
+    Memoised on the normalised arguments (``drift_sessions(0.002, (0, 1, 2, 3))`` and
+    ``drift_sessions(0.002)`` are one run).
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
+    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    return _drift_run(q_proc, seeds, check_int("n_test", n_test, 1), device)
+
+
+@memo(maxsize=8)
+def _drift_run(q_proc: float, seeds: tuple, n_test: int, device: str | None) -> dict:
+    rows = [(dr, s, m) for dr in DRIFTS for s in seeds for m in METHODS]
+    out = run_sessions(
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        n_test=n_test,
+        drift=[r[0] for r in rows],
+        q_proc=q_proc,
+        device=device,
+    )
+    return {"rows": rows, **out}
+
+
+@memo(maxsize=64)
+def omiso_drift_errors(drift: float, q_proc: float, seeds: tuple = DRIFT_SEEDS) -> np.ndarray:
+    """OMiSO's closed-loop errors (seeds, 400) at one drift level: the only method that uses
+    ``q_proc`` (the sessions are independent, so these rows equal those of
+    ``drift_sessions(q_proc)``); :func:`precompute_drift_figure` fills it in one batched run.
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    out = run_sessions(list(seeds), "omiso", n_test=400, drift=[drift] * len(seeds), q_proc=q_proc)
+    return out["errors"]

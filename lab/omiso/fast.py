@@ -1,6 +1,7 @@
 """Fast path: many simulated closed-loop sessions batched in torch (CPU or CUDA).
 
-Every session of the batch runs the same program as :func:`lab.omiso.run_session` (FA
+Every session of :func:`run_sessions` runs the same program as
+:func:`lab.omiso.reference.run_session` (the pair declared in ``lab.omiso.PAIRS``; FA
 calibration, random-pattern training block, ridge fit, closed loop with the inverse model and
 the online update), with the per-session work as batched tensor operations: the FA iteration
 (``eigh`` on ``(B, N, N)``), the E-step of eq. (1), the predictions of all patterns
@@ -29,10 +30,10 @@ from lab.omiso.array import (
     session_plan,
     trial_noise,
 )
-from lab.omiso.experiments import default_target
-from lab.omiso.models import METHODS, _check_dims
+from lab.omiso.models import METHODS, check_dims
+from lab.omiso.reference import default_target
 
-__all__ = ["simulate_batch"]
+__all__ = ["run_sessions"]
 
 
 def _per_session(name: str, value: Any, B: int, low: float | None = None) -> np.ndarray:
@@ -44,7 +45,7 @@ def _per_session(name: str, value: Any, B: int, low: float | None = None) -> np.
     return arr
 
 
-def simulate_batch(
+def run_sessions(
     seeds: Any,
     methods: Any = "omiso",
     n_cal: int = 600,
@@ -130,7 +131,7 @@ def simulate_batch(
     lr = check_range("lr", lr, 0.0, 1.0)
     fa_iter = check_int("fa_iter", fa_iter, 1)
     fa_tol = check_positive("fa_tol", fa_tol, allow_zero=True)
-    dims_np = _check_dims(dims, q)
+    dims_np = check_dims(dims, q)
     K = len(dims_np)
     target = default_target(dims_np) if target is None else target
     target = np.asarray(target, dtype=float)

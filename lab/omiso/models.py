@@ -19,10 +19,18 @@ from lab.core.checks import (
     check_range,
 )
 
+__all__ = [
+    "METHODS",
+    "StimResponseModel",
+    "MiSOBaseline",
+    "RandomChoice",
+    "make_method",
+]
+
 METHODS = ("omiso", "static", "miso", "random")
 
 
-def _check_dims(dims: Any, q: int) -> np.ndarray:
+def check_dims(dims: Any, q: int) -> np.ndarray:
     dims = np.atleast_1d(np.asarray(dims))
     if dims.ndim != 1 or len(dims) == 0 or not np.issubdtype(dims.dtype, np.integer):
         raise TypeError(f"dims must be a non-empty sequence of integers (got {dims!r})")
@@ -254,7 +262,7 @@ def _check_patterns(name: str, U: Any, n_patterns: int, n: int) -> np.ndarray:
 
 
 def _choose(pred, target, dims, q, epsilon, rng, n_patterns) -> int:
-    dims = _check_dims(dims, q)
+    dims = check_dims(dims, q)
     target = check_array("target", target, shape=(len(dims),))
     epsilon = check_range("epsilon", epsilon, 0.0, 1.0)
     if epsilon > 0:

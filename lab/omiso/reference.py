@@ -1,12 +1,14 @@
-"""Factor analysis (numpy float64): the EM fit, the posterior mean of eq. (1), the
-log-likelihood, and the Procrustes alignment of loadings across sessions.
+"""The numpy reference: factor analysis (float64: the EM fit, the posterior mean of eq. (1), the
+log-likelihood, the Procrustes alignment of loadings across sessions) and the closed loop of one
+session (:func:`run_session`: calibration, training block, closed-loop trials with eqs. (1),
+(3), (4)).
 
 See: book/omiso/01-simulated-array.ipynb
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,7 +17,20 @@ from lab.core.checks import (
     check_array,
     check_int,
     check_positive,
+    check_range,
 )
+from lab.omiso.array import UtahArraySim, session_plan
+from lab.omiso.models import RandomChoice, check_dims, make_method
+
+__all__ = [
+    "FAParams",
+    "fit_fa",
+    "fa_posterior_mean",
+    "align_loadings",
+    "SessionLog",
+    "default_target",
+    "run_session",
+]
 
 
 @dataclass
@@ -161,3 +176,133 @@ def align_loadings(
     U, _, Vt = np.linalg.svd(L_new[rows].T @ L_ref[rows])
     R = U @ Vt
     return L_new @ R, R
+
+
+# ------------------------------------------------------------------------------------------
+# the closed loop of one session
+# ------------------------------------------------------------------------------------------
+@dataclass
+class SessionLog:
+    """One closed-loop session: per-trial ``errors`` (n_test,), ``choices`` (n_test,),
+    estimated states ``z_pre``, ``z_post`` (n_test, q), the ``target``, the FA fit ``fa``.
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+
+    errors: np.ndarray
+    choices: np.ndarray
+    z_pre: np.ndarray
+    z_post: np.ndarray
+    target: np.ndarray
+    fa: FAParams | None = None
+    train: dict = field(default_factory=dict)
+
+    @property
+    def mean_error(self) -> float:
+        return float(self.errors.mean())
+
+
+def default_target(dims: Any = (0, 1)) -> np.ndarray:
+    """The book's default target in the estimated latent space: ``1.0`` in each of ``dims``.
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    return np.full(len(np.atleast_1d(dims)), 1.0)
+
+
+def run_session(
+    sim: UtahArraySim,
+    method: Any,
+    n_cal: int = 600,
+    n_train: int = 1500,
+    n_test: int = 400,
+    target: Any = None,
+    dims: Any = (0, 1),
+    epsilon: float = 0.05,
+    q_fa: int | None = None,
+    **method_kw: Any,
+) -> SessionLog:
+    """One closed-loop session (reference, numpy): calibrate FA on no-stimulation windows,
+    train on random patterns, then choose a pattern on each of ``n_test`` trials.
+
+    Parameters
+    ----------
+    sim : UtahArraySim
+        The simulated array (reset to trial 0 first).
+    method : str or model
+        ``"omiso"``, ``"static"``, ``"miso"``, ``"random"`` (see :func:`make_method`), or an
+        object with ``fit``, ``choose`` and ``update``.
+    n_cal, n_train, n_test : int
+        Calibration (no stimulation), training (random patterns) and closed-loop trials.
+    target : array (len(dims),), optional
+        Target in the *estimated* latent space (default :func:`default_target`).
+    dims : sequence of int
+        Latent dimensions ``K`` the target constrains.
+    epsilon : float
+        Epsilon-greedy exploration probability (ignored by ``"random"``).
+    q_fa : int, optional
+        FA dimensions (default ``sim.q``).
+
+    Returns
+    -------
+    SessionLog
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    if not isinstance(sim, UtahArraySim):
+        raise TypeError(f"sim must be a UtahArraySim (got {type(sim).__name__})")
+    n_cal = check_int("n_cal", n_cal, 10)
+    n_train = check_int("n_train", n_train, 1)
+    n_test = check_int("n_test", n_test, 1)
+    epsilon = check_range("epsilon", epsilon, 0.0, 1.0)
+    q = sim.q if q_fa is None else check_int("q_fa", q_fa, 1, sim.n_channels - 1)
+    dims = check_dims(dims, q)
+    target = default_target(dims) if target is None else target
+    target = check_array("target", target, shape=(len(dims),))
+    is_random = False
+    if isinstance(method, str):
+        is_random = method == "random"
+        model = make_method(method, sim.n_patterns, q, **method_kw)
+    else:
+        model = method
+        is_random = isinstance(model, RandomChoice)
+        for attr in ("fit", "choose", "update"):
+            if not callable(getattr(model, attr, None)):
+                raise TypeError(f"method must have a callable .{attr} (got {type(model).__name__})")
+    plan = session_plan(sim.seed, n_train, n_test, sim.n_patterns)
+    sim.reset()
+    # calibration: no-stimulation windows only -> FA
+    Ycal = np.stack([sim.pre()[1] for _ in range(n_cal)])
+    fa = fit_fa(Ycal, q)
+    M = fa.posterior_matrix
+    # training block: random patterns, store (z_pre, u, z_post) triples
+    Zpre = np.empty((n_train, q))
+    Zpost = np.empty((n_train, q))
+    for t in range(n_train):
+        Zpre[t] = M @ (sim.pre()[1] - fa.mu)  # eq. (1)
+        Zpost[t] = M @ (sim.stim(int(plan["train_u"][t]))[1] - fa.mu)
+    model.fit(Zpre, plan["train_u"], Zpost)
+    # closed loop
+    errors = np.empty(n_test)
+    choices = np.empty(n_test, dtype=int)
+    zp = np.empty((n_test, q))
+    zq = np.empty((n_test, q))
+    for t in range(n_test):
+        z_pre = M @ (sim.pre()[1] - fa.mu)
+        if is_random or plan["explore_draw"][t] < epsilon:
+            u = int(plan["explore_u"][t])
+        else:
+            u = int(model.choose(z_pre, target, dims))  # eq. (3)
+        z_post = M @ (sim.stim(u)[1] - fa.mu)
+        errors[t] = np.linalg.norm(z_post[dims] - target)
+        model.update(u, z_pre, z_post)  # eq. (4) / (5), the tried pattern only
+        choices[t], zp[t], zq[t] = u, z_pre, z_post
+    return SessionLog(
+        errors,
+        choices,
+        zp,
+        zq,
+        target,
+        fa,
+        {"z_pre": Zpre, "u": plan["train_u"], "z_post": Zpost, "Y_cal": Ycal},
+    )

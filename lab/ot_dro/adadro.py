@@ -127,7 +127,7 @@ def adadro_step(model, batch_p, batch_nu, opt, cfg: AdaDROConfig | None = None) 
     pi, Q = worst_case_weights(loss_q.detach(), C.detach(), cfg.lam, cfg.eps)
     if cfg.detach_cost:
         loss = (Q * loss_q).sum()  # stopgrad(Q) l: same gradient as R when C is detached
-    else:  # official-code variant: the cost enters the objective and gets a gradient
+    else:  # the cost enters the objective: R's gradient (the official loss differentiates Q)
         loss = sinkhorn_dro_objective(loss_q, C, cfg.lam, cfg.eps)
     iot = iot_loss(zp, zq, cfg.tau) if cfg.kappa > 0 else torch.zeros((), device=xp.device)
     opt.zero_grad()

@@ -9,10 +9,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads
 from lab.ot_dro.adadro import AdaDROConfig, adadro_step
 from lab.ot_dro.calibration import iot_loss
+from lab.ot_dro.fast import implied_radius, sinkhorn_dro_objective, worst_case_weights
+
+__all__ = [
+    "METHODS",
+    "make_spurious",
+    "flip_spurious",
+    "make_model",
+    "accuracy",
+    "train_method",
+    "calibrate",
+    "calibration_step",
+    "dro_descent",
+    "nested_bias",
+    "DescentRun",
+    "NestedBias",
+    "W_FIXED",
+    "LAMS",
+    "SHIFTS",
+    "toy_2d",
+    "toy_losses",
+    "toy_cost",
+    "lam_curve",
+    "ToyPlan",
+    "toy_plan",
+    "shift_curve",
+    "shift_accuracy",
+]
 
 METHODS = ("erm", "erm_nu", "sinkhorn_dro", "adadro_nofilter", "adadro")
 
@@ -309,7 +337,7 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
     loss ``l_j(w) = log(1 + exp(-y_j <w, x_j>))`` of the candidates ``(X, y)`` (labels +-1) and
     a fixed cost ``C [N, M]``. ``F`` is convex and ``mu``-strongly convex; the step is ``1/L``
     with the bound ``L = max_j |x_j|^2 (1/4 + 1/(lam eps)) + mu``, so the gradient norm should
-    fall geometrically. Uses :func:`worst_case_weights_ref` (``grad R = sum_j Q_j grad l_j``).
+    fall geometrically. Uses :func:`lab.ot_dro.reference.worst_case_weights` (``grad R = sum_j Q_j grad l_j``).
 
     Returns
     -------
@@ -317,7 +345,7 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
-    from lab.ot_dro.reference import worst_case_weights_ref
+    from lab.ot_dro.reference import worst_case_weights
 
     lam, eps = check_positive("lam", lam), check_positive("eps", eps)
     mu = check_positive("mu", mu)
@@ -339,7 +367,7 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
     for t in range(steps + 1):
         margin = y * (X @ w)
         loss = np.logaddexp(0.0, -margin)
-        _, Q = worst_case_weights_ref(loss, C, lam, eps)
+        _, Q = worst_case_weights(loss, C, lam, eps)
         s = (loss[None, :] - lam * C) / (lam * eps)
         smax = s.max(1, keepdims=True)
         R = lam * eps * float(np.mean(smax[:, 0] + np.log(np.exp(s - smax).mean(1))))
@@ -398,3 +426,120 @@ def nested_bias(
             bias.append(float(vals.mean()) - full)
             se.append(float(vals.std()) / np.sqrt(reps))
     return NestedBias(Ms, np.array(bias), np.array(se), full)
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 1's 2-D toy and the widgets' drivers (computed and cached here; figures.py draws)
+# ---------------------------------------------------------------------------------------------
+W_FIXED = np.array([1.5, 0.3])  # the fixed linear model of notebook 1 (mostly uses x1)
+LAMS = np.geomspace(0.05, 20, 30)  # the lambda grid of the radius panel
+SHIFTS = np.linspace(0.0, 1.0, 21)  # shift strengths of the shift widget
+
+
+def toy_2d(n: int = 40, m_per: int = 4, seed: int = 0):
+    """Notebook 1's toy: P = n labelled 2-D points; nu = m_per candidates per point.
+
+    Candidates are Gaussian jitters of their source, half of them with the second coordinate
+    flipped (an augmentation the model should not care about). Returns
+    ``(P [n, 2], yP [n], Q [n m_per, 2], yQ [n m_per])`` with labels in {-1, +1}.
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    P = np.stack([y * 1.0, rng.normal(0, 1.0, n)], 1) + 0.5 * rng.standard_normal((n, 2))
+    src = np.repeat(np.arange(n), m_per)
+    Q = P[src] + 0.35 * rng.standard_normal((n * m_per, 2))
+    flip = np.tile(np.arange(m_per) % 2 == 1, n)
+    Q[flip, 1] = -Q[flip, 1]
+    return P, y, Q, y[src]
+
+
+def toy_losses(Q, yQ):
+    """Logistic loss ``log(1 + exp(-y w.x))`` of each candidate under the fixed model.
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    return np.logaddexp(0.0, -yQ * (Q @ W_FIXED))
+
+
+def toy_cost(P, Q):
+    """Squared Euclidean cost between the training points and the candidates.
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    P = check_array("P", P, ndim=2, min_size=1)
+    Q = check_array("Q", Q, ndim=2, shape=(None, P.shape[1]), min_size=1)
+    return ((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)
+
+
+@memo
+def lam_curve(lams, eps: float, seed: int = 0):
+    """Implied radius rho(lam) and robust objective R(lam) on the 2-D toy (cached).
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    P, _, Q, yQ = toy_2d(seed=seed)
+    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
+    rho = np.array([implied_radius(worst_case_weights(loss, C, lam, eps)[0], C) for lam in lams])
+    R = np.array([sinkhorn_dro_objective(loss, C, lam, eps) for lam in lams])
+    return rho, R
+
+
+@dataclass(frozen=True)
+class ToyPlan:
+    """The 2-D toy's worst case at one ``(lam, eps)``: points, losses, cost, plan ``pi``,
+    weights ``Q`` and implied radius ``rho``; ``rho_curve``/``R_curve`` over :data:`LAMS`."""
+
+    P: np.ndarray
+    yP: np.ndarray
+    Q: np.ndarray
+    yQ: np.ndarray
+    loss: np.ndarray
+    C: np.ndarray
+    pi: np.ndarray
+    Qw: np.ndarray
+    rho: float
+    rho_curve: np.ndarray
+    R_curve: np.ndarray
+
+
+@memo
+def toy_plan(lam: float = 1.0, eps: float = 0.1, seed: int = 0) -> ToyPlan:
+    """The worst-case plan of the 2-D toy at ``(lam, eps)`` and the radius curve of ``eps``
+    (cached: the widget of notebook 1 draws it).
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    P, yP, Q, yQ = toy_2d(seed=seed)
+    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
+    pi, Qw = worst_case_weights(loss, C, lam, eps)
+    rho_curve, R_curve = lam_curve(LAMS, float(eps), seed)
+    rho = float(implied_radius(pi, C))
+    return ToyPlan(P, yP, Q, yQ, loss, C, pi, Qw, rho, rho_curve, R_curve)
+
+
+def shift_curve(model, shifts=SHIFTS, n: int = 1000):
+    """Accuracy of ``model`` on test sets whose spurious agreement is ``1 - shift``.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    out = []
+    for s in shifts:
+        X, y = make_spurious(n, 1.0 - float(s), seed=99)
+        out.append(accuracy(model, X, y))
+    return np.array(out)
+
+
+@memo(maxsize=16)
+def shift_accuracy(method: str, tau: float, seed: int, steps: int):
+    """:func:`shift_curve` over :data:`SHIFTS` of ``method`` trained once with calibration
+    temperature ``tau`` (cached: the shift widget of notebook 2 draws it).
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    method = check_choice("method", method, METHODS)
+    cfg = AdaDROConfig(tau=check_positive("tau", tau))
+    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
+    model = train_method(method, seed=seed, steps=steps, cfg=cfg)[0]
+    return shift_curve(model)

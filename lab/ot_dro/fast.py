@@ -8,7 +8,13 @@ from __future__ import annotations
 import math
 
 from lab.core.checks import check_bool, check_choice, check_int, check_positive
-from lab.ot_dro._util import _check_cost, _check_lam_eps, _out, _prep_loss_cost, _to_torch
+from lab.ot_dro.conversions import (
+    as_output,
+    check_cost,
+    check_lam_eps,
+    prep_loss_cost,
+    to_torch,
+)
 
 __all__ = ["entropic_plan", "worst_case_weights", "sinkhorn_dro_objective", "implied_radius"]
 
@@ -71,28 +77,28 @@ def entropic_plan(
     check_every = check_int("check_every", check_every, 1)
     semi_relaxed = check_bool("semi_relaxed", semi_relaxed)
     method = check_choice("method", method, ["auto", "log", "kernel"])
-    Ct, was_np = _to_torch("C", C)
-    _check_cost(Ct)
+    Ct, was_np = to_torch("C", C)
+    check_cost(Ct)
     n, m = Ct.shape[-2], Ct.shape[-1]
     dt, dev = Ct.dtype, Ct.device
     if a is None:
         log_a = torch.full(Ct.shape[:-1], -math.log(n), dtype=dt, device=dev)
     else:
-        at, _ = _to_torch("a", a, dtype=dt, device=dev)
+        at, _ = to_torch("a", a, dtype=dt, device=dev)
         if at.shape[-1] != n or bool((at <= 0).any()):
             raise ValueError(f"a must be positive with last axis {n} (got shape {tuple(at.shape)})")
         log_a = at.log().expand(Ct.shape[:-1])
     if b is None:
         log_b = torch.full(Ct.shape[:-2] + (m,), -math.log(m), dtype=dt, device=dev)
     else:
-        bt, _ = _to_torch("b", b, dtype=dt, device=dev)
+        bt, _ = to_torch("b", b, dtype=dt, device=dev)
         if bt.shape[-1] != m or bool((bt <= 0).any()):
             raise ValueError(f"b must be positive with last axis {m} (got shape {tuple(bt.shape)})")
         log_b = bt.log().expand(Ct.shape[:-2] + (m,))
     K = -Ct / eps  # log-kernel
     if semi_relaxed:
         P = torch.exp(log_a[..., :, None] + torch.log_softmax(K + log_b[..., None, :], dim=-1))
-        return (_out(P, was_np), 0) if return_iters else _out(P, was_np)
+        return (as_output(P, was_np), 0) if return_iters else as_output(P, was_np)
     if method == "auto":
         spread = float((Ct.amax(dim=(-2, -1)) - Ct.amin(dim=(-2, -1))).max()) / eps
         method = "kernel" if spread < (200.0 if dt == torch.float64 else 30.0) else "log"
@@ -110,7 +116,7 @@ def entropic_plan(
                 if float((row - a_).abs().sum(-1).max()) < tol:
                     break
         P = u[..., :, None] * Kmat * v[..., None, :]
-        return (_out(P, was_np), it) if return_iters else _out(P, was_np)
+        return (as_output(P, was_np), it) if return_iters else as_output(P, was_np)
     u = torch.zeros_like(log_a)  # u = f / eps
     v = torch.zeros_like(log_b)  # v = g / eps
     it = 0
@@ -124,7 +130,7 @@ def entropic_plan(
             if float((row - log_a.exp()).abs().sum(-1).max()) < tol:
                 break
     P = torch.exp(K + u[..., :, None] + v[..., None, :])
-    return (_out(P, was_np), it) if return_iters else _out(P, was_np)
+    return (as_output(P, was_np), it) if return_iters else as_output(P, was_np)
 
 
 def worst_case_weights(loss_q, C, lam: float, eps: float):
@@ -154,12 +160,12 @@ def worst_case_weights(loss_q, C, lam: float, eps: float):
     """
     import torch
 
-    lam, eps = _check_lam_eps(lam, eps)
-    lt, Ct, was_np = _prep_loss_cost(loss_q, C)
+    lam, eps = check_lam_eps(lam, eps)
+    lt, Ct, was_np = prep_loss_cost(loss_q, C)
     logits = (lt[..., None, :] - lam * Ct) / (lam * eps)  # eq. (2)
     pi = torch.softmax(logits, dim=-1)
     Q = pi.mean(dim=-2)  # eq. (3)
-    return _out(pi, was_np), _out(Q, was_np)
+    return as_output(pi, was_np), as_output(Q, was_np)
 
 
 def sinkhorn_dro_objective(loss_q, C, lam: float, eps: float):
@@ -181,11 +187,11 @@ def sinkhorn_dro_objective(loss_q, C, lam: float, eps: float):
     """
     import torch
 
-    lam, eps = _check_lam_eps(lam, eps)
-    lt, Ct, was_np = _prep_loss_cost(loss_q, C)
+    lam, eps = check_lam_eps(lam, eps)
+    lt, Ct, was_np = prep_loss_cost(loss_q, C)
     m = Ct.shape[-1]
     lse = torch.logsumexp((lt[..., None, :] - lam * Ct) / (lam * eps), dim=-1) - math.log(m)
-    return _out(lam * eps * lse.mean(dim=-1), was_np)
+    return as_output(lam * eps * lse.mean(dim=-1), was_np)
 
 
 def implied_radius(pi, C):
@@ -193,8 +199,8 @@ def implied_radius(pi, C):
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
-    pt, was_np = _to_torch("pi", pi)
-    Ct, _ = _to_torch("C", C, dtype=pt.dtype, device=pt.device)
+    pt, was_np = to_torch("pi", pi)
+    Ct, _ = to_torch("C", C, dtype=pt.dtype, device=pt.device)
     if pt.shape != Ct.shape:
         raise ValueError(f"pi and C must have the same shape (got {pt.shape} and {Ct.shape})")
-    return _out((pt * Ct).sum(-1).mean(-1), was_np)
+    return as_output((pt * Ct).sum(-1).mean(-1), was_np)

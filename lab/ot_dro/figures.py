@@ -1,69 +1,14 @@
-"""Figure builders and small toy problems for the ``ot_dro`` chapter's widgets."""
+"""Figure builders of the ``ot_dro`` chapter's widgets: they draw what ``experiments`` computes
+and caches (``toy_plan``, ``shift_accuracy``)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from lab.ot_dro.experiments import accuracy, make_spurious, train_method
-from lab.ot_dro.fast import implied_radius, sinkhorn_dro_objective, worst_case_weights
+from lab.core.checks import check_int, check_positive, check_range
+from lab.ot_dro.experiments import LAMS, SHIFTS, shift_accuracy, toy_plan
 
-__all__ = ["toy_2d", "toy_losses", "plan_figure", "lam_curve", "shift_curve", "shift_figure"]
-
-W_FIXED = np.array([1.5, 0.3])  # the fixed linear model of notebook 1 (mostly uses x1)
-
-
-def toy_2d(n: int = 40, m_per: int = 4, seed: int = 0):
-    """Notebook 1's toy: P = n labelled 2-D points; nu = m_per candidates per point.
-
-    Candidates are Gaussian jitters of their source, half of them with the second coordinate
-    flipped (an augmentation the model should not care about). Returns
-    ``(P [n, 2], yP [n], Q [n m_per, 2], yQ [n m_per])`` with labels in {-1, +1}.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    rng = np.random.default_rng(seed)
-    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    P = np.stack([y * 1.0, rng.normal(0, 1.0, n)], 1) + 0.5 * rng.standard_normal((n, 2))
-    src = np.repeat(np.arange(n), m_per)
-    Q = P[src] + 0.35 * rng.standard_normal((n * m_per, 2))
-    flip = np.tile(np.arange(m_per) % 2 == 1, n)
-    Q[flip, 1] = -Q[flip, 1]
-    return P, y, Q, y[src]
-
-
-def toy_losses(Q, yQ):
-    """Logistic loss ``log(1 + exp(-y w.x))`` of each candidate under the fixed model.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    return np.logaddexp(0.0, -yQ * (Q @ W_FIXED))
-
-
-def toy_cost(P, Q):
-    """Squared Euclidean cost between the training points and the candidates.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    return ((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)
-
-
-@lru_cache(maxsize=64)
-def _lam_curve_cached(eps: float, seed: int):
-    return lam_curve(np.geomspace(0.05, 20, 30), eps, seed)
-
-
-def lam_curve(lams, eps: float, seed: int = 0):
-    """Implied radius rho(lam) and robust objective R(lam) on the 2-D toy.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    P, _, Q, yQ = toy_2d(seed=seed)
-    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
-    rho = np.array([implied_radius(worst_case_weights(loss, C, lam, eps)[0], C) for lam in lams])
-    R = np.array([sinkhorn_dro_objective(loss, C, lam, eps) for lam in lams])
-    return rho, R
+__all__ = ["plan_figure", "shift_figure"]
 
 
 def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: int = 0):
@@ -77,9 +22,8 @@ def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: in
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    P, yP, Q, yQ = toy_2d(seed=seed)
-    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
-    pi, Qw = worst_case_weights(loss, C, lam, eps)
+    res = toy_plan(lam, eps, seed)
+    P, yP, Q, yQ, loss, pi, Qw = res.P, res.yP, res.Q, res.yQ, res.loss, res.pi, res.Qw
     n = len(P)
     flat = np.argsort(pi.ravel())[::-1][:n_arrows]
     xs, ys = [], []
@@ -118,11 +62,9 @@ def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: in
         1,
         1,
     )
-    lams = np.geomspace(0.05, 20, 30)
-    rho, R = _lam_curve_cached(float(eps), seed)
-    fig.add_trace(go.Scatter(x=lams, y=rho, name="ρ(λ) radius"), 1, 2)
-    fig.add_trace(go.Scatter(x=lams, y=R, name="R(λ) robust loss"), 1, 2)
-    rho0 = float(implied_radius(pi, C))
+    fig.add_trace(go.Scatter(x=LAMS, y=res.rho_curve, name="ρ(λ) radius"), 1, 2)
+    fig.add_trace(go.Scatter(x=LAMS, y=res.R_curve, name="R(λ) robust loss"), 1, 2)
+    rho0 = res.rho
     fig.add_trace(
         go.Scatter(x=[lam], y=[rho0], mode="markers", marker=dict(size=12), name="current λ"),
         1,
@@ -139,33 +81,6 @@ def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: in
     return fig
 
 
-SHIFTS = np.linspace(0.0, 1.0, 21)
-
-
-@lru_cache(maxsize=16)
-def _trained(method: str, tau: float, seed: int, steps: int):
-    from . import AdaDROConfig
-
-    return train_method(method, seed=seed, steps=steps, cfg=AdaDROConfig(tau=tau))[0]
-
-
-@lru_cache(maxsize=16)
-def _curve(method: str, tau: float, seed: int, steps: int):
-    return shift_curve(_trained(method, tau, seed, steps))
-
-
-def shift_curve(model, shifts=SHIFTS, n: int = 1000):
-    """Accuracy of ``model`` on test sets whose spurious agreement is ``1 - shift``.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    out = []
-    for s in shifts:
-        X, y = make_spurious(n, 1.0 - float(s), seed=99)
-        out.append(accuracy(model, X, y))
-    return np.array(out)
-
-
 def shift_figure(tau: float = 0.1, shift: float = 0.9, seed: int = 0, steps: int = 300):
     """Accuracy versus shift strength for ERM, ERM on ν and AdaDRO (calibration temperature τ).
 
@@ -175,11 +90,14 @@ def shift_figure(tau: float = 0.1, shift: float = 0.9, seed: int = 0, steps: int
     """
     import plotly.graph_objects as go
 
+    tau = check_positive("tau", tau)  # validated here, before any (cached) training
+    shift = check_range("shift", shift, 0.0, 1.0)
+    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
     fig = go.Figure()
     names = {"erm": "ERM", "erm_nu": "ERM on ν (augmented)", "adadro": f"AdaDRO (τ = {tau:g})"}
     title = []
     for m, label in names.items():
-        acc = _curve(m, float(tau) if m == "adadro" else 0.1, seed, steps)
+        acc = shift_accuracy(m, float(tau) if m == "adadro" else 0.1, seed, steps)
         fig.add_trace(go.Scatter(x=SHIFTS, y=acc, mode="lines", name=label))
         a = float(np.interp(shift, SHIFTS, acc))
         title.append(f"{label.split(' (')[0]} {a:.2f}")

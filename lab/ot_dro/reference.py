@@ -1,5 +1,7 @@
 """Numpy float64 references of the worst-case plan and of Sinkhorn (one problem at a time).
 
+The batched torch twins have the same names in :mod:`lab.ot_dro.fast`.
+
 See: book/ot_dro/01-worst-case-plans.ipynb
 """
 
@@ -9,7 +11,7 @@ import numpy as np
 
 from lab.core.checks import check_int, check_positive
 
-__all__ = ["entropic_plan_ref", "worst_case_weights_ref"]
+__all__ = ["entropic_plan", "worst_case_weights"]
 
 
 def _matrix(name, x):
@@ -33,7 +35,7 @@ def _marginal(name, x, n):
     return arr
 
 
-def entropic_plan_ref(C, eps: float, a=None, b=None, n_iter: int = 1000, tol: float = 1e-9):
+def entropic_plan(C, eps: float, a=None, b=None, n_iter: int = 1000, tol: float = 1e-9):
     """Log-domain Sinkhorn in plain numpy float64, one problem at a time (the reference).
 
     Parameters
@@ -77,8 +79,9 @@ def entropic_plan_ref(C, eps: float, a=None, b=None, n_iter: int = 1000, tol: fl
     return np.exp((f[:, None] + g[None, :] - C) / eps)
 
 
-def worst_case_weights_ref(loss_q, C, lam: float, eps: float):
-    """Numpy float64 reference of :func:`worst_case_weights` (one problem, explicit max-shift).
+def worst_case_weights(loss_q, C, lam: float, eps: float):
+    """Numpy float64 reference of :func:`lab.ot_dro.fast.worst_case_weights` (one problem,
+    explicit max-shift).
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """

@@ -64,13 +64,14 @@ $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending 
 
 | file | what it holds |
 |---|---|
-| ``config.py`` | ``MUSplitFedConfig`` (with the step coupling ``steps(tau)``) and ``History``, the record of a run |
+| ``hyperparams.py`` | ``MUSplitFedConfig``, the hyper-parameters (with the step coupling ``steps(tau)``) |
+| ``history.py`` | ``History``, the record of a run, and ``round_bytes``, what a round sends |
 | ``draws.py`` | the seeded draws of a round: participants, batches, directions ``u_c``, ``u_s`` |
 | ``stragglers.py`` | ``StragglerModel`` (the simulated clock), ``choose_tau`` and the adaptive schedule |
 | ``models.py`` | ``make_mlp``, ``split_model``, ``load_digits_clients``, ``evaluator``, the loss, flat parameters |
 | ``zo.py`` | the two-point sphere estimator: ``sphere_direction``, ``spsa``, ``spsa_error`` |
 | ``reference.py`` | :func:`simulate`, the reference loop, one helper per equation (C, S, D, U, A) |
-| ``fast.py`` | :func:`simulate_vectorized`, batched over clients and perturbations (``vmap`` / ``bmm``, CPU or CUDA) |
+| ``fast.py`` | :func:`lab.splitfed.fast.simulate` (the same name as the reference), batched over clients and perturbations (``vmap`` / ``bmm``, CPU or CUDA) |
 | ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``launch_local``, ``run_rank`` |
 | ``experiments.py`` | ``rounds_to_target``, ``retime``, ``client_memory``, ``fedavg_first_order`` |
 | ``figures.py`` | results to figures |
@@ -80,28 +81,4 @@ See: book/splitfed/index.md
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=[
-        "config",
-        "draws",
-        "stragglers",
-        "models",
-        "zo",
-        "reference",
-        "fast",
-        "dist",
-        "experiments",
-        "figures",
-    ],  # fmt: skip
-    submod_attrs={
-        "config": ["MUSplitFedConfig", "History"],
-        "stragglers": ["StragglerModel", "choose_tau"],
-        "models": ["split_model", "make_mlp", "load_digits_clients", "evaluator"],
-        "zo": ["sphere_direction", "spsa", "spsa_error"],
-        "reference": ["simulate"],
-        "fast": ["simulate_vectorized"],
-        "dist": ["launch_local", "run_rank", "free_port"],
-        "experiments": ["rounds_to_target", "retime", "client_memory", "fedavg_first_order"],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

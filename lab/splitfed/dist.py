@@ -36,13 +36,15 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive
 
-from .config import History, MUSplitFedConfig
-from .draws import _batch, _client_direction, _participants
-from .models import _Flat, _loss, evaluator, load_digits_clients, make_mlp, split_model
-from .reference import _aggregate, _client_delta, _client_forward, _server_steps
-from .stragglers import StragglerModel, _Tau
+from .draws import client_direction, draw_batch, draw_participants
+from .history import History
+from .hyperparams import MUSplitFedConfig
+from .models import FlatParams, ce_loss, evaluator, load_digits_clients, make_mlp, split_model
+from .reference import aggregate, client_delta, client_forward, server_zo_steps
+from .stragglers import StragglerModel, TauSchedule
 
-__all__ = ["run_rank", "launch_local", "free_port", "record_runs", "load_runs"]
+# record_runs is the command `python -m lab.splitfed` (it runs the engine for a minute): not API
+__all__ = ["run_rank", "launch_local", "free_port", "load_runs"]
 
 CTRL, XC, HEAD, H, Y, HPM, XNEW, DELTA = range(8)
 
@@ -164,7 +166,7 @@ def _client(rank, cfg, widths, cut, split, time_unit, faults, report, data):
 
     m = rank - 1
     data, client_net, _ = _setup(cfg, widths, cut, split, data)
-    fc = _Flat(client_net)
+    fc = FlatParams(client_net)
     dt = getattr(torch, cfg.dtype)
     X, y = data["clients"][m]
     straggler = StragglerModel(cfg.delay_mean or 0.0, seed=cfg.seed)
@@ -183,11 +185,11 @@ def _client(rank, cfg, widths, cut, split, time_unit, faults, report, data):
             s0 = time.time()
             time.sleep(float(straggler.sample(t, cfg.clients)[m]) * time_unit)  # straggling
             s1 = time.time()
-            idx = torch.as_tensor(_batch(cfg, t, m, len(y)))
+            idx = torch.as_tensor(draw_batch(cfg, t, m, len(y)))
             Xb, yb = X[idx], y[idx]
-            u_c = _client_direction(cfg, t, m, fc.dim, dt)
+            u_c = client_direction(cfg, t, m, fc.dim, dt)
             with torch.no_grad():
-                h, hp, hm = _client_forward(fc, xc, Xb, u_c, cfg.lam)  # eq. (C)
+                h, hp, hm = client_forward(fc, xc, Xb, u_c, cfg.lam)  # eq. (C)
             cols = h.shape[1] + (1 if faults.get("bad_shape", {}).get(rank) == t else 0)
             dist.send(torch.tensor([t, h.shape[0], cols]), dst=0, tag=_tag(t, HEAD))
             dist.send(h.contiguous(), dst=0, tag=_tag(t, H))
@@ -214,7 +216,7 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
     import torch.distributed as dist
 
     data, client_net, server_net = _setup(cfg, widths, cut, split, data)
-    fc, fs = _Flat(client_net), _Flat(server_net)
+    fc, fs = FlatParams(client_net), FlatParams(server_net)
     dt = getattr(torch, cfg.dtype)
     xc, xs = fc.init(dt), fs.init(dt)
     with torch.no_grad():
@@ -223,7 +225,7 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
     live = set(range(cfg.clients))
     hist = History()
     hist.info.update(engine="gloo", world_size=cfg.clients + 1, order=order)
-    sched = _Tau(cfg, 1e-3)
+    sched = TauSchedule(cfg, 1e-3)
     t_step = None
     events, lost_at = [], {}
     t_start = time.perf_counter()
@@ -260,7 +262,7 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
     for t in range(cfg.rounds):
         tau = sched.tau
         eta_s, eta_c, eta_g = cfg.steps(tau)
-        part = _participants(cfg, t, None if len(live) == cfg.clients else sorted(live))
+        part = draw_participants(cfg, t, None if len(live) == cfg.clients else sorted(live))
         for m in sorted(live):
             try:
                 flag = 1 if m in part else 0
@@ -282,7 +284,7 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
             for m in [m for m in stepped if m in hpm and m in waiting and m not in new_s]:
                 s0 = time.time()
                 with torch.no_grad():
-                    d = _client_delta(
+                    d = client_delta(
                         fs, stepped[m], hpm[m][: cfg.batch], hpm[m][cfg.batch :], arrived[m][1]
                     )
                 try:
@@ -304,8 +306,8 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
                 h, y = arrived[m]
                 s0 = time.time()
                 with torch.no_grad():
-                    losses[m] = float(_loss(fs(xs, h), y))
-                    stepped[m] = _server_steps(fs, xs, h, y, cfg, t, m, tau, eta_s)  # eq. (S)
+                    losses[m] = float(ce_loss(fs(xs, h), y))
+                    stepped[m] = server_zo_steps(fs, xs, h, y, cfg, t, m, tau, eta_s)  # eq. (S)
                 s1 = time.time()
                 t_step = (s1 - s0) / tau if t_step is None else 0.8 * t_step + 0.2 * (s1 - s0) / tau
                 steps_done += tau
@@ -338,8 +340,8 @@ def _server(cfg, widths, cut, split, order, timeout, report, data):
                 new_c[m] = item[2]
                 waiting.discard(m)
         done = sorted(m for m in new_c if m in live)
-        xc = _aggregate(xc, [new_c[m] for m in done], eta_g)  # eq. (A), fed server
-        xs = _aggregate(xs, [new_s[m] for m in done], eta_g)  # eq. (A), split server
+        xc = aggregate(xc, [new_c[m] for m in done], eta_g)  # eq. (A), fed server
+        xs = aggregate(xs, [new_s[m] for m in done], eta_g)  # eq. (A), split server
         times = sorted(arrival_time[m] for m in done if m in arrival_time)
         wait = times[-1] - times[0] if len(times) > 1 else 0.0
         sched.update(wait, t_step)

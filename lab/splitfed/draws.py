@@ -16,8 +16,10 @@ import numpy as np
 
 __all__: list[str] = []
 
+__all__: list[str] = []
 
-def _participants(cfg: Any, t: int, available: list[int] | None = None) -> list[int]:
+
+def draw_participants(cfg: Any, t: int, available: list[int] | None = None) -> list[int]:
     """Clients sampled in round ``t`` (sorted); ``available`` restricts the pool."""
     pool = list(range(cfg.clients)) if available is None else list(available)
     k = min(cfg.participants, len(pool))
@@ -25,13 +27,13 @@ def _participants(cfg: Any, t: int, available: list[int] | None = None) -> list[
     return sorted(int(pool[i]) for i in rng.choice(len(pool), size=k, replace=False))
 
 
-def _batch(cfg: Any, t: int, m: int, n: int) -> np.ndarray:
+def draw_batch(cfg: Any, t: int, m: int, n: int) -> np.ndarray:
     """Indices of client ``m``'s batch in round ``t`` (``n`` points held by the client)."""
     rng = np.random.default_rng([cfg.seed, t, m, 1])
     return rng.choice(n, size=cfg.batch, replace=n < cfg.batch)
 
 
-def _sphere_rows(rng: np.random.Generator, shape: tuple, dtype: Any):
+def sphere_rows(rng: np.random.Generator, shape: tuple, dtype: Any):
     """Rows uniform on the ``sqrt(d)``-sphere, drawn in float64 by numpy (fast) -> torch."""
     import torch
 
@@ -40,11 +42,11 @@ def _sphere_rows(rng: np.random.Generator, shape: tuple, dtype: Any):
     return torch.from_numpy(g).to(dtype)
 
 
-def _client_direction(cfg: Any, t: int, m: int, d: int, dtype: Any):
+def client_direction(cfg: Any, t: int, m: int, d: int, dtype: Any):
     """``u_c`` of client ``m`` in round ``t``: seeded by ``(seed, t, m)``, never sent."""
-    return _sphere_rows(np.random.default_rng([cfg.seed, t, m, 2]), (d,), dtype)
+    return sphere_rows(np.random.default_rng([cfg.seed, t, m, 2]), (d,), dtype)
 
 
-def _server_directions(cfg: Any, t: int, m: int, tau: int, d: int, dtype: Any):
+def server_directions(cfg: Any, t: int, m: int, tau: int, d: int, dtype: Any):
     """``u_s^{t,0..tau-1}`` of replica ``m`` in round ``t`` (shape ``[tau, d]``)."""
-    return _sphere_rows(np.random.default_rng([cfg.seed, t, m, 3]), (tau, d), dtype)
+    return sphere_rows(np.random.default_rng([cfg.seed, t, m, 3]), (tau, d), dtype)

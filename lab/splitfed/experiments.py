@@ -11,7 +11,7 @@ import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_real
 
-from .config import History
+from .history import History
 from .stragglers import StragglerModel
 
 __all__ = ["rounds_to_target", "retime", "client_memory", "fedavg_first_order"]
@@ -177,8 +177,8 @@ def client_memory(
 
     from lab.core.runtime import resolve_device
 
-    from .draws import _sphere_rows
-    from .models import _Flat, _loss
+    from .draws import sphere_rows
+    from .models import FlatParams, ce_loss
 
     if not isinstance(client_net, nn.Module):
         raise TypeError(f"client_net must be a torch.nn.Module (got {type(client_net).__name__})")
@@ -194,10 +194,10 @@ def client_memory(
         if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.shape != X.shape[:1]:
             raise TypeError("y must be an int64 torch.Tensor of labels, one per row of X")
     dev = resolve_device(device)
-    fc = _Flat(client_net)
+    fc = FlatParams(client_net)
     xc = fc.init(X.dtype).to(dev)
     Xd = X.to(dev)
-    u = _sphere_rows(np.random.default_rng(0), (fc.dim,), X.dtype).to(dev)
+    u = sphere_rows(np.random.default_rng(0), (fc.dim,), X.dtype).to(dev)
     base = xc.numel() * xc.element_size() + Xd.numel() * Xd.element_size()
 
     def zo():
@@ -214,7 +214,7 @@ def client_memory(
         if yd is None:
             h.backward(torch.ones_like(h))  # dL/dh from the server
         else:
-            _loss(h, yd).backward()  # the whole model on the client (FedAvg)
+            ce_loss(h, yd).backward()  # the whole model on the client (FedAvg)
         with torch.no_grad():
             return w - 1e-3 * w.grad
 
@@ -277,9 +277,9 @@ def fedavg_first_order(
     """
     import torch
 
-    from .config import MUSplitFedConfig
-    from .draws import _batch, _participants
-    from .models import _Flat, _loss, make_mlp
+    from .draws import draw_batch, draw_participants
+    from .hyperparams import MUSplitFedConfig
+    from .models import FlatParams, ce_loss, make_mlp
 
     if not isinstance(cfg, MUSplitFedConfig):
         raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
@@ -290,22 +290,22 @@ def fedavg_first_order(
         raise ValueError(f"lr must be > 0 (got {lr})")
     if stop_loss is not None:
         stop_loss = check_real("stop_loss", stop_loss)
-    flat = _Flat(make_mlp(widths, seed=cfg.seed))
+    flat = FlatParams(make_mlp(widths, seed=cfg.seed))
     x = flat.init(torch.float32)
     Xtr, ytr = data["train"]
     rounds, losses = [], []
     for t in range(cfg.rounds):
         new = []
-        for m in _participants(cfg, t):
+        for m in draw_participants(cfg, t):
             X, y = data["clients"][m]
-            idx = torch.as_tensor(_batch(cfg, t, m, len(y)))
+            idx = torch.as_tensor(draw_batch(cfg, t, m, len(y)))
             w = x.clone().requires_grad_(True)
-            (g,) = torch.autograd.grad(_loss(flat(w, X[idx]), y[idx]), w)
+            (g,) = torch.autograd.grad(ce_loss(flat(w, X[idx]), y[idx]), w)
             new.append(x - lr * g)
         x = torch.stack(new).mean(0)
         if (t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds:
             with torch.no_grad():
-                losses.append(float(_loss(flat(x, Xtr), ytr)))
+                losses.append(float(ce_loss(flat(x, Xtr), ytr)))
             rounds.append(t + 1)
             if stop_loss is not None and losses[-1] <= stop_loss:
                 break

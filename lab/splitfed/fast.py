@@ -10,16 +10,17 @@ from typing import Any
 
 from lab.core.checks import check_choice, check_real
 
-from .config import History, MUSplitFedConfig, _bytes
-from .draws import _batch, _client_direction, _participants, _server_directions
-from .models import _bmm_forward, _check_inputs, _Flat, _loss, _loss_b, _plain_mlp
-from .reference import _maybe_eval, _record
-from .stragglers import StragglerModel, _Tau
+from .draws import client_direction, draw_batch, draw_participants, server_directions
+from .history import History, round_bytes
+from .hyperparams import MUSplitFedConfig
+from .models import FlatParams, bmm_forward, ce_loss, ce_loss_rows, check_inputs, plain_mlp
+from .reference import maybe_eval, record_round
+from .stragglers import StragglerModel, TauSchedule
 
-__all__ = ["simulate_vectorized"]
+__all__ = ["simulate"]
 
 
-def simulate_vectorized(
+def simulate(
     client_net: Any,
     server_net: Any,
     client_datasets: Any,
@@ -65,14 +66,14 @@ def simulate_vectorized(
 
     from lab.core.runtime import resolve_device
 
-    _check_inputs(client_net, server_net, client_datasets, cfg)
+    check_inputs(client_net, server_net, client_datasets, cfg)
     check_choice("backend", backend, ["auto", "vmap", "bmm"])
     if stop_loss is not None:
         stop_loss = check_real("stop_loss", stop_loss)
     dev = resolve_device(device)
     dt = getattr(torch, cfg.dtype)
-    fc, fs = _Flat(client_net), _Flat(server_net)
-    lc, ls = _plain_mlp(client_net), _plain_mlp(server_net)
+    fc, fs = FlatParams(client_net), FlatParams(server_net)
+    lc, ls = plain_mlp(client_net), plain_mlp(server_net)
     if backend == "bmm" and (lc is None or ls is None):
         raise ValueError("backend='bmm' needs both halves to be stacks of Linear/ReLU blocks")
     if backend == "auto":
@@ -80,25 +81,25 @@ def simulate_vectorized(
     if backend == "bmm":
 
         def client_fwd(W, X):  # [N, d_c], [N, B, in] -> [N, B, H]
-            return _bmm_forward(lc, W, X)
+            return bmm_forward(lc, W, X)
 
         def server_loss(W, H, y):  # [N, d_s], [N, B, H], [N, B] -> [N]
-            return _loss_b(_bmm_forward(ls, W, H), y)
+            return ce_loss_rows(bmm_forward(ls, W, H), y)
 
     else:
         client_fwd = vmap(fc)
-        server_loss = vmap(lambda w, h, y: _loss(fs(w, h), y))
+        server_loss = vmap(lambda w, h, y: ce_loss(fs(w, h), y))
     xc, xs = fc.init(dt).to(dev), fs.init(dt).to(dev)
     data = [(X.to(dev, dt), y.to(dev)) for X, y in client_datasets[: cfg.clients]]
     straggler = straggler or StragglerModel(
         cfg.delay_mean or 0.0, seed=cfg.seed, t_client=cfg.t_client, t_server=cfg.t_server
     )
-    sched = _Tau(cfg, straggler.t_server)
+    sched = TauSchedule(cfg, straggler.t_server)
     lam = cfg.lam
     sign = torch.tensor([0.0, 1.0, -1.0], dtype=dt, device=dev)
     pm = sign[1:]
     hist, clock = History(), 0.0
-    hist.info["engine"] = f"simulate_vectorized[{backend}]"
+    hist.info["engine"] = f"fast.simulate[{backend}]"
     from lab.core.progress import progress as _progress
 
     t0 = time.perf_counter()
@@ -106,20 +107,22 @@ def simulate_vectorized(
         for t in _progress(range(cfg.rounds), desc=f"tau={cfg.tau}", disable=not progress):
             tau = sched.tau
             eta_s, eta_c, eta_g = cfg.steps(tau)
-            part = _participants(cfg, t)
+            part = draw_participants(cfg, t)
             P = len(part)
-            idx = [torch.as_tensor(_batch(cfg, t, m, len(data[m][1])), device=dev) for m in part]
+            idx = [
+                torch.as_tensor(draw_batch(cfg, t, m, len(data[m][1])), device=dev) for m in part
+            ]
             Xb = torch.stack([data[m][0][i] for m, i in zip(part, idx, strict=True)])
             yb = torch.stack([data[m][1][i] for m, i in zip(part, idx, strict=True)])
             y2 = yb.repeat_interleave(2, 0)
-            U = torch.stack([_client_direction(cfg, t, m, fc.dim, dt) for m in part]).to(dev)
+            U = torch.stack([client_direction(cfg, t, m, fc.dim, dt) for m in part]).to(dev)
             W = (xc[None, None] + lam * sign[None, :, None] * U[:, None]).reshape(3 * P, -1)
             H = client_fwd(W, Xb.repeat_interleave(3, 0)).view(P, 3, cfg.batch, -1)  # eq. (C)
             h = H[:, 0]
             losses = server_loss(xs.expand(P, -1), h, yb).tolist()
             h2 = h.repeat_interleave(2, 0)
             xs_rep = xs.expand(P, -1)
-            Uall = torch.stack([_server_directions(cfg, t, m, tau, fs.dim, dt) for m in part])
+            Uall = torch.stack([server_directions(cfg, t, m, tau, fs.dim, dt) for m in part])
             Uall = Uall.to(dev)
             for i in range(tau):  # eq. (S), all replicas at once, clean h
                 Us = Uall[:, i]
@@ -135,10 +138,10 @@ def simulate_vectorized(
             delays = straggler.sample(t, cfg.clients)[part]
             rt = straggler.round_time(delays, tau)
             clock += rt["time"]
-            up, down = _bytes(cfg, fc.dim, h.shape[2], xc.element_size(), P)
-            _record(hist, tau, clock, losses, up, down, tau * P, part, [])
+            up, down = round_bytes(cfg, fc.dim, h.shape[2], xc.element_size(), P)
+            record_round(hist, tau, clock, losses, up, down, tau * P, part, [])
             sched.update(rt["wait"])
-            _maybe_eval(hist, eval_fn, cfg, t, xc, xs)
+            maybe_eval(hist, eval_fn, cfg, t, xc, xs)
             if stop_loss is not None and hist.loss and hist.loss[-1] <= stop_loss:
                 break
     hist.xc, hist.xs = xc, xs

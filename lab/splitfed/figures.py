@@ -14,6 +14,11 @@ __all__ = ["spsa_figure", "tau_figure", "cut_heatmap", "straggler_figure", "gant
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 
 
+def _check_kind(name: str, value: Any, kind: type | tuple, what: str) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what} (got {type(value).__name__})")
+
+
 def _nearest(values, v):
     values = np.asarray(values, dtype=float)
     return int(np.argmin(np.abs(np.log(values) - np.log(v))))
@@ -39,6 +44,7 @@ def spsa_figure(table: dict[str, Any], lam: float, d: int, directions: int):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    _check_kind("table", table, dict, "a dict of precomputed grids (d, dirs, mse, ...)")
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -115,6 +121,7 @@ def tau_figure(runs: dict[int, Any], tau: int, x: str = "round"):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    _check_kind("runs", runs, dict, "a dict tau -> History")
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss", "test accuracy"))
     for k, t in enumerate(sorted(runs)):
         h = runs[t]
@@ -185,6 +192,7 @@ def straggler_figure(curves: dict[str, tuple], delay: float, target: float):
     """
     import plotly.graph_objects as go
 
+    _check_kind("curves", curves, dict, "a dict label -> (time, loss)")
     fig = go.Figure()
     for k, (label, (t, loss)) in enumerate(curves.items()):
         fig.add_trace(go.Scatter(x=t, y=loss, mode="lines", name=label, line=dict(color=COLORS[k])))
@@ -229,6 +237,7 @@ def gantt_figure(events: list, title: str = "", rounds: int | None = None):
     """
     import plotly.graph_objects as go
 
+    _check_kind("events", events, (list, tuple), "a list of (who, index, what, round, start, end)")
     ev = [e for e in events if rounds is None or e[3] < rounds]
     fig = go.Figure()
     for who, what, color in GANTT_KINDS:

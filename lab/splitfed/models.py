@@ -17,7 +17,7 @@ from lab.core.checks import (
     check_range,
 )
 
-from .config import MUSplitFedConfig
+from .hyperparams import MUSplitFedConfig
 
 __all__ = ["make_mlp", "split_model", "load_digits_clients", "evaluator"]
 
@@ -162,7 +162,7 @@ def load_digits_clients(
     }
 
 
-def _loss(logits: Any, y: Any):
+def ce_loss(logits: Any, y: Any):
     """The training loss ``F``: mean cross-entropy, ``log_softmax`` + ``gather`` (fast under vmap)."""
     return -logits.log_softmax(-1).gather(-1, y[..., None]).mean()
 
@@ -170,7 +170,7 @@ def _loss(logits: Any, y: Any):
 # ----------------------------------------------------------------------------------------
 # flat-parameter plumbing shared by the simulator, the fast path and the gloo engine
 # ----------------------------------------------------------------------------------------
-class _Flat:
+class FlatParams:
     """Evaluate a module at a flat parameter vector (``torch.func.functional_call``)."""
 
     def __init__(self, module: Any):
@@ -195,7 +195,7 @@ class _Flat:
         return functional_call(self.module, params, (x,))
 
 
-def _plain_mlp(module: Any) -> list | None:
+def plain_mlp(module: Any) -> list | None:
     """``[(in, out, relu), ...]`` if ``module`` is a stack of Linear(+ReLU) blocks, else None."""
     from torch import nn
 
@@ -212,7 +212,7 @@ def _plain_mlp(module: Any) -> list | None:
     return layers
 
 
-def _bmm_forward(layers: list, W: Any, X: Any):
+def bmm_forward(layers: list, W: Any, X: Any):
     """Batched MLP: flat parameters ``W [N, d]`` on inputs ``X [N, B, in]`` -> ``[N, B, out]``.
 
     Parameter order as ``nn.Linear`` stores it (weight ``[out, in]`` row-major, then bias).
@@ -231,7 +231,7 @@ def _bmm_forward(layers: list, W: Any, X: Any):
     return z
 
 
-def _loss_b(logits: Any, y: Any):
+def ce_loss_rows(logits: Any, y: Any):
     """Per-row mean cross-entropy: ``[N, B, C]``, ``[N, B]`` -> ``[N]``."""
     return -logits.log_softmax(-1).gather(-1, y[..., None]).squeeze(-1).mean(-1)
 
@@ -267,20 +267,20 @@ def evaluator(client_net: Any, server_net: Any, train: Any, test: Any):
             or len(pair[0]) == 0
         ):
             raise TypeError(f"{name} must be a non-empty (X, y) pair of tensors of equal length")
-    fc, fs = _Flat(client_net), _Flat(server_net)
+    fc, fs = FlatParams(client_net), FlatParams(server_net)
 
     def eval_fn(xc, xs):
         with torch.no_grad():
             Xtr, ytr = train[0].to(xc.dtype), train[1]
             Xte, yte = test[0].to(xc.dtype), test[1]
-            loss = float(_loss(fs(xs, fc(xc, Xtr)), ytr))
+            loss = float(ce_loss(fs(xs, fc(xc, Xtr)), ytr))
             acc = float((fs(xs, fc(xc, Xte)).argmax(1) == yte).double().mean())
         return {"loss": loss, "acc": acc}
 
     return eval_fn
 
 
-def _check_inputs(client_net, server_net, client_datasets, cfg):
+def check_inputs(client_net, server_net, client_datasets, cfg):
     from torch import nn
 
     if not isinstance(cfg, MUSplitFedConfig):

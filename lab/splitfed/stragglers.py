@@ -126,7 +126,7 @@ class StragglerModel:
         }
 
 
-class _Tau:
+class TauSchedule:
     """The tau schedule: fixed, or adaptive from the measured straggler wait (EMA)."""
 
     def __init__(self, cfg: Any, t_server: float):

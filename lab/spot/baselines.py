@@ -10,12 +10,13 @@ import itertools
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_array, check_int
 
-from .mdp import TabularMDP, _check_mdp, state_weights, value_iteration
-from .tree import Tree, candidate_splits
+from .mdp import TabularMDP, check_mdp, state_weights, value_iteration
+from .reference import check_G, parse_node
+from .tree import Tree, candidate_splits, split_matrix
 
-__all__ = ["greedy_tree", "exhaustive_tree"]
+__all__ = ["greedy_tree", "greedy_split_tree", "exhaustive_tree"]
 
 
 def greedy_tree(mdp: TabularMDP, depth: int, seed: int = 0) -> Tree:
@@ -23,7 +24,7 @@ def greedy_tree(mdp: TabularMDP, depth: int, seed: int = 0) -> Tree:
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     depth = check_int("depth", depth, 0, 6)
     from sklearn.tree import DecisionTreeClassifier
 
@@ -80,7 +81,7 @@ def exhaustive_tree(mdp: TabularMDP, depth: int, batch: int = 4096) -> tuple[flo
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     depth = check_int("depth", depth, 0, 2)
     batch = check_int("batch", batch, 1)
     n, m = mdp.n_states, mdp.n_actions
@@ -114,3 +115,58 @@ def exhaustive_tree(mdp: TabularMDP, depth: int, batch: int = 4096) -> tuple[flo
                     depth, [s for s, _ in inner], [th for _, th in inner], leaves, n_actions=m
                 )
     return best_J, best
+
+
+def greedy_split_tree(G: np.ndarray, X: np.ndarray, depth: int) -> tuple[float, Tree]:
+    """Top-down greedy answer to the improvement step ``max_T sum_s G[s, pi_T(s)]`` (no search).
+
+    Each node keeps the test that its own exact depth-1 parse picks (the best split or leaf
+    for its states, as CART picks a split by its two children alone), and the children are
+    grown the same way; the last level's parse is exact. It is the improvement step without
+    RSBB's search: as fast as one parse per node, optimal only when the greedy choices are.
+
+    Parameters
+    ----------
+    G : array (n, m)
+        Weighted action values ``w[:, None] * Q``.
+    X : array (n, F)
+        State features.
+    depth : int in ``[0, 6]``
+
+    Returns
+    -------
+    value : float
+        ``sum_s G[s, pi_T(s)]`` of the tree.
+    tree : Tree
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G = check_G(G)
+    X = check_array("X", X, ndim=2)
+    if X.shape[0] != G.shape[0]:
+        raise ValueError(f"X must have {G.shape[0]} rows like G (got {X.shape[0]})")
+    depth = check_int("depth", depth, 0, 6)
+    n, m = G.shape
+    splits = candidate_splits(X)
+    right = split_matrix(X, splits) if splits else np.zeros((0, n), dtype=bool)
+    L = 2**depth
+    feats = np.full(L - 1, -1, dtype=np.int64)
+    ths = np.zeros(L - 1)
+    leaves = np.zeros(L, dtype=np.int64)
+
+    def grow(heap: int, level: int, mask: np.ndarray) -> None:
+        if level == depth:  # a leaf: the best single action for its states
+            leaves[heap - L] = int((G * mask[:, None]).sum(0).argmax())
+            return
+        k = parse_node(G, mask, right)[1]  # the node's own best split (-1: no split)
+        if k < 0:  # no split: every state goes left
+            grow(2 * heap, level + 1, mask)
+            grow(2 * heap + 1, level + 1, np.zeros(n, dtype=bool))
+            return
+        feats[heap - 1], ths[heap - 1] = splits[k]
+        grow(2 * heap, level + 1, mask & ~right[k])
+        grow(2 * heap + 1, level + 1, mask & right[k])
+
+    grow(1, 0, np.ones(n, dtype=bool))
+    tree = Tree(depth, feats, ths, leaves, n_actions=m)
+    return float(G[np.arange(n), tree.act(X)].sum()), tree

@@ -12,12 +12,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice, check_int, check_positive
+from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_range
+from lab.core.memo import memo
 
-from .baselines import exhaustive_tree
+from .baselines import exhaustive_tree, greedy_split_tree, greedy_tree
 from .mdp import (
     TabularMDP,
-    _check_mdp,
+    check_mdp,
     evaluate,
     frozen_lake,
     state_weights,
@@ -38,9 +39,17 @@ __all__ = [
     "compare_improvement_step",
     "TimeToValue",
     "time_to_value",
+    "milp_time_to_value",
+    "TimedTree",
+    "cart_run",
+    "REFERENCE_TREES",
+    "reference_tree",
+    "greedy_step",
     "weighting_runs",
     "BestTree",
     "best_sysadmin_depth2",
+    "ExplorerRun",
+    "explorer_run",
 ]
 
 LAKE_6X6 = ["SFFFFF", "FHFFHF", "FFFHFF", "HFFFFH", "FFHFFF", "FFFFHG"]
@@ -150,13 +159,54 @@ def weighting_runs(
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     depth = check_int("depth", depth, 0, 6)
     if isinstance(weights, str) or not weights:
         raise TypeError(f"weights must be a non-empty tuple of weightings, got {weights!r}")
     for w in weights:
         check_choice("weights", w, list(WEIGHTINGS))
     return {w: spot(mdp, depth, w) for w in weights}
+
+
+@dataclass(frozen=True)
+class ExplorerRun:
+    """One widget setting: the SPOT-style result, the unconstrained optimum ``p0 . V*`` and,
+    on request, the CART (VIPER-style) tree's value.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    mdp: TabularMDP
+    result: SpotResult
+    optimum: float
+    cart: float | None
+
+
+@memo
+def explorer_run(
+    name: str,
+    depth: int,
+    weights: str = "optimal",
+    warm_start: bool = True,
+    slip: float = 1 / 3,
+    cart: bool = False,
+) -> ExplorerRun:
+    """``spot(make_mdp(name, slip), depth, weights, warm_start=...)`` with what the widgets
+    draw beside it (cached: the widgets of notebooks 1 and 3 call it on every slider move).
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
+    depth = check_int("depth", depth, 0, 6)
+    check_choice("weights", weights, list(WEIGHTINGS))
+    warm_start = check_bool("warm_start", warm_start)
+    slip = check_range("slip", slip, 0.0, 0.5)
+    cart = check_bool("cart", cart)
+    mdp = make_mdp(name, slip)
+    res = spot(mdp, depth, weights, warm_start=warm_start)
+    V, _ = value_iteration(mdp)
+    J_cart = evaluate(mdp, greedy_tree(mdp, depth))[0] if cart else None
+    return ExplorerRun(mdp, res, float(mdp.p0 @ V), J_cart)
 
 
 @dataclass
@@ -188,18 +238,128 @@ def time_to_value(
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
-    depth = check_int("depth", depth, 0, 6)
     if not isinstance(loop, SpotResult):
         raise TypeError(f"loop must be a SpotResult (from spot()), got {type(loop).__name__}")
+    return milp_time_to_value(mdp, depth, loop.J, loop.seconds, factor)
+
+
+def milp_time_to_value(
+    mdp: TabularMDP, depth: int, value: float, seconds: float, factor: float = 10.0
+) -> TimeToValue:
+    """``omdt_milp`` with a time limit of ``factor * seconds``: has it found a tree worth ``value``?
+
+    The same test as :func:`time_to_value` for any method that returned a tree of value
+    ``value`` in ``seconds`` (a baseline such as :func:`cart_run`).
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    mdp = check_mdp(mdp)
+    depth = check_int("depth", depth, 0, 6)
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"value must be a finite number, got {value!r}")
+    seconds = check_positive("seconds", seconds)
     factor = check_positive("factor", factor)
-    limit = factor * loop.seconds
+    limit = factor * seconds
     r = omdt_milp(mdp, depth, time_limit=limit)
     val = r.value if np.isfinite(r.value) else -math.inf
-    reached = bool(val >= loop.J - 1e-9 * max(1.0, abs(loop.J)))
+    reached = bool(val >= value - 1e-9 * max(1.0, abs(value)))
     return TimeToValue(
-        mdp.name, depth, loop.J, loop.seconds, factor, limit, r.value, r.seconds, r.optimal, reached
+        mdp.name, depth, value, seconds, factor, limit, r.value, r.seconds, r.optimal, reached
     )
+
+
+@dataclass
+class TimedTree:
+    """A baseline's tree, its exact value ``J`` and the seconds it took.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    J: float
+    seconds: float
+    tree: Tree
+
+
+def cart_run(mdp: TabularMDP, depth: int) -> TimedTree:
+    """The CART (VIPER-style) baseline, timed as the loop is: value iteration, fit, evaluation.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    mdp = check_mdp(mdp)
+    depth = check_int("depth", depth, 0, 6)
+    t0 = time.perf_counter()
+    tree = greedy_tree(mdp, depth)
+    J = float(evaluate(mdp, tree)[0])
+    return TimedTree(J, time.perf_counter() - t0, tree)
+
+
+#: The best tree known for each 64-state instance of notebook 3, ``(features, thresholds,
+#: leaves, provenance, certified)``: the reference of "a tree as good as the exact approach's".
+#: Found offline on this project's 2-core machines (2026-12-03, HiGHS through scipy 1.x):
+#: the certified optimum where one is known, else the MILP's incumbent at the benchmark's
+#: longest limit (32 s, ``benchmarks/bench_spot.py``'s ladder).
+REFERENCE_TREES = {
+    ("lake 8x8", 2): (
+        (0, 1, 1),
+        (0.0, 0.0, 5.0),
+        (3, 2, 3, 2),
+        "omdt_milp(frozen_lake('8x8'), 2), proven optimal in 13.8 s",
+        True,
+    ),
+    ("sysadmin 6", 2): (
+        *STORED_SYSADMIN_DEPTH2,
+        "exhaustive_tree(sysadmin(6), 2): enumeration, a global certificate",
+        True,
+    ),
+    ("sysadmin 6", 3): (
+        (-1, 4, -1, 1, 3, -1, -1),
+        (0.0,) * 7,
+        (4, 1, 3, 2, 6, 4, 6, 1),
+        "omdt_milp(sysadmin(6), 3, time_limit=32): incumbent, not proven",
+        False,
+    ),
+    ("lake 8x8", 3): (
+        (0, -1, 0, -1, -1, 1, 1),
+        (0.0, 0.0, 3.0, 0.0, 0.0, 5.0, 5.0),
+        (2, 0, 0, 1, 3, 2, 1, 2),
+        "omdt_milp(frozen_lake('8x8'), 3, time_limit=32): incumbent, not proven",
+        False,
+    ),
+}
+
+
+def reference_tree(name: str, depth: int) -> TimedTree:
+    """The stored best-known tree of ``(name, depth)`` (:data:`REFERENCE_TREES`), evaluated.
+
+    ``seconds`` is the evaluation time, not the time that found the tree.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    check_choice("name", name, sorted({n for n, _ in REFERENCE_TREES}))
+    depth = check_int("depth", depth, 0, 6)
+    if (name, depth) not in REFERENCE_TREES:
+        known = sorted(d for n, d in REFERENCE_TREES if n == name)
+        raise ValueError(f"depth must be one of {known} for {name!r}, got {depth}")
+    f, th, leaves, _how, _certified = REFERENCE_TREES[(name, depth)]
+    mdp = make_mdp(name)
+    t0 = time.perf_counter()
+    tree = Tree(depth, list(f), list(th), list(leaves), n_actions=mdp.n_actions)
+    J = float(evaluate(mdp, tree)[0])
+    return TimedTree(J, time.perf_counter() - t0, tree)
+
+
+def greedy_step(name: str, depth: int) -> tuple[float, float]:
+    """``greedy_split_tree`` on the warm-start subproblem of :func:`bnb_problem`: ``(value, seconds)``.
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
+    depth = check_int("depth", depth, 0, 6)
+    G, X, _, _ = bnb_problem(name, depth)
+    t0 = time.perf_counter()
+    value, _ = greedy_split_tree(G, X, depth)
+    return value, time.perf_counter() - t0
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""The batched bound of the branch-and-bound (torch; runs on CUDA), and its dispatcher.
+"""The batched bound of the branch-and-bound (torch; runs on CUDA).
 
 All children of a node share one frontier, so their bounds are one batched computation:
-``einsum('kn,cfna->cfka', B, G * mask)`` then max-reductions. ``bound_children`` picks the
-numpy reference (:mod:`lab.spot.reference`) or this path; ``tests/test_spot.py`` checks
-that they agree.
+``einsum('kn,cfna->cfka', B, G * mask)`` then max-reductions. :func:`bound_children` is the
+fast path of ``reference.bound_children`` (same name, same meaning, plus ``device=``);
+``tests/test_spot.py::test_pair_bound_children`` checks that they agree. The search picks
+one of them in ``search.bound_frontier``.
 
 See: book/spot/02-reduced-space-bnb.ipynb
 """
@@ -14,20 +15,37 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice
+from .reference import check_bound_inputs
 
-from .reference import bound_children_numpy, check_G
-
-__all__ = ["bound_children", "bound_children_torch"]
+__all__ = ["bound_children"]
 
 
-def bound_children_torch(
+def bound_children(
     G: np.ndarray, right: np.ndarray, masks: np.ndarray, exact: np.ndarray, device: Any = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Fast path of ``bound_children_numpy``: all children and frontier nodes at once.
+    """Fast path of ``reference.bound_children``: all children and frontier nodes at once.
+
+    Parameters
+    ----------
+    G : array (n, m)
+    right : bool array (K, n)
+    masks : bool array (C, Fn, n)
+    exact : bool array (Fn,)
+    device : torch device (default CPU)
+
+    Returns
+    -------
+    bound, incumbent : arrays (C,)
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
+    return bound_children_unchecked(*check_bound_inputs(G, right, masks, exact), device)
+
+
+def bound_children_unchecked(
+    G: np.ndarray, right: np.ndarray, masks: np.ndarray, exact: np.ndarray, device: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unchecked ``bound_children`` (``search.bound_frontier`` validates once)."""
     import torch
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
@@ -46,51 +64,3 @@ def bound_children_torch(
     ex = torch.as_tensor(np.asarray(exact, dtype=bool), device=dev)
     bound = torch.where(ex, parse, relax).sum(1)
     return bound.cpu().numpy(), parse.sum(1).cpu().numpy()
-
-
-def bound_children(
-    G: np.ndarray,
-    right: np.ndarray,
-    masks: np.ndarray,
-    exact: np.ndarray,
-    backend: str = "numpy",
-    device: Any = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bound and incumbent value of a batch of partial trees from their frontier masks.
-
-    For each partial tree ``c`` and frontier node ``f`` (a reached node whose split is not
-    fixed), ``masks[c, f]`` holds the states routed there. The bound adds the exact depth-1
-    parse of the node when ``exact[f]`` (it sits on level ``D - 1``) and the state-wise
-    relaxation ``sum_{s in M} max_a G[s, a]`` otherwise; the incumbent sets unfixed nodes to
-    "no split" and parses every frontier node exactly.
-
-    Parameters
-    ----------
-    G : array (n, m)
-    right : bool array (K, n)
-    masks : bool array (C, Fn, n)
-    exact : bool array (Fn,)
-    backend : ``"numpy"`` (reference) or ``"torch"`` (batched fast path)
-    device : torch device for ``backend="torch"`` (default CPU)
-
-    Returns
-    -------
-    bound, incumbent : arrays (C,)
-
-    See: book/spot/02-reduced-space-bnb.ipynb
-    """
-    G = check_G(G)
-    right = check_array("right", right, ndim=2, dtype=bool)
-    masks = check_array("masks", masks, ndim=3, dtype=bool)
-    exact = check_array("exact", exact, ndim=1, dtype=bool)
-    check_choice("backend", backend, ["numpy", "torch"])
-    if right.shape[1] != G.shape[0] or masks.shape[2] != G.shape[0]:
-        raise ValueError(
-            f"right and masks must have {G.shape[0]} states on their last axis "
-            f"(got {right.shape} and {masks.shape})"
-        )
-    if exact.shape[0] != masks.shape[1]:
-        raise ValueError(f"exact must have {masks.shape[1]} entries (got {exact.shape[0]})")
-    if backend == "numpy":
-        return bound_children_numpy(G, right, masks, exact)
-    return bound_children_torch(G, right, masks, exact, device)

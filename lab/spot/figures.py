@@ -5,16 +5,13 @@ See: book/spot/01-tree-policies.ipynb
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_range
 
-from .baselines import greedy_tree
-from .experiments import LAKE_6X6, MDP_CHOICES, bnb_problem, make_mdp
-from .mdp import TabularMDP, evaluate, value_iteration
-from .search import WEIGHTINGS, spot
+from .experiments import LAKE_6X6, MDP_CHOICES, bnb_problem, explorer_run, make_mdp
+from .mdp import TabularMDP, check_mdp
+from .search import WEIGHTINGS
 from .tree import Tree
 
 __all__ = [
@@ -33,7 +30,11 @@ _PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#
 
 
 def action_symbols(mdp: TabularMDP) -> list[str]:
-    """Short labels of the actions (arrows for the lake, ``R0``.. and ``·`` for sysadmin)."""
+    """Short labels of the actions (arrows for the lake, ``R0``.. and ``·`` for sysadmin).
+
+    See: book/spot/01-tree-policies.ipynb
+    """
+    mdp = check_mdp(mdp)
     out = []
     for a in mdp.action_names:
         if a in _ARROWS:
@@ -88,6 +89,9 @@ def policy_figure(
 
     See: book/spot/01-tree-policies.ipynb
     """
+    mdp = check_mdp(mdp)
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be a Tree (got {type(tree).__name__})")
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -216,12 +220,6 @@ def policy_figure(
     return fig
 
 
-@lru_cache(maxsize=128)
-def _spot_cached(name, slip, depth, weights, warm):
-    mdp = make_mdp(name, slip)
-    return spot(mdp, depth, weights, warm_start=warm)
-
-
 def slip_explorer(slip: float = 1 / 3, depth: int = 2):
     """Widget of notebook 1: the SPOT-style tree on the 4x4 lake as the ice gets slipperier.
 
@@ -229,12 +227,11 @@ def slip_explorer(slip: float = 1 / 3, depth: int = 2):
     """
     slip = check_range("slip", slip, 0.0, 0.5)
     depth = check_int("depth", depth, 0, 3)
-    mdp = make_mdp("lake 4x4", slip)
-    res = _spot_cached("lake 4x4", slip, depth, "optimal", True)
-    V, _ = value_iteration(mdp)
-    bars = {"tree": res.J, "optimum": float(mdp.p0 @ V)}
+    run = explorer_run("lake 4x4", depth, "optimal", True, slip)
+    res = run.result
+    bars = {"tree": res.J, "optimum": run.optimum}
     return policy_figure(
-        mdp,
+        run.mdp,
         res.tree,
         bars,
         title=f"frozen lake 4x4, slip {slip:.2f} per side, depth {depth}: J = {res.J:.4f}",
@@ -254,13 +251,11 @@ def spot_explorer(
     check_choice("mdp", mdp, list(MDP_CHOICES))
     depth = check_int("depth", depth, 1, 3)
     check_choice("weights", weights, list(WEIGHTINGS[:-1]))
-    M = make_mdp(mdp)
-    res = _spot_cached(mdp, 1 / 3, depth, weights, bool(warm_start))
-    V, _ = value_iteration(M)
-    J_cart = evaluate(M, greedy_tree(M, depth))[0]
-    bars = {"SPOT-style": res.J, "CART": J_cart, "optimum": float(M.p0 @ V)}
+    run = explorer_run(mdp, depth, weights, bool(warm_start), 1 / 3, cart=True)
+    res = run.result
+    bars = {"SPOT-style": res.J, "CART": run.cart, "optimum": run.optimum}
     return policy_figure(
-        M,
+        run.mdp,
         res.tree,
         bars,
         title=f"{mdp}, depth {depth}, weights {weights}: J = {res.J:.4g} "

@@ -120,7 +120,8 @@ class TabularMDP:
         return self
 
 
-def _check_mdp(mdp: Any) -> TabularMDP:
+def check_mdp(mdp: Any) -> TabularMDP:
+    """``mdp`` itself if it is a :class:`TabularMDP`, else a ``TypeError`` naming the argument."""
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP (got {type(mdp).__name__})")
     return mdp
@@ -266,7 +267,7 @@ def evaluate(mdp: TabularMDP, policy: Any) -> tuple[float, np.ndarray]:
 
     See: book/spot/01-tree-policies.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     pi = _policy_actions(mdp, policy)
     idx = np.arange(mdp.n_states)
     P_pi, R_pi = mdp.P[idx, pi], mdp.R[idx, pi]
@@ -280,7 +281,7 @@ def occupancy(mdp: TabularMDP, policy: Any) -> np.ndarray:
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     pi = _policy_actions(mdp, policy)
     P_pi = mdp.P[np.arange(mdp.n_states), pi]
     return np.linalg.solve(np.eye(mdp.n_states) - mdp.gamma * P_pi.T, mdp.p0)
@@ -300,7 +301,7 @@ def value_iteration(
 
     See: book/spot/01-tree-policies.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     tol = check_range("tol", tol, 0.0, 1.0, low_inclusive=False)
     max_iter = check_int("max_iter", max_iter, 1)
     V = np.zeros(mdp.n_states)
@@ -336,7 +337,7 @@ def state_weights(
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     check_choice("kind", kind, ["optimal", "occupancy", "mix", "uniform"])
     eps = check_range("eps", eps, 0.0, 1.0)
     n = mdp.n_states

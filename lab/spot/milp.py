@@ -22,7 +22,7 @@ import numpy as np
 from lab.core.checks import check_array, check_int, check_positive
 from lab.core.runtime import smoke
 
-from .mdp import TabularMDP, _check_mdp, evaluate
+from .mdp import TabularMDP, check_mdp, evaluate
 from .tree import Tree, candidate_splits, split_matrix
 
 __all__ = ["TreeResult", "omdt_milp", "improvement_milp", "quiet_highs"]
@@ -202,7 +202,7 @@ def omdt_milp(mdp: TabularMDP, depth: int, time_limit: float = 60.0) -> TreeResu
 
     See: book/spot/01-tree-policies.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     depth = check_int("depth", depth, 0, 6)
     time_limit = check_positive("time_limit", time_limit)
     from scipy import sparse

@@ -22,7 +22,7 @@ import numpy as np
 
 from lab.core.checks import check_array
 
-__all__ = ["depth1_parse", "bound_children_numpy", "parse_node", "check_G"]
+__all__ = ["depth1_parse", "bound_children", "parse_node", "check_G"]
 
 
 def check_G(G: Any) -> np.ndarray:
@@ -77,7 +77,29 @@ def parse_node(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[floa
     return best, k_best, a_left, a_right
 
 
-def bound_children_numpy(
+def check_bound_inputs(
+    G: Any, right: Any, masks: Any, exact: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate the arguments of ``bound_children``: shapes ``(n, m)``, ``(K, n)``,
+    ``(C, Fn, n)`` and ``(Fn,)``, boolean except ``G`` (finite).
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G = check_G(G)
+    right = check_array("right", right, ndim=2, dtype=bool)
+    masks = check_array("masks", masks, ndim=3, dtype=bool)
+    exact = check_array("exact", exact, ndim=1, dtype=bool)
+    if right.shape[1] != G.shape[0] or masks.shape[2] != G.shape[0]:
+        raise ValueError(
+            f"right and masks must have {G.shape[0]} states on their last axis "
+            f"(got {right.shape} and {masks.shape})"
+        )
+    if exact.shape[0] != masks.shape[1]:
+        raise ValueError(f"exact must have {masks.shape[1]} entries (got {exact.shape[0]})")
+    return G, right, masks, exact
+
+
+def bound_children(
     G: np.ndarray, right: np.ndarray, masks: np.ndarray, exact: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference bound and incumbent of each partial tree, one frontier node at a time.
@@ -87,6 +109,7 @@ def bound_children_numpy(
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
+    G, right, masks, exact = check_bound_inputs(G, right, masks, exact)
     C, Fn, _ = masks.shape
     bound = np.zeros(C)
     inc = np.zeros(C)

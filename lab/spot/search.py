@@ -17,13 +17,14 @@ import numpy as np
 
 from lab.core.checks import check_array, check_bool, check_choice, check_int, check_range
 
-from .fast import bound_children
-from .mdp import TabularMDP, _check_mdp, evaluate, state_weights, value_iteration
+from . import fast, reference
+from .mdp import TabularMDP, check_mdp, evaluate, state_weights, value_iteration
+from .reference import check_bound_inputs
 from .reference import check_G as _check_G
 from .reference import parse_node as _parse
 from .tree import Tree, candidate_splits, split_matrix
 
-__all__ = ["rsbb", "RSBBStats", "spot", "SpotResult", "WEIGHTINGS"]
+__all__ = ["rsbb", "RSBBStats", "bound_frontier", "spot", "SpotResult", "WEIGHTINGS"]
 
 WEIGHTINGS = ("optimal", "occupancy", "mix", "uniform", "portfolio")
 PRUNE_TOL = 1e-9
@@ -132,6 +133,45 @@ def _build_tree(G, right, splits, choices, depth, m) -> Tree:
     return Tree(depth, feats, ths, leaves, n_actions=m)
 
 
+def bound_frontier(
+    G: np.ndarray,
+    right: np.ndarray,
+    masks: np.ndarray,
+    exact: np.ndarray,
+    backend: str = "numpy",
+    device: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bound and incumbent value of a batch of partial trees from their frontier masks.
+
+    For each partial tree ``c`` and frontier node ``f`` (a reached node whose split is not
+    fixed), ``masks[c, f]`` holds the states routed there. The bound adds the exact depth-1
+    parse of the node when ``exact[f]`` (it sits on level ``D - 1``) and the state-wise
+    relaxation ``sum_{s in M} max_a G[s, a]`` otherwise; the incumbent sets unfixed nodes to
+    "no split" and parses every frontier node exactly. The search's choice of kernel:
+    ``reference.bound_children`` (numpy) or ``fast.bound_children`` (batched torch).
+
+    Parameters
+    ----------
+    G : array (n, m)
+    right : bool array (K, n)
+    masks : bool array (C, Fn, n)
+    exact : bool array (Fn,)
+    backend : ``"numpy"`` (reference) or ``"torch"`` (batched fast path)
+    device : torch device for ``backend="torch"`` (default CPU)
+
+    Returns
+    -------
+    bound, incumbent : arrays (C,)
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    G, right, masks, exact = check_bound_inputs(G, right, masks, exact)
+    check_choice("backend", backend, ["numpy", "torch"])
+    if backend == "numpy":
+        return reference.bound_children(G, right, masks, exact)
+    return fast.bound_children_unchecked(G, right, masks, exact, device)
+
+
 def rsbb(
     G: np.ndarray,
     X: np.ndarray,
@@ -145,7 +185,7 @@ def rsbb(
 
     Branches only on the split choice of internal nodes on levels ``0 .. D-2`` (best-first on
     the bound); nodes on level ``D-1`` are parsed exactly (``depth1_parse``), leaves are closed
-    form. Bounds add per-state or per-node terms (``bound_children``), batched over the
+    form. Bounds add per-state or per-node terms (``bound_frontier``), batched over the
     children of a node. Prunes when ``bound <= incumbent + 1e-9``; stops when the best open
     bound is not above the incumbent, which certifies optimality.
 
@@ -212,7 +252,7 @@ def rsbb(
                 if t in rm:
                     masks[c, f] = rm[t]
         stats.evaluated += len(children)
-        return bound_children(G, right, masks, exact, backend, device)
+        return bound_frontier(G, right, masks, exact, backend, device)
 
     root = ()
     b0, i0 = evaluate_children([root])
@@ -333,7 +373,7 @@ def spot(
 
     See: book/spot/03-spot-loop.ipynb
     """
-    mdp = _check_mdp(mdp)
+    mdp = check_mdp(mdp)
     depth = check_int("depth", depth, 0, 6)
     check_choice("weights", weights, list(WEIGHTINGS))
     warm_start = check_bool("warm_start", warm_start)

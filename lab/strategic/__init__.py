@@ -87,7 +87,7 @@ reconstruction, explore-fit-shift in doubling epochs (:mod:`lab.strategic.legacy
 |---|---|
 | `model.py` | `StrategicMassart`, `best_response` (Lemma 1), `admits`, exact regret (`rule_regret`) |
 | `reference.py` | `Constants`, `schedule`, `prox_step` (Alg. 3 l.6 / Alg. 4 l.8), `strategic_massart_learner` (numpy, cycle by cycle); `mirror_step`, the earlier step, as an ablation |
-| `fast.py` | `strategic_massart_batch` (torch, seeds batched, the proximal steps solved together; also Zhang et al.), `strategic_perceptron_batch` |
+| `fast.py` | `strategic_massart_many` (the reference's `strategic_massart_learner` in torch, seeds batched, the proximal steps solved together; also Zhang et al.), `strategic_perceptron` (the baseline, batched), `draw_streams` (`draw_agents` per seed, stacked) |
 | `legacy.py` | the first reconstruction, an extra baseline: the public names of the two modules below |
 | `offset_game.py` | its game simulator (an offset `b*`, Monte Carlo losses) |
 | `doubling_epochs.py` | its learner, explore-fit-shift in doubling epochs, with 0-1 ERM and logistic fitters |
@@ -100,38 +100,8 @@ book/strategic/03-sweeps.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=[
-        "doubling_epochs",
-        "experiments",
-        "fast",
-        "figures",
-        "legacy",
-        "model",
-        "offset_game",
-        "reference",
-    ],
-    submod_attrs={
-        "model": [
-            "StrategicMassart",
-            "admits",
-            "best_response",
-            "clairvoyant_rule",
-            "disagreement",
-            "rule_regret",
-        ],
-        "reference": [
-            "Constants",
-            "draw_agents",
-            "mirror_step",
-            "pnorm_exponent",
-            "project_cone_ball",
-            "prox_step",
-            "schedule",
-            "strategic_massart_learner",
-        ],
-        "fast": ["draw_batch", "strategic_massart_batch", "strategic_perceptron_batch"],
-        "experiments": ["compare_learners", "horizon_study", "parameter_sweep", "prop4_outcomes"],
-    },
-)
+SUBMODULE_ONLY = ("legacy", "offset_game", "doubling_epochs")
+#: reference name -> fast name (the fast one adds seeds batched, ``variant=`` and ``device=``)
+PAIRS = {"strategic_massart_learner": "strategic_massart_many"}
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int
-from lab.strategic.fast import strategic_massart_batch, strategic_perceptron_batch
+from lab.core.runtime import smoke_steps
+from lab.strategic.fast import strategic_massart_many, strategic_perceptron
 from lab.strategic.model import StrategicMassart
 from lab.strategic.reference import Constants
 
@@ -45,7 +46,7 @@ def _seeds(seeds) -> list[int]:
 class Comparison:
     """Cumulative expected regret per learner: ``mean`` curves ``[T]`` and ``final`` ``[S]``
     (``angles`` ``[S, batches]`` for ours); ``batch_angles`` and ``phases`` per learner of
-    :func:`strategic_massart_batch` (ours and Zhang et al.'s); ``cumulative`` ``[S, T]`` per
+    :func:`strategic_massart_many` (ours and Zhang et al.'s); ``cumulative`` ``[S, T]`` per
     learner."""
 
     T: int
@@ -81,7 +82,7 @@ def compare_learners(
     cumulative = {}
     for name in learners:
         if name.startswith("perceptron"):
-            reg = strategic_perceptron_batch(env, T, seeds, feedback=name.split("-")[1]).regret
+            reg = strategic_perceptron(env, T, seeds, feedback=name.split("-")[1]).regret
         elif name == "explore-fit-shift":
             if env.d != 2:
                 continue
@@ -99,7 +100,7 @@ def compare_learners(
                 [legacy.explore_fit_shift(old, T, seed=s, n_dirs=180)["regret"] for s in seeds]
             )
         else:
-            run = strategic_massart_batch(env, T, seeds, constants, variant=name, device=device)
+            run = strategic_massart_many(env, T, seeds, constants, variant=name, device=device)
             reg = run.regret
             batch_angles[name], phases[name] = run.angles, run.phases
             if name == "ours":
@@ -182,7 +183,7 @@ def horizon_study(
         raise TypeError(f"curves must be a bool (got {type(curves).__name__})")
     finals, means = [], []
     for T in T_grid:
-        reg = strategic_massart_batch(env, int(T), seeds, constants, device=device).regret
+        reg = strategic_massart_many(env, int(T), seeds, constants, device=device).regret
         finals.append(reg.sum(1))
         means.append(np.cumsum(reg, axis=1).mean(0))
     final = np.stack(finals, 1)
@@ -210,7 +211,9 @@ def parameter_sweep(
 ) -> Sweep:
     """Vary one parameter (``"gamma"``, ``"d"``, ``"eta"`` of the instance or a constant
     ``"c0"`` .. ``"c7"``) and record the final regret per seed, of the paper's algorithm or
-    (``variant``) of Zhang et al.'s learner (:func:`strategic_massart_batch`).
+    (``variant``) of Zhang et al.'s learner (:func:`strategic_massart_many`). In smoke mode
+    (``LAB_SMOKE=1``) each run stops after 200 cycles (the shapes are unchanged: one final
+    regret per seed and value).
 
     See: book/strategic/03-sweeps.ipynb
     """
@@ -232,6 +235,8 @@ def parameter_sweep(
             kw = dict(d=base.d, gamma=base.gamma, eta=base.eta, noise=base.noise)
             kw[name] = int(v) if name == "d" else float(v)
             env = StrategicMassart(**kw)  # w* = e_1, as in the paper's d sweep
-        run = strategic_massart_batch(env, T, seeds, cc, variant=variant, device=device)
+        run = strategic_massart_many(
+            env, smoke_steps(T, 200), seeds, cc, variant=variant, device=device
+        )
         cols.append(run.regret.sum(1))
     return Sweep(name, values, np.stack(cols, 1))

@@ -8,7 +8,7 @@ them at once, by the reference's Newton method on the KKT conditions, batched ov
 (``_prox_rows``). The same engine runs
 the non-strategic Massart learner of Zhang et al. (2020) (``variant="zhang-partial"`` /
 ``"zhang-full"``: thresholds at 0, bands around the posted boundary). The Strategic Perceptron
-(Ahmadi et al. 2021) is :func:`strategic_perceptron_batch`.
+(Ahmadi et al. 2021) is :func:`strategic_perceptron`.
 
 See: book/strategic/02-regret.ipynb
 """
@@ -26,13 +26,13 @@ from lab.strategic.model import TIE, StrategicMassart, rule_regret
 from lab.strategic.reference import (
     ON_BAR,
     Constants,
-    _prox_argmin,
     draw_agents,
     pnorm_exponent,
+    prox_argmin,
     schedule,
 )
 
-__all__ = ["BatchRun", "draw_batch", "strategic_massart_batch", "strategic_perceptron_batch"]
+__all__ = ["BatchRun", "draw_streams", "strategic_massart_many", "strategic_perceptron"]
 
 VARIANTS = ("ours", "zhang-partial", "zhang-full")
 
@@ -49,9 +49,9 @@ class BatchRun:
     phases: list
 
 
-def draw_batch(T: int, d: int, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`lab.strategic.reference.draw_agents` for each seed, stacked: ``[S, T, d]``, ``[S, T]``,
-    ``[S, T, d]``."""
+def draw_streams(T: int, d: int, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The random streams of ``S`` runs: :func:`lab.strategic.reference.draw_agents` for each
+    seed, stacked: ``[S, T, d]``, ``[S, T]``, ``[S, T, d]`` (not a method of the paper)."""
     seeds = [check_int("seed", s, 0) for s in np.atleast_1d(np.asarray(seeds)).tolist()]
     if not seeds:
         raise ValueError("seeds must hold at least one seed")
@@ -64,7 +64,7 @@ def _check(env, T, seeds, draws):
         raise TypeError(f"env must be a StrategicMassart (got {type(env).__name__})")
     T = check_int("T", T, 4)
     if draws is None:
-        draws = draw_batch(T, env.d, seeds)
+        draws = draw_streams(T, env.d, seeds)
     X, U, G = draws
     if X.ndim != 3 or X.shape[1] < T or X.shape[2] != env.d:
         raise ValueError(f"draws must have X of shape (S, >= {T}, {env.d}) (got {X.shape})")
@@ -212,13 +212,13 @@ def _prox(w, g, alpha, center, c, p):
         cos_min = c.detach().cpu().numpy().reshape(-1)[rows]
         sol, ok = _prox_rows(w_np[rows], g_np[rows], alpha, centers, cos_min, p)
         for j in np.flatnonzero(~ok):
-            sol[j] = _prox_argmin(w_np[rows[j]], g_np[rows[j]], alpha, centers[j], cos_min[j], p)
+            sol[j] = prox_argmin(w_np[rows[j]], g_np[rows[j]], alpha, centers[j], cos_min[j], p)
         norms = np.linalg.norm(sol, axis=-1, keepdims=True)
         out[rows] = np.where(norms > 0, sol / np.where(norms > 0, norms, 1.0), out[rows])
     return torch.as_tensor(out, dtype=w.dtype, device=w.device)
 
 
-def strategic_massart_batch(
+def strategic_massart_many(
     env: StrategicMassart,
     T: int,
     seeds=(0,),
@@ -235,7 +235,7 @@ def strategic_massart_batch(
     T : int
         Horizon (cycles), ``>= 4``.
     seeds : sequence of int
-        One run per seed (:func:`draw_batch`); ignored when ``draws`` is given.
+        One run per seed (:func:`draw_streams`); ignored when ``draws`` is given.
     constants : Constants, optional
     variant : {"ours", "zhang-partial", "zhang-full"}
         The paper's algorithm, or the non-strategic learner of Zhang et al. (2020) (thresholds at
@@ -352,7 +352,7 @@ def strategic_massart_batch(
     return BatchRun(cos_np, thr_np, regret, ang, phases)
 
 
-def strategic_perceptron_batch(
+def strategic_perceptron(
     env: StrategicMassart, T: int, seeds=(0,), feedback: str = "full", draws=None
 ) -> BatchRun:
     """The Strategic Perceptron (Ahmadi et al. 2021; the paper's Alg. 5 and 6), batched (numpy).

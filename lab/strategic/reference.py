@@ -1,8 +1,8 @@
 """Reference kernel (numpy, one run, cycle by cycle) of the paper's Algorithms 1-4.
 
-Each statement carries the algorithm line it implements (``# Alg. 3 l.4``). Every cycle's
-posted rule is recorded as ``(cos, threshold)`` with ``cos = <w, w*>``; the exact expected
-regret of each cycle comes from :func:`lab.strategic.model.rule_regret`.
+Each statement carries the algorithm line or equation it implements (``# eq. (Alg. 3 l.4)``).
+Every cycle's posted rule is recorded as ``(cos, threshold)`` with ``cos = <w, w*>``; the exact
+expected regret of each cycle comes from :func:`lab.strategic.model.rule_regret`.
 
 See: book/strategic/02-regret.ipynb
 """
@@ -95,7 +95,7 @@ def pnorm_exponent(d: int) -> float:
     """``p = ln(8d) / (ln(8d) - 1)`` of the mirror map (Alg. 3 l.6)."""
     d = check_int("d", d, 1)
     q = math.log(8 * d)
-    return q / (q - 1)
+    return q / (q - 1)  # eq. (Alg. 3 l.6): p = ln(8d) / (ln(8d) - 1)
 
 
 def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | None = None):
@@ -121,16 +121,16 @@ def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | No
         return int(min(n, max(1, cap // cycles))) if capped else int(n)
 
     phases = [
-        Phase("init", 0, n_it(c.c0 * lnT / a**2, 2), 2, 0.0, 0.0, math.pi / 2),  # Prop. 2
+        Phase("init", 0, n_it(c.c0 * lnT / a**2, 2), 2, 0.0, 0.0, math.pi / 2),  # eq. (Prop. 2)
     ]
-    T0 = n_it(c.c3 * dl * lnT**2 / a**8, 1)  # Prop. 3
-    alpha0 = c.c4 * math.sqrt(dl) / (math.sqrt(T0) * lnT)
+    T0 = n_it(c.c3 * dl * lnT**2 / a**8, 1)  # eq. (Prop. 3): T0
+    alpha0 = c.c4 * math.sqrt(dl) / (math.sqrt(T0) * lnT)  # eq. (Alg. 3): alpha_0 (deviation)
     phases.append(Phase("refine", 0, T0, 1, c.c2 * a**2, alpha0, math.pi / 2))
     used, k = sum(p.iterations * p.cycles for p in phases), 1
     while used < T:
-        Tk = n_it(c.c6 * 4**k * (gamma + 1) * dl * lnT**2 / a**4, 2, False)  # Prop. 4
+        Tk = n_it(c.c6 * 4**k * (gamma + 1) * dl * lnT**2 / a**4, 2, False)  # eq. (Prop. 4): T_k
         theta = math.pi / 2 ** (k + 1)
-        alpha = c.c7 * math.sqrt(dl) * theta / (math.sqrt(Tk) * lnT)
+        alpha = c.c7 * math.sqrt(dl) * theta / (math.sqrt(Tk) * lnT)  # eq. (Alg. 4): alpha_k
         phases.append(Phase("enhance", k, Tk, 2, c.c5 * a * 2.0**-k, alpha, theta))
         used += 2 * Tk
         k += 1
@@ -265,7 +265,7 @@ def _prox_newton(w_i, g, alpha, u, c, p, tol=1e-12):
     return w, False
 
 
-def _prox_argmin(w_i, g, alpha, u, c, p) -> np.ndarray:
+def prox_argmin(w_i, g, alpha, u, c, p) -> np.ndarray:
     """``argmin_{w in W} <g, w> + ||w - w_i||_p^2 / (2 (p - 1) alpha)`` (no validation)."""
     if not np.any(g):
         return np.asarray(w_i, dtype=float).copy()  # the prox of 0 is w_i (w_i is in W)
@@ -328,16 +328,16 @@ def prox_step(w, g, alpha, center, cos_min, p, *, normalise: bool = True) -> np.
     alpha = check_range("alpha", alpha, 0.0, math.inf, low_inclusive=False)
     cos_min = check_range("cos_min", cos_min, -1.0, 1.0)
     p = check_range("p", p, 1.0, 2.0, low_inclusive=False)
-    w_new = _prox_argmin(w, g, alpha, center, cos_min, p)  # Alg. 3 l.6 / Alg. 4 l.8
+    w_new = prox_argmin(w, g, alpha, center, cos_min, p)  # eq. (Alg. 3 l.6 / Alg. 4 l.8)
     if not normalise:
         return w_new
     nrm = float(np.linalg.norm(w_new))
-    return w_new / nrm if nrm > 0 else w.copy()  # Alg. 3 l.7 / Alg. 4 l.9
+    return w_new / nrm if nrm > 0 else w.copy()  # eq. (Alg. 3 l.7 / Alg. 4 l.9)
 
 
 def _prox_unit(w, g, alpha, center, cos_min, p) -> np.ndarray:
     """:func:`prox_step` without validation (the learners' inner loop)."""
-    w_new = _prox_argmin(w, g, alpha, center, cos_min, p)
+    w_new = prox_argmin(w, g, alpha, center, cos_min, p)
     nrm = float(np.linalg.norm(w_new))
     return w_new / nrm if nrm > 0 else np.asarray(w, dtype=float)
 
@@ -410,7 +410,7 @@ def strategic_massart_learner(
         (r, y or 0 when not admitted)."""
         nonlocal t
         x, y = X[t : t + 1], env.labels(X[t : t + 1], U[t : t + 1])[0]
-        r = best_response(x, w, -thr, gamma)[0]
+        r = best_response(x, w, -thr, gamma)[0]  # eq. (Lemma 1): the agent's best response
         admitted = r @ w - thr >= 0
         cos_t[t], thr_t[t], loss_t[t] = w @ ws, thr, float((1.0 if admitted else -1.0) != y)
         t += 1
@@ -420,15 +420,15 @@ def strategic_massart_learner(
         if ph.kind == "init":  # Algorithm 2
             acc = np.zeros(env.d)
             for i in range(ph.iterations):
-                w = G[i] / np.linalg.norm(G[i])  # l.2: w_init,i uniform on the sphere
+                w = G[i] / np.linalg.norm(G[i])  # eq. (Alg. 2 l.2): w_init,i uniform on the sphere
                 for j in (1, 2):
                     if t >= T:
                         break
                     sgn = 1.0 if j == 1 else -1.0
-                    r, y = cycle(sgn * w, 0.0)  # l.4: (-1)^(j-1) sgn(<w_init,i, r>)
-                    if sgn * (r @ w) > ON_BAR:  # l.6: strictly above (truthful agents)
+                    r, y = cycle(sgn * w, 0.0)  # eq. (Alg. 2 l.4): (-1)^(j-1) sgn(<w_init,i, r>)
+                    if sgn * (r @ w) > ON_BAR:  # eq. (Alg. 2 l.6): strictly above (truthful agents)
                         acc += y * r
-            w_tilde0 = acc / ph.iterations  # l.6
+            w_tilde0 = acc / ph.iterations  # eq. (Alg. 2 l.6)
             w_out.append(w_tilde0)
         elif ph.kind == "refine":  # Algorithm 3
             nrm0 = np.linalg.norm(w_tilde0)
@@ -438,12 +438,12 @@ def strategic_massart_learner(
             w, total = u0.copy(), np.zeros(env.d)  # initialisation: w_0,1 = w~0 / ||w~0||
             for _ in range(ph.iterations):
                 total += w
-                r, y = cycle(w, 0.0)  # l.2: sgn(<w_0,i, r>)
+                r, y = cycle(w, 0.0)  # eq. (Alg. 3 l.2): sgn(<w_0,i, r>)
                 s = r @ w
-                band = (s > ON_BAR) and (s <= ph.b)  # l.4: 0 < <w_0,i, r> <= b0
-                g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # l.4
-                w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # l.6-7: proximal step, normalised
-            w_k = total / np.linalg.norm(total)  # l.8-9
+                band = (s > ON_BAR) and (s <= ph.b)  # eq. (Alg. 3 l.4): 0 < <w_0,i, r> <= b0
+                g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # eq. (Alg. 3 l.4)
+                w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # eq. (Alg. 3 l.6-7): prox, normalised
+            w_k = total / np.linalg.norm(total)  # eq. (Alg. 3 l.8-9)
             w_out.append(w_k)
         else:  # Algorithm 4, batch k
             center, cmin = w_k.copy(), math.cos(ph.theta)  # W_k, theta_k = pi / 2^(k+1)
@@ -451,23 +451,23 @@ def strategic_massart_learner(
             for _ in range(ph.iterations):
                 total += w
                 g = np.zeros(env.d)
-                for j, thr in ((1, gamma), (2, gamma + ph.b)):  # l.2: h1, h2
+                for j, thr in ((1, gamma), (2, gamma + ph.b)):  # eq. (Alg. 4 l.2): h1, h2
                     if t >= T:
                         break
-                    r, y = cycle(w, thr)  # l.4-5
+                    r, y = cycle(w, thr)  # eq. (Alg. 4 l.4-5)
                     s = r @ w
                     if j == 1:  # D^(1): gamma <= <w, r> <= gamma + b_k
                         inside = (s >= gamma - ON_BAR) and (s <= gamma + ph.b + ON_BAR)
                     else:  # D^(2): <w, r> = gamma + b_k (the movers)
                         inside = abs(s - gamma - ph.b) <= ON_BAR
                     if inside and y != 0:
-                        plus = r + (ph.b - s) * w  # l.6: Proj+ onto <w, x> = b_k
-                        minus = r - s * w  # l.6: Proj- onto <w, x> = 0
-                        sign = 1.0 if j == 1 else -1.0  # l.7: x^(1,.) - x^(2,.)
+                        plus = r + (ph.b - s) * w  # eq. (Alg. 4 l.6): Proj+ onto <w, x> = b_k
+                        minus = r - s * w  # eq. (Alg. 4 l.6): Proj- onto <w, x> = 0
+                        sign = 1.0 if j == 1 else -1.0  # eq. (Alg. 4 l.7): x^(1,.) - x^(2,.)
                         g += sign * (-eta * plus * (y == 1) + (1 - eta) * minus * (y == -1))
-                w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # l.8-9: proximal step, normalised
-            w_k = total / np.linalg.norm(total)  # l.10-11
+                w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # eq. (Alg. 4 l.8-9)
+            w_k = total / np.linalg.norm(total)  # eq. (Alg. 4 l.10-11)
             w_out.append(w_k)
     angles = np.array([_angle(w, ws) for w in w_out])
-    regret = rule_regret(cos_t, thr_t, gamma, eta)
+    regret = rule_regret(cos_t, thr_t, gamma, eta)  # eq. (1): Err(h_t) - Err(h*) per cycle
     return Run(cos_t, thr_t, regret, loss_t, w_out, angles, phases)

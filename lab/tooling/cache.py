@@ -11,7 +11,7 @@ editing them never re-executes the book. ``make book`` calls it before every bui
 ``python -m lab.tooling.cache _build/.jupyter_cache``.
 
 ``prefill`` then executes, in parallel worker processes, every notebook of ``_toc.yml`` that
-the cache does not hold yet (:func:`lab.core.chapters.toc_notebooks`), and stores the results
+the cache does not hold yet (:func:`lab.tooling.chapters.toc_notebooks`), and stores the results
 exactly as myst-nb's ``cache`` mode would. The Sphinx build afterwards only reads the cache
 (myst-nb executes serially, so on two cores this halves the execution part of ``make book``).
 A notebook that fails here is left out of the cache: the build then executes it itself and
@@ -32,7 +32,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from lab.core.chapters import chapters, toc_notebooks
+from lab.tooling.chapters import chapters, toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = "lab-sources.json"

@@ -225,7 +225,7 @@ def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None)
 # Resolution
 # ----------------------------------------------------------------------------------------
 def _all_records(env: Any) -> list[dict]:
-    from lab.core.chapters import chapters
+    from lab.tooling.chapters import chapters
 
     order = {slug: i for i, slug in enumerate(chapters(Path(env.srcdir)))}
     recs = [r for docrecs in _env_records(env).values() for r in docrecs]
@@ -330,8 +330,8 @@ DIAGNOSIS_ORDER = ("scale", "noise-floor", "official-code", "deviation", "open",
 
 
 def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
-    from lab.core.chapters import chapters
     from lab.core.claims import DIAGNOSES
+    from lab.tooling.chapters import chapters
 
     env = app.env
     container = nodes.container(classes=["optlab-scorecard"])

@@ -530,7 +530,7 @@ def cli(args: Any, run: Any) -> int:
     Exit status: 0; 1 when a notebook failed to execute or (with ``--compare``) a claim's or a
     control's verdict differs from the published one; ``lab`` turns ValueError into 2.
     """
-    from lab.core.chapters import chapters, check_slug
+    from lab.tooling.chapters import chapters, check_slug
 
     slugs = [check_slug(s, ROOT) for s in args.slugs] if args.slugs else chapters(ROOT)
     if not slugs:

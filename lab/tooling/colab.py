@@ -238,7 +238,7 @@ def binder_requirements(root: Path = ROOT) -> str:
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
     """Every ``.ipynb`` that ``_toc.yml`` lists (the student pages too), in toc order."""
-    from lab.core.chapters import toc_notebooks as listed
+    from lab.tooling.chapters import toc_notebooks as listed
 
     return listed(Path(root), executed=False)
 

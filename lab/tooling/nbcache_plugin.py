@@ -156,7 +156,7 @@ class NbvalCacheWriter:
     """Follows nbval's cells and caches each notebook that ran through."""
 
     def __init__(self, cache_dir, root: Path):
-        from lab.core.chapters import toc_notebooks
+        from lab.tooling.chapters import toc_notebooks
 
         self.cache_dir = str(Path(cache_dir).resolve())
         self.notebooks = {p.resolve() for p in toc_notebooks(root)}  # what the book executes

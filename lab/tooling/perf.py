@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lab.core.chapters import chapters
 from lab.tooling.bench import SCHEMA, fmt_seconds
+from lab.tooling.chapters import chapters
 
 ROOT = Path(__file__).resolve().parents[2]
 

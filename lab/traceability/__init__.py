@@ -92,9 +92,9 @@ For an (ε, δ)-DP learner every tracer satisfies
 
 $$\mathbb P[\text{IN}(z_i)] \le e^{\varepsilon}\xi + \delta. \quad (8)$$
 
-Fast path: :func:`trace_batched` / ``tradeoff_curve(backend="torch")`` score all repetitions
-and noise levels with batched matmuls (CPU or CUDA); the data are drawn with numpy so that
-both backends see the same numbers.
+Fast path: ``fast.trace`` (the batched ``trace``) / ``tradeoff_curve(backend="torch")`` score
+all repetitions and noise levels with batched matmuls (CPU or CUDA); the data are drawn with
+numpy so that both backends see the same numbers.
 
 ## File map
 
@@ -102,67 +102,13 @@ both backends see the same numbers.
   ``excess_risk_box``, theorem formulas (``alpha_range``, ``dp_lower_bound``,
   ``minimax_rate``, ``conjectured_dp_rate``).
 * ``experiments.py`` — ``identity_check`` (Lemma 4.2 by Monte Carlo), ``recall_curve``
-  (recall vs excess risk, DP ceiling), ``l2_erm_rate`` (App. B.1).
+  (recall vs excess risk, DP ceiling), ``recall_sweep`` (its memoised widget sweep), ``l2_erm_rate`` (App. B.1).
 * ``reference.py`` — the dense lemma, the ℓ2 counterexample, its learners, the Gaussian
   mechanism, the tracer with an estimated centre, ``dp_trace_bound``.
-* ``fast.py`` — ``trace_batched`` and ``tradeoff_curve`` (batched torch, CPU or CUDA).
+* ``fast.py`` — ``trace`` (batched) and ``tradeoff_curve`` (batched torch, CPU or CUDA).
 * ``figures.py`` — widget figures.
 """
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures", "problems", "experiments", "reference", "fast"],
-    submod_attrs={
-        "problems": [
-            "PRIOR_CONSTANT",
-            "SparseInstance",
-            "paper_sparsity",
-            "prior_scale",
-            "sparse_instance",
-            "draw_sparse",
-            "fingerprint_scores",
-            "box_radius",
-            "excess_risk_box",
-            "erm_box",
-            "noisy_erm_box",
-            "clipped_mean_box",
-            "dp_erm_box",
-            "constant_box",
-            "alpha_range",
-            "dp_lower_bound",
-            "minimax_rate",
-            "conjectured_dp_rate",
-        ],
-        "experiments": [
-            "LEARNERS",
-            "IdentityCheck",
-            "RecallCurve",
-            "L2Rate",
-            "fit_learner",
-            "identity_check",
-            "recall_curve",
-            "l2_erm_rate",
-        ],
-        "reference": [
-            "ESTIMATORS",
-            "fingerprint_terms",
-            "l2_hard_instance",
-            "dual_map",
-            "erm_l2",
-            "noisy_erm_l2",
-            "erm_lp",
-            "noisy_erm_lp",
-            "gaussian_sigma",
-            "dp_gaussian_l2",
-            "excess_risk_linear",
-            "tracer_scores",
-            "calibrate_threshold",
-            "trace",
-            "dp_trace_bound",
-            "binomial_interval",
-        ],
-        "fast": ["trace_batched", "tradeoff_curve"],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

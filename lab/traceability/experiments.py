@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.runtime import smoke_steps
 from lab.traceability import problems as P
 
@@ -25,6 +26,8 @@ __all__ = [
     "fit_learner",
     "identity_check",
     "recall_curve",
+    "RECALL_SIGMAS",
+    "recall_sweep",
     "l2_erm_rate",
 ]
 
@@ -235,3 +238,19 @@ def l2_erm_rate(
             w = erm_l2(inst["Z"]) if sigma == 0 else noisy_erm_l2(inst["Z"], sigma, seed=r)
             out[j, r] = excess_risk_linear(w, inst["mu"], d)
     return L2Rate(ns, out.mean(1), out, d)
+
+
+#: noise levels of the noisy-ERM family in :func:`recall_sweep` (and ``figures.recall_figure``)
+RECALL_SIGMAS = (0.0, 0.1, 0.3, 1.0, 3.0)
+
+
+@memo(maxsize=64)
+def recall_sweep(alpha: float, p: float, xi: float, n: int, d: int, reps: int, seed: int):
+    """:func:`recall_curve` over :data:`RECALL_SIGMAS` and the (1, 1/n²)-DP learner, 500
+    reference rows: what ``figures.recall_figure`` draws, memoised (``recall_sweep.clear()``).
+
+    See: book/traceability/02-dp-and-tradeoff.ipynb
+    """
+    return recall_curve(
+        n, d, alpha, p, sigmas=RECALL_SIGMAS, eps=(1.0,), xi=xi, reps=reps, n_ref=500, seed=seed
+    )

@@ -19,21 +19,22 @@ from lab.core.checks import (
     check_range,
 )
 from lab.core.runtime import smoke_steps
+from lab.traceability import reference
 from lab.traceability.reference import (
-    _check_p,
-    _split,
+    centre_rows,
+    check_p,
     dual_map,
     excess_risk_linear,
     gaussian_sigma,
     l2_hard_instance,
-    trace,
 )
 
-__all__ = ["trace_batched", "tradeoff_curve"]
+__all__ = ["trace", "tradeoff_curve"]
 
 
-def trace_batched(W, Z_train, Z_ref, xi: float, device=None):
-    """Fast path of :func:`trace`: batched torch, one model per batch entry.
+def trace(W, Z_train, Z_ref, xi: float, device=None):
+    """Fast path of :func:`~lab.traceability.reference.trace` (same name): batched torch, one
+    model per batch entry.
 
     Parameters
     ----------
@@ -42,7 +43,8 @@ def trace_batched(W, Z_train, Z_ref, xi: float, device=None):
     Z_train : (B, m, d)
         Candidate records per batch entry.
     Z_ref : (B, R, d)
-        Reference samples per batch entry (split in halves as in :func:`trace`).
+        Reference samples per batch entry (split in halves as in
+        :func:`~lab.traceability.reference.trace`).
     xi : float
         False-positive rate in (0, 1).
     device : torch device, optional
@@ -56,7 +58,7 @@ def trace_batched(W, Z_train, Z_ref, xi: float, device=None):
     """
     import torch
 
-    from ..core.runtime import resolve_device
+    from lab.core.runtime import resolve_device
 
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     device = resolve_device(device, W)
@@ -71,7 +73,7 @@ def trace_batched(W, Z_train, Z_ref, xi: float, device=None):
         )
     if Z_ref.shape[1] < 4:
         raise ValueError(f"Z_ref must have at least 4 rows (got {Z_ref.shape[1]})")
-    h = _split(Z_ref.shape[1])
+    h = centre_rows(Z_ref.shape[1])
     center = Z_ref[:, :h].mean(dim=1, keepdim=True)  # (B, 1, d)
     w = W.unsqueeze(-1)  # (B, d, 1)
     ref_s = torch.bmm(Z_ref[:, h:] - center, w).squeeze(-1)  # (B, R − h)
@@ -127,7 +129,8 @@ def tradeoff_curve(
     n_ref, n_fresh : int
         Reference samples for the tracer; fresh samples to measure false positives.
     backend : {"torch", "numpy"}
-        Batched torch fast path or the numpy reference (:func:`trace` in a loop).
+        Batched torch fast path or the numpy reference
+        (:func:`~lab.traceability.reference.trace` in a loop).
     device : optional
         Torch device for the fast path.
     show_progress : bool
@@ -141,7 +144,7 @@ def tradeoff_curve(
 
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
-    from ..core.progress import progress
+    from lab.core.progress import progress
 
     n = check_int("n", n, 2)
     d = check_int("d", d, 1)
@@ -149,7 +152,7 @@ def tradeoff_curve(
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     reps = smoke_steps(check_int("reps", reps, 1), small=2)  # LAB_SMOKE=1: two repetitions
     seed = check_int("seed", seed, 0)
-    p = _check_p(p)
+    p = check_p(p)
     check_choice("backend", backend, ("torch", "numpy"))
     show_progress = check_bool("show_progress", show_progress)
     if eps is not None:
@@ -178,20 +181,18 @@ def tradeoff_curve(
             exc[i, r] = excess_risk_linear(W[i], mu, d, p)
         if backend == "numpy":
             for i in range(L):
-                trc[i, r] = trace(W[i], Z, Zr, xi).mean()
-                fpr[i, r] = trace(W[i], Zf, Zr, xi).mean()
+                trc[i, r] = reference.trace(W[i], Z, Zr, xi).mean()
+                fpr[i, r] = reference.trace(W[i], Zf, Zr, xi).mean()
         else:
             import torch
 
-            from ..core.runtime import resolve_device
+            from lab.core.runtime import resolve_device
 
             dev = resolve_device(device)
             Wt = torch.as_tensor(W, device=dev)
             cand = torch.as_tensor(np.concatenate([Z, Zf]), device=dev)
             Zrt = torch.as_tensor(Zr, device=dev)
-            mask = trace_batched(
-                Wt, cand.expand(L, -1, -1), Zrt.expand(L, -1, -1), xi, device=dev
-            ).double()
+            mask = trace(Wt, cand.expand(L, -1, -1), Zrt.expand(L, -1, -1), xi, device=dev).double()
             trc[:, r] = mask[:, :n].mean(dim=1).cpu().numpy()
             fpr[:, r] = mask[:, n:].mean(dim=1).cpu().numpy()
 

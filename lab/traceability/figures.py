@@ -5,11 +5,11 @@ See: book/traceability/01-tracing-attack.ipynb, book/traceability/02-dp-and-trad
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
+from lab.traceability.experiments import RECALL_SIGMAS, recall_sweep
 from lab.traceability.fast import tradeoff_curve
 from lab.traceability.reference import (
     dp_trace_bound,
@@ -143,19 +143,6 @@ def tradeoff_figure(
     return fig
 
 
-@functools.lru_cache(maxsize=64)
-def _recall(alpha: float, p: float, xi: float, n: int, d: int, reps: int, seed: int):
-    from lab.traceability.experiments import recall_curve
-
-    return recall_curve(
-        n, d, alpha, p, sigmas=RECALL_SIGMAS, eps=(1.0,), xi=xi, reps=reps, n_ref=500, seed=seed
-    )
-
-
-#: noise levels of the noisy-ERM family in :func:`recall_figure`
-RECALL_SIGMAS = (0.0, 0.1, 0.3, 1.0, 3.0)
-
-
 def recall_figure(
     alpha: float = 0.15,
     p: float = 2.0,
@@ -172,7 +159,7 @@ def recall_figure(
     """
     import plotly.graph_objects as go
 
-    r = _recall(float(alpha), float(p), float(xi), int(n), int(d), int(reps), int(seed))
+    r = recall_sweep(float(alpha), float(p), float(xi), int(n), int(d), int(reps), int(seed))
     m = len(RECALL_SIGMAS)
     ceiling = dp_trace_bound(1.0, 1 / n**2, xi)
     xmax = max(1.3 * alpha, float(np.max(r.excess)) * 1.05)

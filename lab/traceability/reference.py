@@ -152,7 +152,8 @@ def l2_hard_instance(n: int, d: int, seed: int = 0, n_ref: int = 1000, n_fresh: 
     return {"Z": draw(n), "Z_ref": draw(n_ref), "Z_fresh": draw(n_fresh), "mu": mu, "d": d}
 
 
-def _check_p(p: float) -> float:
+def check_p(p: float) -> float:
+    """``p`` of the ℓp geometry, validated to (1, 10]."""
     return check_range("p", p, 1.0, 10.0, low_inclusive=False)
 
 
@@ -162,7 +163,7 @@ def dual_map(v, p: float = 2.0) -> np.ndarray:
     Accepts a vector (d,) or a batch (..., d). See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     v = check_array("v", v, ndim=(1, 2, 3), min_size=1)
-    p = _check_p(p)
+    p = check_p(p)
     q = p / (p - 1.0)
     a = np.abs(v)
     amax = a.max(axis=-1, keepdims=True)
@@ -321,7 +322,7 @@ def excess_risk_linear(w, mu, d: int, p: float = 2.0) -> float:
     d = check_int("d", d, 1)
     w = check_array("w", w, shape=(d,))
     mu = check_array("mu", mu, shape=(d,))
-    p = _check_p(p)
+    p = check_p(p)
     q = p / (p - 1.0)
     norm_p = float(np.sum(np.abs(w) ** p) ** (1.0 / p))
     if norm_p > 1.0 + 1e-9:
@@ -354,7 +355,9 @@ def calibrate_threshold(ref_scores, xi: float) -> float:
     return float(np.quantile(ref_scores, 1.0 - xi))
 
 
-def _split(n_ref: int) -> int:
+def centre_rows(n_ref: int) -> int:
+    """How many of ``n_ref`` reference rows estimate the centre in :func:`trace` (the rest
+    calibrate the threshold)."""
     return n_ref // 2
 
 
@@ -390,12 +393,12 @@ def trace(w, Z_train, Z_ref, xi: float, center=None) -> np.ndarray:
         raise ValueError(f"Z_ref must have at least 4 rows (got {Z_ref.shape[0]})")
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     if center is None:
-        h = _split(Z_ref.shape[0])
+        h = centre_rows(Z_ref.shape[0])
         center, calib = Z_ref[:h].mean(axis=0), Z_ref[h:]  # m̂ from one half
     else:
         calib = Z_ref
     tau = calibrate_threshold(tracer_scores(w, calib, center), xi)  # τ from the other half
-    return tracer_scores(w, Z_train, center) > tau  # IN iff s(z) > τ
+    return tracer_scores(w, Z_train, center) > tau  # eq. (7): IN iff s(z) > τ
 
 
 def binomial_interval(k: int, m: int, z: float = 2.576) -> tuple[float, float]:

@@ -54,7 +54,7 @@ $\operatorname{Var}(a_i) = s^2$: SGD flow $1 + \eta s^2/(2b)$, SGLD
 $(1 + h s^2/(2b)) / (1 - h/2)$.
 
 The numpy kernels are the reference (float64, particles vectorised, one statement per
-equation); ``run_sampler_torch`` is the batched torch fast path (CPU or CUDA) and agrees with
+equation); ``fast.run_sampler`` is the batched torch fast path (CPU or CUDA) and agrees with
 the reference to round-off when both are fed the same draws (``draw_noise``).
 
 ## Deviations from the paper
@@ -68,11 +68,12 @@ the reference to round-off when both are fed the same draws (``draw_noise``).
 
 * ``targets.py``: the finite-sum quadratic targets and the 1-D Gaussian mixture.
 * ``reference.py``: the numpy samplers, eqs. (2), (4)-(6), runs and the SGD-flow SDE, eq. (3).
-* ``fast.py``: ``run_sampler_torch``, the batched torch path (CPU or CUDA).
+* ``fast.py``: ``run_sampler``, the batched torch path (CPU or CUDA).
 * ``flows.py``: the 1-D Fokker-Planck solver of the GD and SGD flows, eqs. (1), (3).
 * ``distances.py``: Gaussian KL / W2, POT's empirical W2, KL and Fisher information on a grid.
 * ``stationary.py``: closed forms and exact moment recursions on quadratic targets.
-* ``experiments.py``: the drivers of the notebooks (result dataclasses).
+* ``experiments.py``: the drivers of the notebooks (result dataclasses) and of the widgets
+  (``flow_1d_data``, ``sgld_1d_run``: memoised).
 * ``figures.py``: results -> figures.
 
 See: book/wflows/01-three-samplers.ipynb
@@ -80,52 +81,4 @@ See: book/wflows/01-three-samplers.ipynb
 
 import lazy_loader as _lazy
 
-__getattr__, __dir__, __all__ = _lazy.attach(
-    __name__,
-    submodules=["figures"],
-    submod_attrs={
-        "targets": [
-            "FiniteSumQuadratic",
-            "GaussianMixture1D",
-            "quadratic_finite_sum",
-            "shifted_quadratic_1d",
-            "gaussian_mixture_1d",
-        ],
-        "reference": [
-            "METHODS",
-            "SamplerDraws",
-            "SamplerHistory",
-            "draw_noise",
-            "ula_step",
-            "sgld_step",
-            "svrg_direction",
-            "svrg_step",
-            "step_schedule",
-            "run_sampler",
-            "sgd_flow_sde",
-            "grad_evals_per_step",
-        ],
-        "fast": ["run_sampler_torch"],
-        "flows": ["fokker_planck_1d", "sgd_flow_density"],
-        "distances": [
-            "kl_gaussian",
-            "w2_gaussian",
-            "gaussian_fit_kl",
-            "empirical_w2",
-            "kl_grid",
-            "fisher_grid",
-        ],
-        "stationary": [
-            "ula_stationary_cov",
-            "sgld_stationary_cov",
-            "sgld_stationary_var_1d",
-            "sgd_flow_stationary_var_1d",
-            "sgld_moments",
-            "fit_log_slope",
-        ],
-        "experiments": [
-            "FisherRate",
-            "fisher_rate_1d",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

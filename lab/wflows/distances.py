@@ -17,10 +17,19 @@ from lab.core.checks import (
     check_positive,
 )
 from lab.core.runtime import smoke
-from lab.wflows.targets import FiniteSumQuadratic, _check_particles, _check_potential
+from lab.wflows.targets import FiniteSumQuadratic, check_particles, check_potential
+
+__all__ = [
+    "kl_gaussian",
+    "w2_gaussian",
+    "gaussian_fit_kl",
+    "empirical_w2",
+    "kl_grid",
+    "fisher_grid",
+]
 
 
-def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def particle_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean = X.mean(0)
     D = X - mean
     return mean, D.T @ D / max(X.shape[0] - 1, 1)
@@ -88,9 +97,9 @@ def gaussian_fit_kl(X: Any, potential: FiniteSumQuadratic) -> float:
 
     See: book/wflows/01-three-samplers.ipynb
     """
-    potential = _check_potential(potential)
-    X = _check_particles(X, potential.d, "X")
-    mean, cov = _moments(X)
+    potential = check_potential(potential)
+    X = check_particles(X, potential.d, "X")
+    mean, cov = particle_moments(X)
     return kl_gaussian(mean, cov, potential.mean, potential.cov)
 
 

@@ -11,12 +11,19 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.memo import memo
 from lab.core.rates import power_law_fit
 from lab.wflows.distances import fisher_grid, kl_grid
-from lab.wflows.flows import fokker_planck_1d
-from lab.wflows.targets import GaussianMixture1D, gaussian_mixture_1d
+from lab.wflows.flows import fokker_planck_1d, sgd_flow_density
+from lab.wflows.reference import run_sampler
+from lab.wflows.targets import (
+    GaussianMixture1D,
+    gaussian_mixture_1d,
+    quadratic_finite_sum,
+    shifted_quadratic_1d,
+)
 
-__all__ = ["FisherRate", "fisher_rate_1d"]
+__all__ = ["FisherRate", "fisher_rate_1d", "flow_1d_data"]
 
 
 @dataclass
@@ -138,3 +145,58 @@ def fisher_rate_1d(
         target=target,
         curves=curves,
     )
+
+
+@memo(maxsize=16)
+def flow_1d_data(
+    eta: float = 0.1,
+    batch_size: int = 1,
+    particles: int = 20_000,
+    t_end: float = 3.0,
+    frames: int = 31,
+    seed: int = 0,
+):
+    """The 1-D demo: the GD flow and the SGD flow (eq. 3) solved on a grid, and ULA / SGLD
+    particles with step ``h = eta``, at ``frames`` times in ``[0, t_end]``.
+
+    Target: ``quadratic_finite_sum(N=50, d=1, seed=3, eig_range=(0.3, 2.0), spread=3.0)``
+    (so the minibatch noise depends on x). Cached (``flow_1d_data.clear()``).
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    eta = check_positive("eta", eta)
+    pot = quadratic_finite_sum(50, 1, 3, eig_range=(0.3, 2.0), spread=3.0)
+    x = np.linspace(-7, 7, 281)
+    dx = x[1] - x[0]
+    m0, s0 = 4.0, 0.5
+    steps = int(round(t_end / eta))
+    t = eta * np.round(np.linspace(0, steps, frames)).astype(int)
+    mu0 = np.exp(-0.5 * ((x - m0) / s0) ** 2)
+    gd = sgd_flow_density(pot, 0.0, batch_size, x, mu0, t, dt=min(eta, 0.02))
+    sgd = sgd_flow_density(pot, eta, batch_size, x, mu0, t, dt=min(eta, 0.02))
+    rng = np.random.default_rng(seed)
+    X0 = m0 + s0 * rng.standard_normal((particles, 1))
+    every = max(1, steps // (frames - 1))
+    ula = run_sampler("langevin", pot, X0, eta, steps, seed=seed + 1, record_every=every, keep=0)
+    sgld = run_sampler(
+        "sgld", pot, X0, eta, steps, batch_size, seed=seed + 2, record_every=every, keep=0
+    )
+    pi = np.exp(-0.5 * (x - pot.mean[0]) ** 2 / pot.cov[0, 0])
+    pi /= pi.sum() * dx
+    return {"pot": pot, "x": x, "t": t, "gd": gd, "sgd": sgd, "pi": pi, "ula": ula, "sgld": sgld}
+
+
+@memo(maxsize=64)
+def sgld_1d_run(h: float, s: float, batch_size: int, particles: int, seed: int):
+    """SGLD particles (1-D) after flow time 8 on ``shifted_quadratic_1d(100, s, seed)`` from
+    N(0, 1) starts, step ``h``; the sample behind ``figures.sgld_variance_frame``. Cached.
+
+    See: book/wflows/02-rates-and-variance.ipynb
+    """
+    pot = shifted_quadratic_1d(100, s, seed)
+    X0 = np.random.default_rng(seed).standard_normal((particles, 1))
+    steps = int(np.ceil(8.0 / h))
+    H = run_sampler(
+        "sgld", pot, X0, h, steps, batch_size, seed=seed + 1, record_every=steps, keep=0
+    )
+    return H.X[:, 0]

@@ -12,18 +12,22 @@ import numpy as np
 from lab.core.checks import (
     check_int,
 )
-from lab.wflows.distances import _moments
+from lab.wflows.distances import particle_moments
 from lab.wflows.reference import (
     SamplerDraws,
     SamplerHistory,
-    _history,
-    _record_steps,
-    _validate_run,
+    make_history,
+    record_steps,
+    validate_run,
 )
 from lab.wflows.targets import FiniteSumQuadratic
 
+__all__ = [
+    "run_sampler",
+]
 
-def run_sampler_torch(
+
+def run_sampler(
     method: str,
     potential: FiniteSumQuadratic,
     X0: Any,
@@ -39,7 +43,7 @@ def run_sampler_torch(
     device: Any = None,
     dtype: Any = None,
 ) -> SamplerHistory:
-    """Batched torch fast path of ``run_sampler`` (same arguments, CPU or CUDA).
+    """Batched torch fast path of ``reference.run_sampler`` (same arguments, CPU or CUDA).
 
     Each step gathers the per-particle minibatch curvatures ``A[idx]`` (P, b, d, d) on the
     device. ``device=None`` follows ``X0`` when it is a tensor, else ``lab.device()``;
@@ -53,17 +57,17 @@ def run_sampler_torch(
 
     import torch
 
-    from ..core.runtime import resolve_device
+    from lab.core.runtime import resolve_device
 
     device = resolve_device(device, X0)
     dtype = torch.float64 if dtype is None else dtype
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64 (got {dtype})")
-    method, potential, X_np, h, steps, b, m, seed = _validate_run(
+    method, potential, X_np, h, steps, b, m, seed = validate_run(
         method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws
     )
     keep = check_int("keep", keep, 0)
-    rec = _record_steps(steps, record_every)
+    rec = record_steps(steps, record_every)
     rec_set = set(rec.tolist())
     P, d = X_np.shape
     N = potential.N
@@ -84,7 +88,7 @@ def run_sampler_torch(
         return torch.einsum("pij,pj->pi", A_B, Y) - c_B
 
     Xs = Gs = None
-    moments, parts = [_moments(to_np(X))], [to_np(X[:keep])]
+    moments, parts = [particle_moments(to_np(X))], [to_np(X[:keep])]
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     t0 = _time.perf_counter()
@@ -114,11 +118,11 @@ def run_sampler_torch(
             Xn = to_np(X)
             if not np.all(np.isfinite(Xn)):
                 raise ValueError(f"particles became non-finite by step {k + 1} of {method}")
-            moments.append(_moments(Xn))
+            moments.append(particle_moments(Xn))
             parts.append(Xn[:keep].copy())
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = _time.perf_counter() - t0
-    hist = _history(method, potential, to_np(X), rec, h, b, m, moments, parts, seconds)
+    hist = make_history(method, potential, to_np(X), rec, h, b, m, moments, parts, seconds)
     hist.extra["device"] = str(device)
     return hist

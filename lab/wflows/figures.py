@@ -8,29 +8,22 @@ See: book/wflows/01-three-samplers.ipynb, book/wflows/02-rates-and-variance.ipyn
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from lab.core.checks import check_choice, check_int, check_positive
 from lab.wflows import (
     FiniteSumQuadratic,
     SamplerHistory,
-    quadratic_finite_sum,
-    run_sampler,
-    sgd_flow_density,
     sgd_flow_stationary_var_1d,
     sgld_stationary_var_1d,
-    shifted_quadratic_1d,
 )
-
-from ..core.checks import check_choice, check_int, check_positive
+from lab.wflows.experiments import flow_1d_data, sgld_1d_run
 
 __all__ = [
     "COLOURS",
     "LABELS",
     "ellipse",
     "sampler_frame",
-    "flow_1d_data",
     "flow_1d_frame",
     "sgld_variance_frame",
 ]
@@ -159,45 +152,6 @@ def sampler_frame(
     return fig
 
 
-@functools.lru_cache(maxsize=16)
-def flow_1d_data(
-    eta: float = 0.1,
-    batch_size: int = 1,
-    particles: int = 20_000,
-    t_end: float = 3.0,
-    frames: int = 31,
-    seed: int = 0,
-):
-    """The 1-D demo: the GD flow and the SGD flow (eq. 3) solved on a grid, and ULA / SGLD
-    particles with step ``h = eta``, at ``frames`` times in ``[0, t_end]``.
-
-    Target: ``quadratic_finite_sum(N=50, d=1, seed=3, eig_range=(0.3, 2.0), spread=3.0)``
-    (so the minibatch noise depends on x). Cached.
-
-    See: book/wflows/01-three-samplers.ipynb
-    """
-    eta = check_positive("eta", eta)
-    pot = quadratic_finite_sum(50, 1, 3, eig_range=(0.3, 2.0), spread=3.0)
-    x = np.linspace(-7, 7, 281)
-    dx = x[1] - x[0]
-    m0, s0 = 4.0, 0.5
-    steps = int(round(t_end / eta))
-    t = eta * np.round(np.linspace(0, steps, frames)).astype(int)
-    mu0 = np.exp(-0.5 * ((x - m0) / s0) ** 2)
-    gd = sgd_flow_density(pot, 0.0, batch_size, x, mu0, t, dt=min(eta, 0.02))
-    sgd = sgd_flow_density(pot, eta, batch_size, x, mu0, t, dt=min(eta, 0.02))
-    rng = np.random.default_rng(seed)
-    X0 = m0 + s0 * rng.standard_normal((particles, 1))
-    every = max(1, steps // (frames - 1))
-    ula = run_sampler("langevin", pot, X0, eta, steps, seed=seed + 1, record_every=every, keep=0)
-    sgld = run_sampler(
-        "sgld", pot, X0, eta, steps, batch_size, seed=seed + 2, record_every=every, keep=0
-    )
-    pi = np.exp(-0.5 * (x - pot.mean[0]) ** 2 / pot.cov[0, 0])
-    pi /= pi.sum() * dx
-    return {"pot": pot, "x": x, "t": t, "gd": gd, "sgd": sgd, "pi": pi, "ula": ula, "sgld": sgld}
-
-
 def _hist_from_moments(x, mean, var):
     return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2 * np.pi * var)
 
@@ -259,17 +213,6 @@ def flow_1d_frame(t: float = 3.0, eta: float = 0.1, batch_size: int = 1):
     return fig
 
 
-@functools.lru_cache(maxsize=64)
-def _sgld_1d_run(h: float, s: float, batch_size: int, particles: int, seed: int):
-    pot = shifted_quadratic_1d(100, s, seed)
-    X0 = np.random.default_rng(seed).standard_normal((particles, 1))
-    steps = int(np.ceil(8.0 / h))
-    H = run_sampler(
-        "sgld", pot, X0, h, steps, batch_size, seed=seed + 1, record_every=steps, keep=0
-    )
-    return H.X[:, 0]
-
-
 def sgld_variance_frame(
     h: float = 0.1, s: float = 3.0, batch_size: int = 2, particles: int = 10_000
 ):
@@ -281,7 +224,7 @@ def sgld_variance_frame(
     import plotly.graph_objects as go
 
     h = check_positive("h", h)
-    X = _sgld_1d_run(float(h), float(s), int(batch_size), int(particles), 0)
+    X = sgld_1d_run(float(h), float(s), int(batch_size), int(particles), 0)
     v_sgld = sgld_stationary_var_1d(h, s, batch_size)
     v_flow = sgd_flow_stationary_var_1d(h, s, batch_size)
     edges = np.linspace(-6, 6, 81)

@@ -15,7 +15,12 @@ from lab.core.checks import (
     check_int,
     check_positive,
 )
-from lab.wflows.targets import FiniteSumQuadratic, _check_potential
+from lab.wflows.targets import FiniteSumQuadratic, check_potential
+
+__all__ = [
+    "fokker_planck_1d",
+    "sgd_flow_density",
+]
 
 # ---------------------------------------------------------------------------------------------
 # The 1-D Fokker-Planck flow
@@ -132,7 +137,7 @@ def sgd_flow_density(
 
     See: book/wflows/01-three-samplers.ipynb
     """
-    potential = _check_potential(potential)
+    potential = check_potential(potential)
     if potential.d != 1:
         raise ValueError(f"potential must be 1-D for sgd_flow_density (got d={potential.d})")
     eta = check_positive("eta", eta, allow_zero=True)

@@ -19,8 +19,23 @@ from lab.core.checks import (
     check_positive,
     check_range,
 )
-from lab.wflows.distances import _moments, kl_gaussian, w2_gaussian
-from lab.wflows.targets import FiniteSumQuadratic, _check_particles, _check_potential
+from lab.wflows.distances import kl_gaussian, particle_moments, w2_gaussian
+from lab.wflows.targets import FiniteSumQuadratic, check_particles, check_potential
+
+__all__ = [
+    "METHODS",
+    "SamplerDraws",
+    "SamplerHistory",
+    "draw_noise",
+    "ula_step",
+    "sgld_step",
+    "svrg_direction",
+    "svrg_step",
+    "step_schedule",
+    "run_sampler",
+    "sgd_flow_sde",
+    "grad_evals_per_step",
+]
 
 METHODS = ("langevin", "sgld", "svrg")
 
@@ -32,8 +47,8 @@ METHODS = ("langevin", "sgld", "svrg")
 
 def _check_step(potential, X, h, xi, **extra):
     """Validate the arguments of one sampler step; returns (potential, X, h, xi, *extra)."""
-    potential = _check_potential(potential)
-    X = _check_particles(X, potential.d, "X")
+    potential = check_potential(potential)
+    X = check_particles(X, potential.d, "X")
     h = check_positive("h", h)
     xi = check_array("xi", xi, shape=X.shape)
     out = [potential, X, h, xi]
@@ -140,7 +155,7 @@ def draw_noise(
 ) -> SamplerDraws:
     """Draw all minibatch indices and Gaussian increments of a run in advance.
 
-    Passing the same draws to ``run_sampler`` and ``run_sampler_torch`` makes them follow the
+    Passing the same draws to ``run_sampler`` and ``fast.run_sampler`` makes them follow the
     same path (the cross-check of the fast path). Memory: ``steps * P * (b + d)`` numbers.
 
     See: book/wflows/01-three-samplers.ipynb
@@ -233,10 +248,10 @@ def step_schedule(h0: float, steps: int, k0: float = 100.0, power: float = 1.0) 
     return h0 / (1.0 + np.arange(steps) / k0) ** power
 
 
-def _validate_run(method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws):
+def validate_run(method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws):
     method = check_choice("method", method, METHODS)
-    potential = _check_potential(potential)
-    X0 = _check_particles(X0, potential.d)
+    potential = check_potential(potential)
+    X0 = check_particles(X0, potential.d)
     steps = check_int("steps", steps, 1, 100_000_000)
     if np.ndim(step_size) == 0:
         h = np.full(steps, check_positive("step_size", step_size))
@@ -281,7 +296,7 @@ def _validate_run(method, potential, X0, step_size, steps, batch_size, epoch_len
     return method, potential, X0, h, steps, b, m, seed
 
 
-def _record_steps(steps: int, record_every: int | None) -> np.ndarray:
+def record_steps(steps: int, record_every: int | None) -> np.ndarray:
     if record_every is None:
         record_every = max(1, steps // 100)
     record_every = check_int("record_every", record_every, 1)
@@ -289,7 +304,7 @@ def _record_steps(steps: int, record_every: int | None) -> np.ndarray:
     return rec if rec[-1] == steps else np.append(rec, steps)
 
 
-def _history(method, potential, X, rec, h, b, m, moments, parts, seconds) -> SamplerHistory:
+def make_history(method, potential, X, rec, h, b, m, moments, parts, seconds) -> SamplerHistory:
     N = potential.N
     time = np.concatenate([[0.0], np.cumsum(h)])[rec]
     if method == "langevin":
@@ -378,18 +393,18 @@ def run_sampler(
     """
     import time as _time
 
-    method, potential, X, h, steps, b, m, seed = _validate_run(
+    method, potential, X, h, steps, b, m, seed = validate_run(
         method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws
     )
     keep = check_int("keep", keep, 0)
-    rec = _record_steps(steps, record_every)
+    rec = record_steps(steps, record_every)
     rec_set = set(rec.tolist())
     rng = np.random.default_rng(seed)
     P, d = X.shape
     N = potential.N
     X = X.copy()
     Xs = Gs = None
-    moments, parts = [_moments(X)], [X[:keep].copy()]
+    moments, parts = [particle_moments(X)], [X[:keep].copy()]
     t0 = _time.perf_counter()
     for k in range(steps):
         if draws is not None:
@@ -409,10 +424,10 @@ def run_sampler(
         if k + 1 in rec_set:
             if not np.all(np.isfinite(X)):
                 raise ValueError(f"particles became non-finite by step {k + 1} of {method}")
-            moments.append(_moments(X))
+            moments.append(particle_moments(X))
             parts.append(X[:keep].copy())
     seconds = _time.perf_counter() - t0
-    return _history(method, potential, X, rec, h, b, m, moments, parts, seconds)
+    return make_history(method, potential, X, rec, h, b, m, moments, parts, seconds)
 
 
 def sgd_flow_sde(
@@ -434,8 +449,8 @@ def sgd_flow_sde(
 
     See: book/wflows/02-rates-and-variance.ipynb
     """
-    potential = _check_potential(potential)
-    X = _check_particles(X0, potential.d).copy()
+    potential = check_potential(potential)
+    X = check_particles(X0, potential.d).copy()
     eta = check_positive("eta", eta, allow_zero=True)
     b = check_int("batch_size", batch_size, 1, potential.N)
     t_end = check_positive("t_end", t_end)

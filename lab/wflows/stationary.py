@@ -16,7 +16,16 @@ from lab.core.checks import (
     check_range,
 )
 from lab.core.rates import exponential_fit, power_law_fit
-from lab.wflows.targets import FiniteSumQuadratic, _check_potential
+from lab.wflows.targets import FiniteSumQuadratic, check_potential
+
+__all__ = [
+    "ula_stationary_cov",
+    "sgld_stationary_cov",
+    "sgld_stationary_var_1d",
+    "sgd_flow_stationary_var_1d",
+    "sgld_moments",
+    "fit_log_slope",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Closed forms and exact moment recursions for quadratic targets
@@ -84,7 +93,7 @@ def sgld_moments(
 
     See: book/wflows/02-rates-and-variance.ipynb
     """
-    potential = _check_potential(potential)
+    potential = check_potential(potential)
     d = potential.d
     mu = np.atleast_1d(check_array("mean0", mean0)).reshape(d)
     S = np.atleast_2d(check_array("cov0", cov0)).reshape(d, d)
@@ -130,7 +139,7 @@ def sgld_stationary_cov(
 
     See: book/wflows/02-rates-and-variance.ipynb
     """
-    potential = _check_potential(potential)
+    potential = check_potential(potential)
     h = check_positive("h", h)
     if h * potential.L >= 2.0:
         raise ValueError(f"h must be < 2/L = {2 / potential.L:.4g} (got {h:g})")

@@ -16,6 +16,14 @@ from lab.core.checks import (
     check_range,
 )
 
+__all__ = [
+    "FiniteSumQuadratic",
+    "GaussianMixture1D",
+    "quadratic_finite_sum",
+    "shifted_quadratic_1d",
+    "gaussian_mixture_1d",
+]
+
 # ---------------------------------------------------------------------------------------------
 # The finite-sum target
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +177,7 @@ def shifted_quadratic_1d(N: int = 100, s: float = 2.0, seed: int = 0) -> FiniteS
     return FiniteSumQuadratic(np.ones((N, 1, 1)), a[:, None])
 
 
-def _check_potential(potential: Any) -> FiniteSumQuadratic:
+def check_potential(potential: Any) -> FiniteSumQuadratic:
     if not isinstance(potential, FiniteSumQuadratic):
         raise TypeError(
             "potential must be a FiniteSumQuadratic (from quadratic_finite_sum or "
@@ -178,7 +186,7 @@ def _check_potential(potential: Any) -> FiniteSumQuadratic:
     return potential
 
 
-def _check_particles(X0: Any, d: int, name: str = "X0") -> np.ndarray:
+def check_particles(X0: Any, d: int, name: str = "X0") -> np.ndarray:
     X0 = check_array(name, X0, ndim=2, min_size=1)
     if X0.shape[1] != d:
         raise ValueError(f"{name} must have shape (P, {d}) to match the potential (got {X0.shape})")

@@ -1,7 +1,8 @@
-"""MU-SplitFed's configuration (:class:`MUSplitFedConfig`) and the record of a run (:class:`History`).
+"""MU-SplitFed's hyper-parameters: :class:`MUSplitFedConfig`, with the step coupling ``steps(tau)``.
 
-The seeded draws live in :mod:`lab.splitfed.draws`, the straggler clock and the adaptive
-``tau`` in :mod:`lab.splitfed.stragglers`, the loss with the model in :mod:`lab.splitfed.models`.
+The record of a run is :class:`lab.splitfed.history.History`; the seeded draws live in
+:mod:`lab.splitfed.draws`, the straggler clock and the adaptive ``tau`` in
+:mod:`lab.splitfed.stragglers`, the loss with the model in :mod:`lab.splitfed.models`.
 
 See: book/splitfed/02-unbalanced-updates.ipynb
 """
@@ -9,10 +10,8 @@ See: book/splitfed/02-unbalanced-updates.ipynb
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
-
-import numpy as np
 
 from lab.core.checks import (
     check_bool,
@@ -22,15 +21,12 @@ from lab.core.checks import (
     check_range,
 )
 
-__all__ = ["MUSplitFedConfig", "History"]
+__all__ = ["MUSplitFedConfig"]
 
 #: how the server's step follows tau (see ``MUSplitFedConfig.coupling``)
 COUPLINGS = ("sqrt", "fixed")
 
 
-# ----------------------------------------------------------------------------------------
-# configuration and records
-# ----------------------------------------------------------------------------------------
 @dataclass
 class MUSplitFedConfig:
     """Hyper-parameters of MU-SplitFed (defaults: the paper's Table 6 on the digits MLP).
@@ -156,57 +152,3 @@ class MUSplitFedConfig:
             raise TypeError(f"unknown MUSplitFedConfig fields: {sorted(unknown)}")
         values.update(changes)
         return MUSplitFedConfig(**values)
-
-
-@dataclass
-class History:
-    """What a run recorded, one entry per round unless stated.
-
-    Attributes
-    ----------
-    tau, clock, batch_loss, bytes_up, bytes_down, server_steps, participants : list
-        Per round: the ``tau`` used, the (simulated or measured) time at the end of the round,
-        the mean participant batch loss, bytes sent up / down, server ZO steps taken, and the
-        client indices that were aggregated.
-    eval_round, loss, acc : list
-        Rounds at which ``eval_fn`` ran and its ``loss`` / ``acc`` values.
-    xc, xs : torch.Tensor
-        Final flat client and server parameters.
-    lost : list
-        Clients (0-based) that were lost during the run (distributed engine).
-    events : list
-        Timeline records ``(who, what, round, start, end)`` (distributed engine).
-    info : dict
-        Anything else (wall time, engine, world size).
-
-    See: book/splitfed/02-unbalanced-updates.ipynb
-    """
-
-    tau: list = field(default_factory=list)
-    clock: list = field(default_factory=list)
-    batch_loss: list = field(default_factory=list)
-    bytes_up: list = field(default_factory=list)
-    bytes_down: list = field(default_factory=list)
-    server_steps: list = field(default_factory=list)
-    participants: list = field(default_factory=list)
-    eval_round: list = field(default_factory=list)
-    loss: list = field(default_factory=list)
-    acc: list = field(default_factory=list)
-    xc: Any = None
-    xs: Any = None
-    lost: list = field(default_factory=list)
-    events: list = field(default_factory=list)
-    info: dict = field(default_factory=dict)
-
-    def as_arrays(self) -> dict[str, np.ndarray]:
-        """The per-round and per-evaluation lists as numpy arrays."""
-        keys = ["tau", "clock", "batch_loss", "bytes_up", "bytes_down", "server_steps"]
-        keys += ["eval_round", "loss", "acc"]
-        return {k: np.asarray(getattr(self, k), dtype=float) for k in keys}
-
-
-def _bytes(cfg, dc, hdim, itemsize, n):
-    """Bytes up and down in a round with ``n`` clients: ``h, h+-`` and labels, ``x_c``; ``delta_c``."""
-    up = n * (3 * cfg.batch * hdim * itemsize + cfg.batch * 8 + dc * itemsize)
-    down = n * (dc * itemsize + itemsize)
-    return up, down
