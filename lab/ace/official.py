@@ -11,7 +11,6 @@ See: book/ace/01-homotopy-and-duals.ipynb
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -49,13 +48,9 @@ def official_parity(path: str | Path | None = None) -> dict[str, dict[str, np.nd
 
     from lab.ace.layer import HomotopyLayer
     from lab.ace.optim import ACE
+    from lab.core.fixtures import load_fixture
 
-    if path is not None and not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = OFFICIAL_FIXTURE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    data = json.loads(path.read_text())
+    data = load_fixture(path, OFFICIAL_FIXTURE)
     inst = data["instance"]
     X = torch.tensor(inst["X"], dtype=torch.float64)
     Y = torch.tensor(inst["Y"], dtype=torch.float64)

@@ -13,7 +13,6 @@ See: book/arecho/02-chain-and-decoding.ipynb
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +29,9 @@ OFFICIAL_FIXTURE = (
 
 
 def _load(path: str | Path | None) -> dict[str, Any]:
-    if path is None:
-        path = OFFICIAL_FIXTURE
-    if not isinstance(path, str | Path):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    return json.loads(path.read_text())
+    from lab.core.fixtures import load_fixture
+
+    return load_fixture(path, OFFICIAL_FIXTURE)
 
 
 def _check_fixture(fixture) -> None:

@@ -7,6 +7,7 @@
   t-interval of a mean over seeds (``mean_ci``).
 - :mod:`lab.core.checks`: argument validation with messages that name argument, value, range.
 - :mod:`lab.core.style`: the book's matplotlib style and plotly template.
+- :mod:`lab.core.fixtures`: ``load_fixture``, the official-code fixtures behind every ``official_parity``.
 - :mod:`lab.core.memo`: ``memo``, the one cache of the drivers (keyed on arguments, ``clear()``).
 - :mod:`lab.core.explore`: the one widget helper (live ipywidgets + kernel-free plotly twin).
 - :mod:`lab.core.progress`: the progress-bar convention (``tqdm.auto``).

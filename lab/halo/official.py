@@ -15,7 +15,6 @@ See: book/halo/03-quantized-finetune.ipynb
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 __all__ = ["OFFICIAL_FIXTURE", "official_parity"]
@@ -70,15 +69,12 @@ def official_parity(path: str | Path | None = None) -> dict[str, float]:
     import numpy as np
     import torch
 
+    from lab.core.fixtures import load_fixture
+
     from .formats import fake_quant, fp_grid, quantize
     from .reference import fwht, halo_products
 
-    if path is not None and not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = OFFICIAL_FIXTURE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    data = json.loads(path.read_text())
+    data = load_fixture(path, OFFICIAL_FIXTURE)
     inst, off = data["instance"], data["outputs"]
     b, m, n = inst["b"], inst["m"], inst["n"]
 

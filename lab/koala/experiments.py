@@ -361,18 +361,13 @@ def official_parity(path: str | Path | None = None) -> dict[str, np.ndarray]:
 
     See: book/koala/01-kalman-view.ipynb
     """
-    import json
 
     import torch
 
+    from lab.core.fixtures import load_fixture
     from lab.koala.optim import KoalaPP, KoalaV
 
-    if path is not None and not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = OFFICIAL_FIXTURE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    data = json.loads(path.read_text())
+    data = load_fixture(path, OFFICIAL_FIXTURE)
     inst = data["instance"]
     X = torch.tensor(inst["X"], dtype=torch.float64)
     y = torch.tensor(inst["y"])

@@ -17,7 +17,6 @@ See: book/medro/01-official-algorithm.ipynb
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -121,12 +120,9 @@ def official_parity(
 
     variant = check_choice("variant", variant, ("code", "paper"))
     gamma = check_positive("gamma", gamma, allow_zero=True)
-    if path is not None and not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = OFFICIAL_FIXTURE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    data = json.loads(path.read_text())
+    from lab.core.fixtures import load_fixture
+
+    data = load_fixture(path, OFFICIAL_FIXTURE)
     with small_problem_threads(1):  # a few hundred tiny ops: one thread is fastest
         return _replay(data, variant, gamma)
 

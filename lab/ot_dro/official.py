@@ -13,7 +13,6 @@ See: book/ot_dro/02-calibration-and-shift.ipynb
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -63,14 +62,10 @@ def official_parity(path: str | Path | None = None) -> dict[str, dict[str, float
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
+    from lab.core.fixtures import load_fixture
     from lab.core.runtime import small_problem_threads
 
-    if path is not None and not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path (got {type(path).__name__})")
-    path = OFFICIAL_FIXTURE if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no official-code fixture at {path}")
-    data = json.loads(path.read_text())
+    data = load_fixture(path, OFFICIAL_FIXTURE)
     with small_problem_threads(1):  # tiny problems: one thread is fastest
         return _replay(data)
 
