@@ -174,6 +174,22 @@ def save_models(chain: Any, parallel: Any, meta: dict, path: str | os.PathLike) 
     return path
 
 
+def _open_file(path: Path, corpus: Corpus | None) -> tuple[Corpus, dict, dict, Any]:
+    """A committed file's tensors and ``meta``, with the tokenizer its models were trained with
+    (refitted on the corpus's training rows: it is deterministic)."""
+    import torch
+
+    corpus = load_corpus() if corpus is None else corpus
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
+    tok = MetricTokenizer(int(meta["n_bins"])).fit(
+        corpus.labels[corpus.train], corpus.types, corpus.names
+    )
+    return corpus, blob, meta, tok
+
+
 def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = None, seed: int = 0):
     """Load a committed chain and parallel baseline (float32, CPU, eval mode).
 
@@ -192,7 +208,6 @@ def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = N
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    import torch
 
     from .models import ParallelBaseline, TinyARECHO
 
@@ -201,14 +216,7 @@ def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = N
         raise FileNotFoundError(
             f"no checkpoint at {path}; make it with `python -m lab.arecho.checkpoint --out {path}`"
         )
-    corpus = load_corpus() if corpus is None else corpus
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
-    tok = MetricTokenizer(int(meta["n_bins"])).fit(
-        corpus.labels[corpus.train], corpus.types, corpus.names
-    )
+    corpus, blob, meta, tok = _open_file(path, corpus)
     chain = TinyARECHO(tok, corpus.features.shape[1])
     chain.load_state_dict({k: v.float() for k, v in blob["chain"].items()})
     par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
@@ -283,7 +291,6 @@ def load_baselines(corpus: Corpus | None = None, seed: int = 0) -> tuple[dict[st
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    import torch
 
     from .models import ParallelBaseline
 
@@ -293,14 +300,7 @@ def load_baselines(corpus: Corpus | None = None, seed: int = 0) -> tuple[dict[st
             f"no baselines at {path}; make them with "
             f"`python -m lab.arecho.checkpoint --baselines --seeds {seed}`"
         )
-    corpus = load_corpus() if corpus is None else corpus
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
-    tok = MetricTokenizer(int(meta["n_bins"])).fit(
-        corpus.labels[corpus.train], corpus.types, corpus.names
-    )
+    corpus, blob, meta, tok = _open_file(path, corpus)
     models = {}
     for name, target in BASELINES.items():
         m = ParallelBaseline(corpus.features.shape[1], len(corpus.names), target, tok)

@@ -10,10 +10,10 @@ import itertools
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int
+from lab.core.checks import check_int
 
 from .mdp import TabularMDP, check_mdp, state_weights, value_iteration
-from .reference import check_G, parse_node
+from .reference import check_tree_inputs, parse_node
 from .tree import Tree, candidate_splits, split_matrix
 
 __all__ = ["greedy_tree", "greedy_split_tree", "exhaustive_tree"]
@@ -141,11 +141,7 @@ def greedy_split_tree(G: np.ndarray, X: np.ndarray, depth: int) -> tuple[float, 
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
-    G = check_G(G)
-    X = check_array("X", X, ndim=2)
-    if X.shape[0] != G.shape[0]:
-        raise ValueError(f"X must have {G.shape[0]} rows like G (got {X.shape[0]})")
-    depth = check_int("depth", depth, 0, 6)
+    G, X, depth = check_tree_inputs(G, X, depth)
     n, m = G.shape
     splits = candidate_splits(X)
     right = split_matrix(X, splits) if splits else np.zeros((0, n), dtype=bool)

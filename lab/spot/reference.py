@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array
+from lab.core.checks import check_array, check_int
 
 __all__ = ["depth1_parse", "bound_children", "parse_node", "check_G"]
 
@@ -28,6 +28,16 @@ __all__ = ["depth1_parse", "bound_children", "parse_node", "check_G"]
 def check_G(G: Any) -> np.ndarray:
     """``G`` as a 2-d float array (states x actions), validated."""
     return check_array("G", G, ndim=2, min_size=1)
+
+
+def check_tree_inputs(G: Any, X: Any, depth: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """``G`` (n, m) finite, ``X`` (n, d) with one row per state of ``G``, ``depth`` in 0..6: the
+    arguments every tree search takes (validated once, where they enter)."""
+    G = check_G(G)
+    X = check_array("X", X, ndim=2)
+    if X.shape[0] != G.shape[0]:
+        raise ValueError(f"X must have {G.shape[0]} rows like G (got {X.shape[0]})")
+    return G, X, check_int("depth", depth, 0, 6)
 
 
 def depth1_parse(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[float, int]:

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_bool, check_choice, check_int, check_range
+from lab.core.checks import check_bool, check_choice, check_int, check_range
 
 from . import fast, reference
 from .mdp import TabularMDP, check_mdp, evaluate, state_weights, value_iteration
-from .reference import check_bound_inputs
-from .reference import check_G as _check_G
+from .reference import check_bound_inputs, check_tree_inputs
 from .reference import parse_node as _parse
 from .tree import Tree, candidate_splits, split_matrix
 
@@ -214,11 +213,7 @@ def rsbb(
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
-    G = _check_G(G)
-    X = check_array("X", X, ndim=2)
-    if X.shape[0] != G.shape[0]:
-        raise ValueError(f"X must have {G.shape[0]} rows like G (got {X.shape[0]})")
-    depth = check_int("depth", depth, 0, 6)
+    G, X, depth = check_tree_inputs(G, X, depth)
     check_choice("backend", backend, ["numpy", "torch"])
     exact_parse = check_bool("exact_parse", exact_parse)
     max_nodes = check_int("max_nodes", max_nodes, 1)
