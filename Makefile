@@ -10,11 +10,12 @@ CACHE  := _build/.jupyter_cache
 JOBS   ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup lock book test lab assign exercises bench gpu-check browser clean help
+.PHONY: setup lock book test test-numerics test-numerics-ci lab assign exercises bench gpu-check browser clean help
 
 help:
 	@echo "make book   execute every notebook and build the HTML book into _build/html"
 	@echo "make test   ruff, pytest (lab, notebooks via nbval, assignments), the book, pytest (built pages, browser)"
+	@echo "make test-numerics [CH=<slug>]  every verdict under 3 numerics modes + a seed shift (before a release)"
 	@echo "make lab    open JupyterLab in the project's environment"
 	@echo "make assign CH=<slug>   student notebook + autograder into _build/assign/<slug>/"
 	@echo "make bench [GPU=1] [CH=<slug>]  benchmarks -> benchmarks/results/ (book/performance.md)"
@@ -75,8 +76,9 @@ lock:
 
 # Debian packages, installed when missing (root + apt-get; otherwise a note and the dependent
 # test skips): chromium for the headless-browser test, espeak-ng for the arecho chapter's
-# corpus command (the chapter itself falls back to formant speech without it).
-SYSTEM_PACKAGES := chromium:chromium espeak-ng:espeak-ng
+# corpus command (the chapter itself falls back to formant speech without it), bubblewrap for
+# lab grade's per-submission sandbox (book/teaching.md).
+SYSTEM_PACKAGES := chromium:chromium espeak-ng:espeak-ng bwrap:bubblewrap
 browser:
 	@for pair in $(SYSTEM_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 && continue; \
@@ -92,6 +94,7 @@ browser:
 # cached by either is the same (a progress bar is a live widget: on a static page it is a frozen
 # bar of a loop that has finished).
 book: export LAB_PROGRESS := 0
+book: export LAB_CLAIMS_MISMATCH := error
 book: setup
 	@$(BIN)/python -m lab.tooling.cache $(CACHE) --prefill --jobs $(JOBS)
 	$(BIN)/jupyter-book build . --all -W --keep-going
@@ -114,6 +117,9 @@ PYTEST := LAB_PROGRESS=0 $(BIN)/python -m pytest -n $(JOBS) -p no:cacheprovider 
   --durations=10 -m "not slow"
 BOOK_STATUS := _build/book.status
 BOOK_LOG    := _build/book.log
+# The book's own build is strict: a verdict that differs from the expected one raises
+# ClaimMismatch (LAB_CLAIMS_MISMATCH=error); a reader's kernel only shows a warning card.
+test: export LAB_CLAIMS_MISMATCH := error
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -127,6 +133,21 @@ test: setup browser
 	if [ "$$book" != 0 ]; then cat $(BOOK_LOG); echo "make test: the book build failed" >&2; \
 	else tail -n 3 $(BOOK_LOG); fi; \
 	[ "$$tests" = 0 ] && [ "$$book" = 0 ]
+
+# -- the numerics check ------------------------------------------------------------------
+# Every claim's verdict must be the same under the native numerics, two emulated ones (every
+# dispatcher set together: MKL_CBWR, ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE)
+# and the registered seed shift (LAB_SEED_SHIFT=1000): lab.tooling.numerics runs the notebooks
+# under each, two at a time, and fails on any verdict that differs. The full check (every
+# notebook, 4 configurations) is for releases; CI runs test-numerics-ci after make test: the
+# notebooks whose claims are decided over seeds or state no margin, with the native records
+# taken from make test's build.
+test-numerics: setup
+	$(BIN)/python -m lab.tooling.numerics --jobs $(JOBS) $(CH)
+
+test-numerics-ci: setup
+	$(BIN)/python -m lab.tooling.numerics --jobs $(JOBS) --select fragile \
+	  --native-from _build/html --configs native,avx2,baseline,seed+1000
 
 lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) book/

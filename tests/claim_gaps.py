@@ -6,11 +6,59 @@
   not why (scale, noise-floor, official-code, deviation or open);
 - ``sign-test:<id>``: the rule thresholds one number at 0 or 1 (a sign of a mean, a ratio at
   parity) where a comparison of stochastic methods needs a paired interval over seeds (or the
-  condition is declared ``deterministic=True``).
+  condition is declared ``deterministic=True``);
+- ``fragile:<id>``: the expected verdict sits within two standard errors (or 1e-6 relative, for
+  a deterministic value) of the nearest tier boundary: under another CPU's rounding or another
+  seed set it flips too often (issue "Verdicts that hold on every machine");
+- ``margin:<id>``: the rule cannot state a margin (a custom condition without a distance).
 
 Generated from the build's records when the contract was introduced; the list only shrinks:
-the contract test fails on a gap that is not listed and on a listed gap that is gone. Empty
-since spot's speed claims gained their quality bound and controls (issue 29).
+the contract test fails on a gap that is not listed and on a listed gap that is gone. It was
+empty after issue 29; the margins of issue 36 ("Verdicts that hold on every machine") listed
+the fragile verdicts below (2026-12-06, the build of an Intel AVX-512 machine), each to be fixed
+by a better measurement.
 """
 
-GAPS: dict[str, set[str]] = {}
+GAPS: dict[str, set[str]] = {
+    "eos": {
+        "fragile:period-four-past-window",
+        "fragile:window-end-xy",
+    },
+    "actor_critic": {
+        "fragile:tuned-half-faster",
+    },
+    "koala": {
+        "fragile:beats-koalav",
+        "fragile:step-grows-ema-r",
+        "margin:lr-drop-response",
+    },
+    "halo": {
+        "diagnosis:int8-halo2-near-bf16",
+        "fragile:fp6-halo1",
+        "margin:gpu-speedup",
+    },
+    "medro": {
+        "fragile:code-loss-vs-groupdro",
+        "fragile:worst-group-vs-multihead",
+    },
+    "lp_sufficiency": {
+        "fragile:sufficient-never-wrong",
+    },
+    "spot": {
+        "fragile:loop-faster-64",
+    },
+    "cvrp": {
+        "fragile:specialist-wins-loose",
+        "fragile:specialist-wins-tight",
+        "fragile:vct-flattens",
+        "margin:experts-specialise",
+    },
+    "omiso": {
+        "fragile:omiso-best-all-drifts",
+        "fragile:omiso-more-accurate",
+    },
+    "arecho": {
+        "fragile:chain-beats-tokens",
+        "fragile:confidence-first",
+    },
+}

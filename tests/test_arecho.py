@@ -8,7 +8,6 @@ GPU; the learning checks at notebook scale are marked ``slow``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -311,14 +310,20 @@ def test_ridge_oracle_gain_matches_sklearn_and_validates(corpus):
     y = corpus.labels
     pred = Ridge(alpha=10.0).fit(x[tr], y[tr, j]).predict(x[te])
     want = np.mean(np.abs(pred - y[te, j])) / y[tr, j].std()
-    assert out["without"]["STOI"] == pytest.approx(want, rel=1e-5)  # the same ridge, closed form
+    # two solves of one ridge problem agree to about cond(A'A + alpha I) x eps of the features'
+    # dtype (float32 here: 7e3 x 1.2e-7 = 8e-4), whatever BLAS kernel computes them (the
+    # same fit in two memory layouts differed by 1.6e-6 under OpenBLAS's SkylakeX kernel)
+    a = x[tr] - x[tr].mean(0)
+    rel = np.linalg.cond(a.T @ a + 10.0 * np.eye(a.shape[1])) * np.finfo(x.dtype).eps
+    assert out["without"]["STOI"] == pytest.approx(want, rel=rel)  # the same ridge, closed form
     # a target is never given its own true value
     own = ar.ridge_oracle_gain(corpus, ["STOI"], ["STOI", "PESQ-WB"])
     assert own["with"]["STOI"] == pytest.approx(
-        ar.ridge_oracle_gain(corpus, ["STOI"], ["PESQ-WB"])["with"]["STOI"]
+        ar.ridge_oracle_gain(corpus, ["STOI"], ["PESQ-WB"])["with"]["STOI"], rel=rel
     )
     prev = ar.ridge_oracle_gain(corpus, ["PESQ-WB", "STOI"], "previous")
-    assert prev["with"]["PESQ-WB"] == pytest.approx(prev["without"]["PESQ-WB"])  # nothing before it
+    # nothing before it: the same fit
+    assert prev["with"]["PESQ-WB"] == pytest.approx(prev["without"]["PESQ-WB"], rel=rel)
     assert prev["with"]["STOI"] < prev["without"]["STOI"]
     assert out["gain_of_means"] == pytest.approx(
         1 - np.mean(list(out["with"].values())) / np.mean(list(out["without"].values()))
@@ -528,59 +533,6 @@ def test_reference_does_not_import_models():
     tree = ast.parse(Path(reference.__file__).read_text())
     rel = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
     assert rel == [], rel
-
-
-OFFICIAL = Path(__file__).parent / "fixtures" / "official" / "arecho_official.json"
-
-
-def test_official_fixture_provenance_is_complete():
-    fx = json.loads(OFFICIAL.read_text())
-    prov = fx["provenance"]
-    assert {"instance", "outputs"} <= set(fx) and OFFICIAL.stat().st_size < 100_000
-    for key in ("repository", "commit", "files", "functions", "setup", "command", "versions"):
-        assert prov.get(key), key
-    assert len(prov["commit"]) == 40 and prov["branch"] == "universa_plus"
-
-
-@pytest.fixture(scope="module")
-def parity():
-    from lab.arecho.official import official_parity
-
-    return official_parity(OFFICIAL)
-
-
-def test_tokenizer_matches_the_official_one(parity):
-    """Thresholds, value tokens and decoded values equal the official tokenizer's (to 1e-12)
-    on every numerical probe value; the two documented differences are checked as such."""
-    assert parity["threshold_diff"] < 1e-12 and parity["decode_diff"] < 1e-12
-    agree, total = parity["encode"]
-    assert agree == total == 164
-    # below the training range the official code returns its index 0 (the pad token m@0)
-    assert parity["below_range"] == (2, 2, 2)
-    # categorical metrics not named "category": the official thresholds path merges the top
-    # two classes; ours keeps one token per class
-    cat = parity["categorical"]["C"]
-    assert cat["official"] == [0, 1, 1] and cat["ours"] == [0, 1, 2]
-
-
-def test_decoding_matches_the_official_two_step_search(parity):
-    """Beam 1, both first steps (meta-label score and skip_meta_label_score): our batched
-    and one-utterance decoders write the official token sequences and values exactly."""
-    assert parity["searches"] == parity["searches_fast"] == parity["searches_reference"] == 12
-    assert parity["values_diff"] < 1e-12
-    fx = json.loads(OFFICIAL.read_text())
-    runs = {}
-    for s in fx["outputs"]["searches"]:
-        runs.setdefault((tuple(s["query"]), s["utterance"]), []).append(s["yseq"])
-    assert any(a != b for a, b in runs.values())  # the two first steps differ somewhere
-    assert parity["l1_diff"] < 1e-12  # and UniVERSA's masked L1 loss
-
-
-def test_official_parity_rejects_bad_paths(tmp_path):
-    with pytest.raises(TypeError, match="path"):
-        ar.official_parity(3)
-    with pytest.raises(FileNotFoundError):
-        ar.official_parity(tmp_path / "missing.json")
 
 
 def test_widget_computations_are_memoised_and_validated(corpus):

@@ -44,8 +44,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-#: seconds one call may take before it counts as an offender (junk should fail fast)
+#: CPU seconds one call may take before it counts as an offender (junk should fail fast):
+#: CPU time (the process's, ITIMER_PROF), so that a loaded laptop is not an offence
 TIMEOUT_S = 5
+#: wall-clock backstop for a call that waits without computing (a lock, a child process)
+WALL_TIMEOUT_S = 60
 
 #: lab.core modules that are not probed (none: lab.core is what notebooks and users import)
 CORE_SKIP: set[str] = set()
@@ -165,14 +168,15 @@ def probe_call(
     """Call ``func`` with junk number ``junk_index`` in ``n_pos`` leading positionals and in the
     keyword arguments ``kwonly``; return the offence, or None for a clear answer.
 
-    A call that runs past ``TIMEOUT_S`` is tried once more (a first call may pay for imports and
-    caches on a loaded machine); a second timeout is an offence.
+    A call that runs past ``TIMEOUT_S`` of CPU time (or ``WALL_TIMEOUT_S`` of wall time) is
+    tried once more (a first call may pay for imports and caches); a second timeout is an
+    offence.
     """
     for _ in range(2):
         offence = _call_once(func, n_pos, kwonly, junk_index, required)
         if offence is not _TIMED_OUT:
             return offence
-    return f"no answer within {TIMEOUT_S} s (twice)"
+    return f"no answer within {TIMEOUT_S} CPU s / {WALL_TIMEOUT_S} s (twice)"
 
 
 _TIMED_OUT = "timed out"
@@ -201,7 +205,9 @@ def _call_once(
     alarm = threading.current_thread() is threading.main_thread()  # signals need the main thread
     if alarm:
         old = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.alarm(TIMEOUT_S)
+        old_prof = signal.signal(signal.SIGPROF, _on_alarm)
+        signal.setitimer(signal.ITIMER_PROF, TIMEOUT_S)
+        signal.alarm(WALL_TIMEOUT_S)
     try:
         result = func(*args, **kwargs)
         if required and _junk()[junk_index][0] == "None" and _is_number(result):
@@ -224,7 +230,9 @@ def _call_once(
     finally:
         if alarm:
             signal.alarm(0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGALRM, old)
+            signal.signal(signal.SIGPROF, old_prof)
     return None
 
 
@@ -299,17 +307,23 @@ def test_probe_classifies_answers(tmp_path, monkeypatch):
     def unclear(x):
         return x[0]  # IndexError on an empty array, TypeError on None
 
-    def slow(x):
+    def slow(x):  # computes: CPU time runs out
+        while True:
+            sum(range(1000))
+
+    def waits(x):  # waits without computing: the wall-clock backstop ends it
         import time
 
-        time.sleep(TIMEOUT_S + 5)
+        time.sleep(WALL_TIMEOUT_S + 5)
 
     assert probe_call(clear, 1, [], 0) is None
     assert probe_call(silent, 1, ["y"], 1) is None
     assert probe_call(unclear, 1, [], JUNK_NAMES.index("None")) is None
     assert probe_call(unclear, 1, [], JUNK_NAMES.index("empty array")).startswith("IndexError")
     monkeypatch.setattr(sys.modules[__name__], "TIMEOUT_S", 1)
-    assert probe_call(slow, 1, [], 0) == "no answer within 1 s (twice)"
+    monkeypatch.setattr(sys.modules[__name__], "WALL_TIMEOUT_S", 2)
+    assert probe_call(slow, 1, [], 0) == "no answer within 1 CPU s / 2 s (twice)"
+    assert probe_call(waits, 1, [], 0) == "no answer within 1 CPU s / 2 s (twice)"
 
 
 def test_probe_reports_silent_shapes():

@@ -29,6 +29,12 @@ CLAIMS_JSON = HTML / "_static" / "claims.json"
 MIGRATED = tuple(chapters(ROOT))
 
 
+@pytest.fixture(autouse=True)
+def _strict(monkeypatch):
+    """The unit tests below test the book's build, which is strict (``make test`` sets it too)."""
+    monkeypatch.setenv("LAB_CLAIMS_MISMATCH", "error")
+
+
 # ----------------------------------------------------------------------------------------
 # The rules
 # ----------------------------------------------------------------------------------------
@@ -173,7 +179,7 @@ def test_a_control_is_judged_by_the_claims_own_rule():
     c = _paper_claim(C)
     c.record(0.901, control=claims.control("rate at the initial sharpness", 0.95, text="0.950"))
     d = c.recorded.as_dict()
-    assert d["schema"] == claims.RECORD_SCHEMA == 2
+    assert d["schema"] == claims.RECORD_SCHEMA == 3
     assert d["controls"] == [
         {
             "name": "rate at the initial sharpness",
@@ -462,7 +468,12 @@ def claim_gaps(recs: list[dict]) -> dict[str, set[str]]:
     - ``control:<id>``: a paper-sourced claim that reproduces without a control that its rule
       rejects (the rule has not shown that it can say no);
     - ``diagnosis:<id>``: a verdict other than reproduced without a diagnosis;
-    - ``sign-test:<id>``: a rule that thresholds one number at 0 or 1 (no interval over seeds).
+    - ``sign-test:<id>``: a rule that thresholds one number at 0 or 1 (no interval over seeds);
+    - ``fragile:<id>``: the expected verdict sits within two standard errors of the nearest
+      tier boundary (a statistic one SE from a boundary flips under an independent seed set
+      about 24% of the time, two SE about 8%), or within 1e-6 (relative) of it for a
+      deterministic value: it needs a better measurement, not luck;
+    - ``margin:<id>``: no margin can be stated (a custom condition without a distance).
     """
     gaps: dict[str, set[str]] = {}
     for r in recs:
@@ -476,12 +487,25 @@ def claim_gaps(recs: list[dict]) -> dict[str, set[str]]:
             mine.add(f"diagnosis:{r['id']}")
         if "sign-test" in (r.get("flags") or []):
             mine.add(f"sign-test:{r['id']}")
+        m = r.get("margin")
+        if not m:
+            mine.add(f"margin:{r['id']}")
+        elif m["unit"] == "se" and m["value"] < FRAGILE_SE:
+            mine.add(f"fragile:{r['id']}")
+        elif m["unit"] == "relative" and m["value"] < FRAGILE_RELATIVE:
+            mine.add(f"fragile:{r['id']}")
     return gaps
+
+
+#: an expected verdict closer than this to a tier boundary is fragile (standard errors)
+FRAGILE_SE = 2.0
+#: the same for a deterministic value (relative distance: a floating-point tie)
+FRAGILE_RELATIVE = 1e-6
 
 
 def test_the_gap_list_names_only_chapters_of_the_book():
     assert set(GAPS) <= set(MIGRATED)
-    kinds = {"control", "diagnosis", "sign-test"}
+    kinds = {"control", "diagnosis", "sign-test", "fragile", "margin"}
     for slug, items in GAPS.items():
         for item in items:
             kind, _, cid = item.partition(":")
@@ -492,14 +516,31 @@ def test_the_gap_list_names_only_chapters_of_the_book():
 @pytest.mark.parametrize("slug", MIGRATED)
 def test_controls_and_diagnoses(slug):
     """Every reproduced paper claim shows a control its rule rejects; every other verdict a
-    diagnosis; no sign test on one number. What a chapter still lacks is listed in
+    diagnosis; no sign test on one number; every verdict at least two standard errors from
+    the nearest tier boundary, with a margin that can be stated. What a chapter still lacks is listed in
     tests/claim_gaps.py: a new gap fails here, and so does a listed gap that is gone (take it
     off the list)."""
     recs = [r for r in _built_records() if r["chapter"] == slug]
     found = claim_gaps(recs).get(slug, set())
     listed = set(GAPS.get(slug, ()))
-    new, gone = sorted(found - listed), sorted(listed - found)
-    assert not new, f"chapter {slug}: new gaps {new} (add a control / diagnosis / interval)"
+    # a margin is itself measured: another CPU or seed set moves it a little, so the test keeps
+    # a band around the 2 SE line (an unlisted verdict fails below 1.5 SE, a listed one is
+    # "gone" above 2.5 SE) and a newcomer's machine does not fail on a margin of 1.9 or 2.1
+    margin = {r["id"]: (r.get("margin") or {}) for r in recs}
+
+    def clearly(item: str, fragile: bool) -> bool:
+        kind, _, cid = item.partition(":")
+        m = margin.get(cid, {})
+        if kind != "fragile" or m.get("unit") != "se":
+            return True
+        return m["value"] < FRAGILE_SE - 0.5 if fragile else m["value"] > FRAGILE_SE + 0.5
+
+    new = sorted(g for g in found - listed if clearly(g, True))
+    gone = sorted(g for g in listed - found if clearly(g, False))
+    assert not new, (
+        f"chapter {slug}: new gaps {new} (add a control / diagnosis / interval; a fragile "
+        "verdict needs a better measurement: more seeds, a larger effect, common random numbers)"
+    )
     assert not gone, f"chapter {slug}: fixed, take off tests/claim_gaps.py: {gone}"
 
 

@@ -2,6 +2,8 @@
 
 - :mod:`lab.core.runtime`: ``device()``, ``resolve_device()``, ``seed()``, ``setup()``, the CPU
   thread policy, smoke mode (``LAB_SMOKE=1``: ``smoke()``, ``smoke_steps()``, ``smoke_items()``).
+- :mod:`lab.core.numerics`: what decides floating-point results here (``fingerprint()``), the
+  numerics modes that emulate other CPUs (``MODES``) and the registered seed shifts (``seeds()``).
 - :mod:`lab.core.data`: shared data sets (``digits()``: split, standardised on training rows).
 - :mod:`lab.core.rates`: rate fits (``power_law_fit``, ``exponential_fit``, ``exponent_ci``) and the
   t-interval of a mean over seeds (``mean_ci``).

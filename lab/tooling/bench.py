@@ -78,6 +78,9 @@ def machine() -> dict[str, Any]:
                     break
     except OSError:
         pass
+    from lab.core.numerics import fingerprint
+
+    info["numerics"] = fingerprint()  # CPU flags, kernels, dispatchers: what decides numerics
     return info
 
 

@@ -51,7 +51,8 @@ def sources_digest(root: Path = ROOT) -> dict[str, str]:
     """What each chapter's outputs depend on besides its notebooks' code.
 
     ``"core"``: ``lab/__init__.py``, ``lab/core/**``, ``pyproject.toml`` and ``constraints.txt``,
-    which every notebook depends on; ``"<slug>"`` for every chapter of ``_toc.yml``:
+    which every notebook depends on, and the numerics fingerprint's key
+    (:func:`lab.core.numerics.fingerprint`); ``"<slug>"`` for every chapter of ``_toc.yml``:
     ``lab/<slug>.py`` or ``lab/<slug>/**``. A change to the core invalidates every notebook, a
     change to one chapter's module only that chapter's notebooks. ``lab/tooling/**`` and
     ``lab/__main__.py`` are build tooling that no notebook executes: they are not hashed.
@@ -63,7 +64,11 @@ def sources_digest(root: Path = ROOT) -> dict[str, str]:
         root / "pyproject.toml",
         root / "constraints.txt",
     ]
-    digests = {"core": _hash_files(root, core)}
+    from lab.core.numerics import fingerprint
+
+    # the numerics fingerprint is part of the core: a cache filled under one numerics mode
+    # (or CPU, or seed shift) never answers for another
+    digests = {"core": _hash_files(root, core) + "/numerics:" + fingerprint()["key"]}
     for slug in chapters(root):
         module = (
             [lab / f"{slug}.py", *(lab / slug).rglob("*")]
@@ -117,12 +122,23 @@ KERNEL_START_TRIES = 3
 _DIED_AT_START = "before replying to kernel_info"
 
 
-def _execute(path: str, timeout: int) -> tuple[str, object, float, str | None]:
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _execute(path: str, timeout: int) -> tuple[str, object, dict, str | None]:
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
 
+    from lab.tooling.budget import reference_cpu_seconds
+
     for attempt in range(1, KERNEL_START_TRIES + 1):
         nb = nbformat.read(path, as_version=4)
+        reference = reference_cpu_seconds()
+        cpu0 = _children_cpu()  # the kernel is this worker's child: its CPU time once reaped
         t0 = time.perf_counter()
         try:
             result = single_nb_execution(
@@ -134,7 +150,12 @@ def _execute(path: str, timeout: int) -> tuple[str, object, float, str | None]:
             print(f"  {path}: the kernel died at start ({exc}); starting another", flush=True)
             continue
         err = None if result.err is None else f"{type(result.err).__name__}: {result.err}"
-        return path, nb, time.perf_counter() - t0, err
+        timing = {
+            "execution_seconds": time.perf_counter() - t0,
+            "cpu_seconds": round(_children_cpu() - cpu0, 2),
+            "reference_cpu_seconds": round((reference + reference_cpu_seconds()) / 2, 4),
+        }
+        return path, nb, timing, err
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -162,11 +183,12 @@ def prefill(
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(_execute, p, timeout) for p in todo]
         for fut in futures:
-            path, nb, seconds, err = fut.result()
+            path, nb, timing, err = fut.result()
+            seconds = timing["execution_seconds"]
             if err is None:
                 stage = cache.add_nb_to_project(path)
                 cache.cache_notebook_bundle(
-                    CacheBundleIn(nb, stage.uri, data={"execution_seconds": seconds}),
+                    CacheBundleIn(nb, stage.uri, data=timing),
                     check_validity=False,
                     overwrite=True,
                 )

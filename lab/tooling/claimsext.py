@@ -30,7 +30,14 @@ from typing import Any, ClassVar
 
 from docutils import nodes
 
-from lab.core.claims import CLAIM_MIME, NOT_REPRODUCED, QUALITATIVE, REPRODUCED, VERDICTS
+from lab.core.claims import (
+    CLAIM_MIME,
+    NOT_REPRODUCED,
+    QUALITATIVE,
+    REPRODUCED,
+    VERDICTS,
+    margin_text,
+)
 
 __all__ = ["ClaimRenderer", "setup"]
 
@@ -105,6 +112,17 @@ def _card_html(rec: dict) -> str:
         f'<div class="optlab-claim-flag">{e(FLAG_TEXT.get(f, f))}</div>'
         for f in rec.get("flags") or []
     )
+    revised = "".join(
+        f'<div class="optlab-claim-revised">rule revised {e(r.get("date", ""))}: '
+        f"{e(r.get('old', ''))} → {e(r.get('new', ''))} (known then: {e(r.get('known', ''))})</div>"
+        for r in rec.get("revised") or []
+    )
+    warning = (
+        f'<div class="optlab-claim-warning">this run: {e(verdict)}; the book\'s build: '
+        f"{e(rec.get('expected', ''))}</div>"
+        if rec.get("mismatch")
+        else ""
+    )
     return (
         f'<div class="optlab-claim optlab-claim-{cls}" id="{_anchor(rec["chapter"], rec["id"])}">'
         f'<div class="optlab-claim-head"><span class="optlab-verdict optlab-verdict-{cls}">'
@@ -113,8 +131,9 @@ def _card_html(rec: dict) -> str:
         f'<div class="optlab-claim-statement">{e(rec.get("statement", ""))}</div>'
         f'<div class="optlab-claim-values"><span>paper: {paper}</span>'
         f"<span>measured ({e(rec.get('size', 'default'))}): {e(rec.get('text', ''))}</span></div>"
-        f'<div class="optlab-claim-rule">rule, fixed before measuring: {e(rec.get("rule", ""))}</div>'
-        f"{beside_html}{flags}{notes}</div>"
+        f'<div class="optlab-claim-rule">rule, fixed before measuring: {e(rec.get("rule", ""))}'
+        f" · {e(margin_text(rec.get('margin')))}</div>"
+        f"{beside_html}{flags}{notes}{revised}{warning}</div>"
     )
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.claims import CLAIM_MIME, REPRODUCED, format_value
+from lab.core.numerics import fingerprint
 
 __all__ = [
     "SCHEMA_FILE",
@@ -146,6 +147,7 @@ def environment(
             "torch": torch_threads,
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         },
+        "numerics": fingerprint(),
         "size": size,
         "smoke": os.environ.get("LAB_SMOKE", "").strip().lower() in ("1", "true", "yes", "on"),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -463,9 +465,11 @@ def _env_rows(env: dict) -> dict[str, str]:
 
 
 def format_environments(published: dict, mine: dict) -> str:
-    """Both environments, field by field (``*`` marks a field that differs)."""
+    """Both environments, field by field (``*`` marks a field that differs); the numerics
+    fingerprint first (:func:`lab.core.numerics.fingerprint`: why two runs' numbers differ)."""
     a, b = _env_rows(published or {}), _env_rows(mine or {})
     names = [*a, *(k for k in b if k not in a)]
+    names.sort(key=lambda n: not n.startswith("numerics."))
     width = max([len(n) for n in names] + [11])
     col = max([len(a.get(n, "—")) for n in names] + [9])
     col = min(col, 40)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.tooling.budget import kernel_cpu_seconds, reference_cpu_seconds
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("optlab", "optlab: one execution per notebook")
@@ -70,17 +72,21 @@ def _with_retry(action, attempts: int = 12):
             time.sleep(min(0.1 * 2**attempt, 2.0))
 
 
-def store(cache_dir, path: str | Path, nb, seconds: float) -> None:
-    """Cache the executed ``nb`` of ``path`` as :func:`lab.tooling.cache.prefill` does."""
+def store(cache_dir, path: str | Path, nb, seconds: float, timing: dict | None = None) -> None:
+    """Cache the executed ``nb`` of ``path`` as :func:`lab.tooling.cache.prefill` does.
+
+    ``timing`` adds ``cpu_seconds`` (the kernel's) and ``reference_cpu_seconds``
+    (:mod:`lab.tooling.budget`) to the record's data.
+    """
     from jupyter_cache.base import CacheBundleIn
+
+    data = {"execution_seconds": seconds, "executed_by": "nbval", **(timing or {})}
 
     def write():
         cache = _open_cache(cache_dir)
         stage = cache.add_nb_to_project(str(path))
         cache.cache_notebook_bundle(
-            CacheBundleIn(
-                nb, stage.uri, data={"execution_seconds": seconds, "executed_by": "nbval"}
-            ),
+            CacheBundleIn(nb, stage.uri, data=data),
             check_validity=False,
             overwrite=True,
         )
@@ -137,6 +143,8 @@ class _NotebookRun:
         self.cell = None
         self.cell_index = None
         self.msg_id = None
+        self.kernel = kernel
+        self.reference = [reference_cpu_seconds()]
         info = kernel.kc.kernel_info(reply=True, timeout=30)
         self.nb.metadata["language_info"] = info["content"]["language_info"]
 
@@ -150,6 +158,20 @@ class _NotebookRun:
             self.client.process_message(msg, self.cell, self.cell_index)
         except CellExecutionComplete:
             pass
+
+
+def _timing(run: _NotebookRun) -> dict:
+    """The kernel's CPU time and the reference workload's (mean of the notebook's start and
+    end): what ``tests/test_budget.py`` compares."""
+    provisioner = getattr(run.kernel.km, "provisioner", None)
+    cpu = kernel_cpu_seconds(getattr(provisioner, "pid", None))
+    run.reference.append(reference_cpu_seconds())
+    if cpu is None:
+        return {}
+    return {
+        "cpu_seconds": round(cpu, 2),
+        "reference_cpu_seconds": round(sum(run.reference) / len(run.reference), 4),
+    }
 
 
 class NbvalCacheWriter:
@@ -239,9 +261,10 @@ class NbvalCacheWriter:
         if cell.cell_num == len(run.code_cells) - 1:
             self.runs.pop(cell.parent.nodeid, None)
             seconds = round(time.perf_counter() - run.t0, 2)
+            timing = _timing(run)
             run.client.set_widgets_metadata()
             try:
-                store(self.cache_dir, run.path, run.nb, seconds)
+                store(self.cache_dir, run.path, run.nb, seconds, timing)
             except Exception as err:
                 warnings.warn(
                     f"{run.path.name} not cached ({type(err).__name__}: {err}): "
