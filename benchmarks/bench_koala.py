@@ -11,7 +11,10 @@ is timed (median over repeats of a block of steps, after a warm-up block; per st
 
 The chapter's target is a step of at most 2x Adam's (``torch.optim.Adam`` with its defaults),
 for both KOALA++ paths: each row stores ``x_adam`` (median over median) and ``x_adam_min``
-(best over best, the steadier number on a busy machine). Checks (metrics of the first case): the
+(best over best, the steadier number on a busy machine). These are timings: they depend on the
+machine, its BLAS and its load, and decide no claim (the book's ``koala/step-cost`` is decided
+on counted work and bytes, ``lab.koala.step_counts``; ``book/koala/index.md`` shows these
+``koalapp_*_x_adam`` metrics beside it). Checks (metrics of the first case): the
 fast path against ``koalapp`` (float64, one tensor, 100 steps) and against the loop
 (float64, 8 tensors, 20 steps). Then the digits MLP of notebook 2 is trained with
 SGD-momentum, Adam and KOALA++ to 95% test accuracy (time to accuracy, iterations only).

@@ -402,3 +402,85 @@ def test_quadratic_paths_is_memoised_and_drawn():
         koala.quadratic_paths(0.5)
     with pytest.raises(TypeError, match="paths"):
         figures.quadratic_figure({"runs": {}})
+
+
+# ------------------------------------------------------------------ counted step cost
+
+
+def test_op_counter_counts_known_ops_exactly():
+    n = 1000
+    x, y = torch.ones(n), torch.ones(n)
+    with koala.OpCounter() as c:
+        x.add_(y)  # reads x and y, writes x: 3 n float32
+    assert (c.work, c.bytes, c.ops) == (n, 3 * 4 * n, 1)
+    with koala.OpCounter() as c:
+        x.view(10, 100).reshape(-1).detach()  # views cost nothing
+        torch.dot(x, y)  # 2 flops per entry (flop_counter's convention), reads 2 n, writes 1
+        x.copy_(y)  # does not read its destination
+    assert c.work == 2 * n + n and c.ops == 2
+    assert c.bytes == (2 * 4 * n + 4) + 2 * 4 * n
+    assert c.by_op["dot"] == [1, 2 * n, 2 * 4 * n + 4]
+    a, b = torch.ones(8, 5, dtype=torch.float64), torch.ones(5, 3, dtype=torch.float64)
+    with koala.OpCounter() as c:
+        a @ b  # mm: 2 m n k flops
+        float(a.sum())  # a reduction counts its input; one value read on the host
+    assert c.by_op["mm"][1] == 2 * 8 * 5 * 3 and c.by_op["sum"][1] == 40
+    assert c.host_reads == 1
+
+
+def test_step_counts_adam_is_linear_and_deterministic():
+    counts = [koala.step_counts(((64 * k, 64), (64 * k,)), "adam") for k in (1, 2, 3)]
+    n = counts[0].parameters
+    assert [c.parameters for c in counts] == [n, 2 * n, 3 * n]
+    # seven passes per weight, plus the step counter (one 0-d float32 add) per tensor
+    assert [c.work for c in counts] == [7 * k * n + 2 for k in (1, 2, 3)]
+    assert counts[1].bytes - counts[0].bytes == counts[2].bytes - counts[1].bytes
+    assert counts[0].bytes == 19 * 4 * n + 2 * 2 * 4 + 2 * 4  # + step counters, host reads
+    again = koala.step_counts(((64, 64), (64,)), "adam")
+    assert (again.work, again.bytes, again.ops) == (n * 7 + 2, counts[0].bytes, counts[0].ops)
+    assert again.by_op == counts[0].by_op
+
+
+def test_step_counts_meta_equals_cpu_and_ekf_is_quadratic():
+    shapes = ((32, 16), (32,), (4, 32), (4,))
+    for name in ("adam", "adam_foreach", "sgd", "koalapp"):
+        meta, cpu = koala.step_counts(shapes, name), koala.step_counts(shapes, name, device="cpu")
+        # the same arithmetic; KoalaPP's host-side loss check and S <= 0 flag differ on
+        # meta by a few per-tensor scalars
+        assert abs(meta.work - cpu.work) <= 4 * len(shapes), name
+        assert abs(meta.bytes - cpu.bytes) <= 32 * len(shapes), name
+    ekf = koala.step_counts(shapes, "ekf")
+    assert ekf.work == koala.step_counts(shapes, "ekf", device="cpu").work
+    n2 = sum((int(np.prod(s))) ** 2 for s in shapes)
+    assert ekf.work >= 4 * n2  # a matrix-vector product and a rank-one update per tensor
+    big = koala.step_counts(koala.MLP_1M9, "ekf")  # on meta: nothing allocated
+    assert big.work > 1e12
+    kp, adam = koala.step_counts(shapes, "koalapp"), koala.step_counts(shapes, "adam")
+    assert set(kp.over(adam)) == {"work", "bytes"}
+
+
+def test_step_counts_bad_input():
+    with pytest.raises(TypeError, match="model_or_shapes"):
+        koala.step_counts("mlp", "adam")
+    with pytest.raises(TypeError, match="model_or_shapes"):
+        koala.step_counts((3, 4), "adam")
+    with pytest.raises(ValueError, match="model_or_shapes"):
+        koala.step_counts((), "adam")
+    with pytest.raises(ValueError, match="model_or_shapes"):
+        koala.step_counts(((0, 4),), "adam")
+    with pytest.raises(ValueError, match="optimizer"):
+        koala.step_counts(((4,),), "lbfgs")
+    with pytest.raises(TypeError, match="optimizer"):
+        koala.step_counts(((4,),), None)
+    with pytest.raises(ValueError, match="device"):
+        koala.step_counts(((4,),), "adam", device="cuda")
+    with pytest.raises(ValueError, match="device"):
+        koala.step_counts(((100, 100),), "ekf", device="cpu")
+    with pytest.raises(TypeError, match="warmup"):
+        koala.step_counts(((4,),), "adam", warmup=1)
+    with pytest.raises(TypeError, match="meta_item"):
+        koala.OpCounter(meta_item="1")
+    with pytest.raises(TypeError, match="other"):
+        koala.step_counts(((4,),), "adam").over(3)
+    model = torch.nn.Linear(4, 2)
+    assert koala.step_counts(model, "sgd").parameters == 10

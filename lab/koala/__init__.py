@@ -100,8 +100,9 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
 | ``training.py`` | ``train_digits`` (``TrainRun``): the digits MLP of notebook 2 with any of the five optimizers |
-| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it), ``state_floats`` |
+| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
 | ``figures.py`` | plotly figures for the widgets |
+| ``counting.py`` | ``step_counts`` (``StepCounts``): the work and memory traffic of one optimizer step, counted per aten op by ``OpCounter`` (a ``TorchDispatchMode``; on the meta device, so a dense-covariance EKF of a 1.9M-weight MLP is counted without allocating): the cost the claim ``koala/step-cost`` decides on |
 
 See: book/koala/01-kalman-view.ipynb
 """
