@@ -428,3 +428,79 @@ def test_explorer_run_is_cached_and_validates():
         experiments.explorer_run("lake 4x4", 1, slip=0.9)
     with pytest.raises(ValueError, match="weights"):
         experiments.explorer_run("lake 4x4", 1, "nope")
+
+
+# ------------------------------------------------------------------ ties decided by index
+def _ulps(a, rng, k=4):
+    """``a`` with each entry moved by a random number of ulps in ``[-k, k]`` (another CPU)."""
+    a = np.array(a, dtype=float)
+    for _ in range(k):
+        step = rng.integers(-1, 2, size=a.shape)
+        a = np.where(
+            step > 0, np.nextafter(a, np.inf), np.where(step < 0, np.nextafter(a, -np.inf), a)
+        )
+    return a
+
+
+def test_sysadmin_optimal_policy_ties_go_to_the_lowest_action():
+    """The ring is symmetric: several actions tie exactly (e.g. every reboot in the all-down
+    state). A few ulps of rounding (another CPU's kernels) flip a plain argmax; the policy must
+    not move, since it decides the weights, the warm start and the depth2-stall claim."""
+    from lab.spot.mdp import first_max, value_tolerance
+
+    admin = spot.sysadmin(6)
+    V, pi = spot.value_iteration(admin)
+    Q = admin.R + admin.gamma * admin.P @ V
+    tol = value_tolerance(admin)
+    near = Q >= Q.max(1, keepdims=True) - tol
+    tied = near.sum(1) > 1
+    assert tied.sum() >= 6 and pi[0] == 0  # all down: reboot 0, the lowest of six equals
+    np.testing.assert_array_equal(pi, near.argmax(1))  # the lowest tied action everywhere
+    gaps = Q.max(1, keepdims=True) - np.where(near, -np.inf, Q)
+    assert gaps.min() > 1e6 * tol  # real gaps are far above the tolerance
+    rng = np.random.default_rng(0)
+    flipped = False
+    for _ in range(20):
+        Qp = _ulps(Q, rng)
+        np.testing.assert_array_equal(first_max(Qp, tol), pi)
+        flipped |= bool(np.any(Qp.argmax(1) != pi))
+    assert flipped  # the perturbation does move a plain argmax: the ties are real
+    # the whole pipeline on a perturbed model: same optimal policy, same stalled loop
+    Rp = _ulps(admin.R, rng)
+    other = spot.TabularMDP(admin.P, Rp, admin.X, admin.p0, admin.gamma)
+    np.testing.assert_array_equal(spot.value_iteration(other)[1], pi)
+
+
+def test_search_ties_go_to_the_first_tree_in_index_order():
+    """Trees of the same policy (or mirror-image splits) have equal values in exact arithmetic;
+    perturbing G by a few ulps must not change the split, the leaves or the returned tree."""
+    from lab.spot.reference import sum_tolerance
+
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
+    B = spot.split_matrix(X)  # x0 > 0 and x1 > 0
+    G = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]) * 0.1
+    # splitting on x0 or x1 gains exactly as much (0.2 = 0.1 + 0.1), the leaf 0.2 too: a tie
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        Gp = _ulps(G, rng)
+        assert spot.parse_node(Gp, np.ones(4, bool), B)[1:] == (-1, 0, 0)
+    G3 = np.array([[1.0, 0.0], [0.5, 0.5], [0.5, 0.5], [0.0, 1.0]]) * 0.3  # x0, x1 tie at 0.9
+    picks = {spot.parse_node(_ulps(G3, rng), np.ones(4, bool), B)[1] for _ in range(30)}
+    assert picks == {0}
+    # the loop's second step on the system administrator ("mix" weights after the warm start):
+    # at depth 3 open partial trees tie on their bounds, and the expansion order decides
+    # which of two trees of the same policy is returned (a plain heap order flips in 3 of 6)
+    admin = spot.sysadmin(6)
+    V, pi = spot.value_iteration(admin)
+    w = spot.state_weights(admin, "optimal", optimal_policy=pi)
+    tree0 = spot.rsbb(w[:, None] * (admin.R + admin.gamma * admin.P @ V), admin.X, 3)[1]
+    pi0 = tree0.act(admin.X)
+    w = spot.state_weights(admin, "mix", pi0, optimal_policy=pi)
+    G = w[:, None] * (admin.R + admin.gamma * admin.P @ spot.evaluate(admin, pi0)[1])
+    assert sum_tolerance(G) < 1e-10
+    v, tree, _ = spot.rsbb(G, admin.X, 3)
+    for _ in range(6):
+        vp, tp, _ = spot.rsbb(_ulps(G, rng), admin.X, 3)
+        assert abs(vp - v) < 1e-10
+        np.testing.assert_array_equal(tp.features, tree.features)
+        np.testing.assert_array_equal(tp.leaves, tree.leaves)

@@ -12,8 +12,8 @@ import numpy as np
 
 from lab.core.checks import check_int
 
-from .mdp import TabularMDP, check_mdp, state_weights, value_iteration
-from .reference import check_tree_inputs, parse_node
+from .mdp import TabularMDP, check_mdp, first_max, state_weights, value_iteration
+from .reference import check_tree_inputs, parse_node, sum_tolerance
 from .tree import Tree, candidate_splits, split_matrix
 
 __all__ = ["greedy_tree", "greedy_split_tree", "exhaustive_tree"]
@@ -149,12 +149,13 @@ def greedy_split_tree(G: np.ndarray, X: np.ndarray, depth: int) -> tuple[float, 
     feats = np.full(L - 1, -1, dtype=np.int64)
     ths = np.zeros(L - 1)
     leaves = np.zeros(L, dtype=np.int64)
+    tol = sum_tolerance(G)  # ties up to round-off go to the lowest index (reference.py)
 
     def grow(heap: int, level: int, mask: np.ndarray) -> None:
         if level == depth:  # a leaf: the best single action for its states
-            leaves[heap - L] = int((G * mask[:, None]).sum(0).argmax())
+            leaves[heap - L] = int(first_max((G * mask[:, None]).sum(0), tol))
             return
-        k = parse_node(G, mask, right)[1]  # the node's own best split (-1: no split)
+        k = parse_node(G, mask, right, tol)[1]  # the node's own best split (-1: no split)
         if k < 0:  # no split: every state goes left
             grow(2 * heap, level + 1, mask)
             grow(2 * heap + 1, level + 1, np.zeros(n, dtype=bool))

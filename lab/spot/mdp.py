@@ -287,6 +287,54 @@ def occupancy(mdp: TabularMDP, policy: Any) -> np.ndarray:
     return np.linalg.solve(np.eye(mdp.n_states) - mdp.gamma * P_pi.T, mdp.p0)
 
 
+# ----------------------------------------------------------------------------------------
+# Deterministic ties. Symmetric MDPs (the system administrator is a ring: rotating the
+# machines maps the MDP to itself) have actions whose values are equal in exact arithmetic,
+# e.g. "reboot machine i" and "reboot machine j" in the all-down state. Computed, they differ
+# by a few ulps, and the sign of that difference depends on the BLAS/LAPACK kernels (measured:
+# 15 of the 64 states of ``sysadmin(6)`` have two actions within 1.7e-13 of each other, and
+# AVX-512 and SSE kernels pick different ones; the next smallest gap is 4.8e-2). A plain
+# ``argmax`` then lets the CPU choose the optimal policy, hence the weights and every tree of
+# the loop. ``first_max`` decides such ties by index instead: the lowest action within a
+# tolerance of the maximum, a tolerance larger than the rounding error of the compared values
+# and far below any real gap.
+# ----------------------------------------------------------------------------------------
+def first_max(values: np.ndarray, tol: float) -> np.ndarray:
+    """Along the last axis, the lowest index whose entry is within ``tol`` of the maximum.
+
+    The comparison ``values >= max - tol`` counts entries whose computed difference is below
+    ``tol`` as tied and breaks the tie by index, so perturbing the entries by much less than
+    ``tol`` (the rounding of another CPU's kernels) picks the same index, unless a real gap is
+    itself within the perturbation of ``tol``.
+    """
+    values = np.asarray(values, dtype=float)
+    return np.argmax(values >= values.max(-1, keepdims=True) - tol, axis=-1)
+
+
+def value_tolerance(mdp: TabularMDP) -> float:
+    """Tie tolerance for action values ``Q = R + gamma P V`` and policy values ``J = p0 . V``.
+
+    Error analysis (``eps`` = float64 machine epsilon ``2u``, ``n`` states, ``Rmax =
+    max |R|``, so ``|V| <= Vmax = Rmax / (1 - gamma)``):
+
+    * one Bellman product ``fl(R + gamma P V)``: ``P[s, a]`` is a probability row, so any
+      summation order (any BLAS kernel) errs by at most ``(n + 2) u (Rmax + Vmax)``;
+    * value iteration accumulates that error through a ``gamma``-contraction: at most
+      ``1 / (1 - gamma)`` times it in ``V``; the exact solve of ``evaluate`` (LU, backward
+      stable) errs by ``kappa * O(n u) * Vmax`` with ``kappa(I - gamma P_pi) <= (1 + gamma) /
+      (1 - gamma) < 2 / (1 - gamma)``;
+    * two computed values are compared, doubling the bound.
+
+    ``tol = 4 n eps (Rmax + Vmax) / (1 - gamma)`` covers these with a factor of about two to
+    spare (``sysadmin(6)``: 3.4e-9, against measured ties within 1.7e-13 and a smallest real
+    gap of 4.8e-2; the lakes: 5.7e-10).
+    """
+    r_max = float(np.abs(mdp.R).max())
+    v_max = r_max / (1.0 - mdp.gamma)
+    eps = float(np.finfo(float).eps)
+    return 4.0 * mdp.n_states * eps * (r_max + v_max) / (1.0 - mdp.gamma)
+
+
 def value_iteration(
     mdp: TabularMDP, tol: float = 1e-10, max_iter: int = 100_000
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -297,7 +345,8 @@ def value_iteration(
     V : array (n,)
         Optimal values ``V*`` (exact for the returned policy).
     pi : array (n,) of int
-        A greedy optimal policy.
+        A greedy optimal policy; among actions whose values tie up to round-off, the lowest
+        index (the same policy under every CPU's kernels).
 
     See: book/spot/01-tree-policies.ipynb
     """
@@ -312,14 +361,17 @@ def value_iteration(
             V = V_new
             break
         V = V_new
-    pi = (mdp.R + mdp.gamma * mdp.P @ V).argmax(1)
+    # greedy actions: ties (within the rounding of Q, ``value_tolerance``) go to the lowest
+    # action index, so that every CPU's kernels pick the same optimal policy
+    tie = value_tolerance(mdp)
+    pi = first_max(mdp.R + mdp.gamma * mdp.P @ V, tie)
     for _ in range(100):  # policy iteration polish: exact V for the greedy policy
         _, V = evaluate(mdp, pi)
         Q = mdp.R + mdp.gamma * mdp.P @ V
-        better = Q.max(1) > Q[np.arange(mdp.n_states), pi] + tol
+        better = Q.max(1) > Q[np.arange(mdp.n_states), pi] + max(tol, tie)
         if not better.any():
             break
-        pi = np.where(better, Q.argmax(1), pi)
+        pi = np.where(better, first_max(Q, tie), pi)
     return V, pi
 
 

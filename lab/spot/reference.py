@@ -58,7 +58,8 @@ def depth1_parse(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[fl
     -------
     value : float
     k : int
-        Best candidate, ``-1`` when the leaf (no split) is at least as good.
+        Best candidate, ``-1`` when no split beats the leaf by more than round-off; ties
+        within round-off go to the lowest index (``parse_node``).
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
@@ -70,20 +71,74 @@ def depth1_parse(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[fl
     return parse_node(G, mask, right)[:2]
 
 
-def parse_node(G: np.ndarray, mask: np.ndarray, right: np.ndarray) -> tuple[float, int, int, int]:
-    """Unchecked depth-1 parse: ``(value, k, left action, right action)`` (see ``depth1_parse``)."""
+def sum_tolerance(G: np.ndarray) -> float:
+    """Tie tolerance for the values the tree search compares: sums of entries of ``G``.
+
+    Every value of the search (a leaf ``sum_{s in M} G[s, a]``, a split ``max_a Lsum[k] +
+    max_a Rsum[k]``, a bound or incumbent adding up to ``2^(D-1) <= 32`` frontier nodes, a
+    tree's ``sum_s G[s, pi_T(s)]``) sums at most ``n`` entries of ``G`` (the states routed to
+    disjoint nodes), whatever the order: numpy's pairwise sums, BLAS's blocked products and
+    the torch batch add them differently on each CPU. With ``u = eps / 2`` and ``S = sum_s
+    max_a |G[s, a]|`` (the largest magnitude of any such sum), a recursive sum of ``n`` terms
+    errs by at most ``(n - 1) u S``; ``Lsum = colsum - Rsum`` adds two of those and a rounding,
+    the split value one more, the frontier sum ``2^(D-1) u S``: at most ``(3 n + 32) u S`` per
+    computed value, twice that between two of them: ``(3 n + 32) eps S``. The tolerance doubles
+    it, ``2 (3 n + 32) eps S`` (``sysadmin(6)``'s warm-start step: 3.7e-11; measured: trees of
+    the same policy, equal in exact arithmetic, differ by up to 1.2e-12). ``G`` itself is taken
+    as exact: ties of the MDP's values are decided where they are computed
+    (``mdp.value_tolerance``).
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    if not isinstance(G, np.ndarray) or G.ndim != 2 or G.size == 0:
+        raise TypeError(f"G must be a non-empty 2-D numpy array (states x actions), got {G!r:.60}")
+    n = G.shape[0]
+    scale = float(np.abs(G).max(1).sum())
+    return 2.0 * (3 * n + 32) * float(np.finfo(float).eps) * scale
+
+
+def _first(values: np.ndarray, tol: float) -> int:
+    """The lowest index whose entry is within ``tol`` of the maximum (a deterministic argmax)."""
+    return int(np.argmax(values >= values.max() - tol))
+
+
+def _parse_sums(G: np.ndarray, mask: np.ndarray, right: np.ndarray):
+    """``tot``, ``Lsum``, ``Rsum`` and the split values ``val`` of a node (``None`` without
+    candidates): the sums of ``depth1_parse``."""
     Gm = G * mask[:, None]  # eq. (parse): G 1_M
     tot = Gm.sum(0)  # colsum(G 1_M), (m,)
+    if not right.shape[0]:
+        return tot, None, None, None
+    Rsum = right.astype(G.dtype) @ Gm  # Rsum = B (G 1_M), (K, m)
+    Lsum = tot[None, :] - Rsum  # Lsum = colsum(G 1_M) - Rsum
+    return tot, Lsum, Rsum, Lsum.max(1) + Rsum.max(1)  # max_a Lsum[k] + max_a Rsum[k]
+
+
+def _parse_value(G: np.ndarray, mask: np.ndarray, right: np.ndarray, tol: float) -> float:
+    """The value of ``parse_node`` alone (what the bounds need: no index to pick)."""
+    tot, _, _, val = _parse_sums(G, mask, right)
+    best = float(tot.max())  # leaf(M) = max_a sum_{s in M} G[s, a]
+    if val is not None and val.max() > best + tol:  # a split must beat the leaf beyond round-off
+        best = float(val.max())
+    return best
+
+
+def parse_node(
+    G: np.ndarray, mask: np.ndarray, right: np.ndarray, tol: float | None = None
+) -> tuple[float, int, int, int]:
+    """Unchecked depth-1 parse: ``(value, k, left action, right action)`` (see ``depth1_parse``).
+
+    Ties are broken by index up to ``tol`` (default ``sum_tolerance(G)``): the leaf unless a
+    split beats it by more than ``tol``, else the lowest split within ``tol`` of the best, and
+    the lowest action within ``tol`` of the best; so every CPU's rounding makes the same tree.
+    """
+    tol = sum_tolerance(G) if tol is None else tol
+    tot, Lsum, Rsum, val = _parse_sums(G, mask, right)
     best, k_best = float(tot.max()), -1  # leaf(M) = max_a sum_{s in M} G[s, a]
-    a_left = a_right = int(tot.argmax())
-    if right.shape[0]:
-        Rsum = right.astype(G.dtype) @ Gm  # Rsum = B (G 1_M), (K, m)
-        Lsum = tot[None, :] - Rsum  # Lsum = colsum(G 1_M) - Rsum
-        val = Lsum.max(1) + Rsum.max(1)  # max_a Lsum[k] + max_a Rsum[k]
-        k = int(val.argmax())
-        if val[k] > best + 1e-12:  # a split must beat the leaf strictly
-            best, k_best = float(val[k]), k
-            a_left, a_right = int(Lsum[k].argmax()), int(Rsum[k].argmax())
+    a_left = a_right = _first(tot, tol)
+    if val is not None and val.max() > best + tol:  # a split must beat the leaf beyond round-off
+        best, k_best = float(val.max()), _first(val, tol)
+        a_left, a_right = _first(Lsum[k_best], tol), _first(Rsum[k_best], tol)
     return best, k_best, a_left, a_right
 
 
@@ -124,9 +179,10 @@ def bound_children(
     bound = np.zeros(C)
     inc = np.zeros(C)
     relax = G.max(1)  # eq. (relaxation): each state takes its own best action
+    tol = sum_tolerance(G)
     for c in range(C):
         for f in range(Fn):
-            v = parse_node(G, masks[c, f], right)[0]  # eq. (parse): exact depth-1 parse
+            v = _parse_value(G, masks[c, f], right, tol)  # eq. (parse): exact depth-1 parse
             inc[c] += v  # incumbent: unfixed nodes "no split", level D-1 parsed
             bound[c] += v if exact[f] else float(relax[masks[c, f]].sum())  # eq. (bound)
     return bound, inc

@@ -18,8 +18,16 @@ import numpy as np
 from lab.core.checks import check_bool, check_choice, check_int, check_range
 
 from . import fast, reference
-from .mdp import TabularMDP, check_mdp, evaluate, state_weights, value_iteration
-from .reference import check_bound_inputs, check_tree_inputs
+from .mdp import (
+    TabularMDP,
+    check_mdp,
+    evaluate,
+    first_max,
+    state_weights,
+    value_iteration,
+    value_tolerance,
+)
+from .reference import check_bound_inputs, check_tree_inputs, sum_tolerance
 from .reference import parse_node as _parse
 from .tree import Tree, candidate_splits, split_matrix
 
@@ -107,7 +115,7 @@ def _options(right, M):
     return opts
 
 
-def _build_tree(G, right, splits, choices, depth, m) -> Tree:
+def _build_tree(G, right, splits, choices, depth, m, tol) -> Tree:
     n = G.shape[0]
     n_int = 2**depth - 1
     n_branch = 2 ** (depth - 1) - 1 if depth >= 1 else 0
@@ -117,14 +125,14 @@ def _build_tree(G, right, splits, choices, depth, m) -> Tree:
     ths = np.zeros(n_int)
     leaves = np.zeros(2**depth, dtype=np.int64)
     if depth == 0:
-        leaves[0] = int(G.sum(0).argmax())
+        leaves[0] = int(first_max(G.sum(0), tol))
         return Tree(0, [], [], leaves, n_actions=m)
     for t in range(1, n_branch + 1):
         if full[t - 1] >= 0:
             feats[t - 1], ths[t - 1] = splits[full[t - 1]]
     for t in range(2 ** (depth - 1), n_int + 1):
         M = masks.get(t, np.zeros(n, dtype=bool))
-        _, k, aL, aR = _parse(G, M, right)
+        _, k, aL, aR = _parse(G, M, right, tol)
         if k >= 0:
             feats[t - 1], ths[t - 1] = splits[k]
         leaves[2 * t - 2**depth] = aL
@@ -169,6 +177,22 @@ def bound_frontier(
     if backend == "numpy":
         return reference.bound_children(G, right, masks, exact)
     return fast.bound_children_unchecked(G, right, masks, exact, device)
+
+
+def _pop_first(heap: list, tol: float) -> tuple:
+    """Pop the open partial tree to expand: the best bound, ties within ``tol`` (round-off,
+    ``sum_tolerance``) going to the first tree in index order (its choices tuple), not to
+    whichever of two equal bounds the CPU's rounding made larger. The popped bound is within
+    ``tol`` of the best open one, so the stop test and the trace's bound move by at most
+    ``tol``, far below ``PRUNE_TOL``."""
+    top = [heapq.heappop(heap)]
+    while heap and heap[0][0] <= top[0][0] + tol:
+        top.append(heapq.heappop(heap))
+    first = min(top, key=lambda e: e[2])
+    for e in top:
+        if e is not first:
+            heapq.heappush(heap, e)
+    return first
 
 
 def rsbb(
@@ -226,9 +250,12 @@ def rsbb(
     splits = candidate_splits(X)
     right = split_matrix(X, splits)
     stats = RSBBStats()
+    # ties between partial trees (equal values up to round-off, e.g. two trees of the same
+    # policy) go to the first in index order: the error analysis is in ``sum_tolerance``
+    tol = sum_tolerance(G)
     if depth <= 1:
-        val = float(G.sum(0).max()) if depth == 0 else _parse(G, np.ones(n, bool), right)[0]
-        tree = _build_tree(G, right, splits, (), depth, m)
+        val = float(G.sum(0).max()) if depth == 0 else _parse(G, np.ones(n, bool), right, tol)[0]
+        tree = _build_tree(G, right, splits, (), depth, m, tol)
         stats.trace = np.array([[0, val, val]])
         stats.seconds = time.perf_counter() - t0
         return val, tree, stats
@@ -259,7 +286,7 @@ def rsbb(
     stats.full_space = (right.shape[0] + 1) ** n_branch
     upper = float(b0[0])
     while heap and stats.nodes < max_nodes:
-        negb, _, ch = heapq.heappop(heap)
+        negb, _, ch = _pop_first(heap, tol)
         upper = min(upper, -negb)
         if -negb <= best_val + PRUNE_TOL:
             upper = best_val
@@ -269,8 +296,8 @@ def rsbb(
         M = _route(right, n, list(ch), n_int).get(t, np.zeros(n, dtype=bool))
         kids = [ch + (k,) for k in _options(right, M)]
         b, inc = evaluate_children(kids)
-        j = int(np.argmax(inc))
-        if inc[j] > best_val + 1e-12:
+        j = int(first_max(inc, tol))  # the first child within round-off of the best
+        if inc[j] > best_val + tol:  # a new incumbent must beat the old beyond round-off
             best_val, best_choices = float(inc[j]), kids[j]
         complete = len(kids[0]) == n_branch
         for kid, bk in zip(kids, b, strict=True):
@@ -285,7 +312,7 @@ def rsbb(
         upper = best_val
     trace.append((stats.nodes, max(upper, best_val), best_val))
     stats.trace = np.array(trace, dtype=float)
-    tree = _build_tree(G, right, splits, best_choices, depth, m)
+    tree = _build_tree(G, right, splits, best_choices, depth, m, tol)
     value = float(G[np.arange(n), tree.act(X)].sum())
     stats.seconds = time.perf_counter() - t0
     return value, tree, stats
@@ -380,7 +407,8 @@ def spot(
         runs = [
             spot(mdp, depth, w, warm_start, max_iter, eps, backend, device) for w in WEIGHTINGS[:-1]
         ]
-        best = max(runs, key=lambda r: r.J)
+        tie = value_tolerance(mdp)  # equal values up to round-off: the first weighting
+        best = runs[int(first_max(np.array([r.J for r in runs]), tie))]
         return SpotResult(
             best.tree,
             best.J,
@@ -393,6 +421,7 @@ def spot(
         )
     n, m = mdp.n_states, mdp.n_actions
     V_star, pi_star = value_iteration(mdp)
+    tie = value_tolerance(mdp)  # policy values equal up to round-off are ties (mdp.py)
     nodes = 0
     if warm_start:
         Q_star = mdp.R + mdp.gamma * mdp.P @ V_star
@@ -401,7 +430,7 @@ def spot(
         nodes += st.nodes
     else:
         consts = [evaluate(mdp, np.full(n, a))[0] for a in range(m)]
-        a0 = int(np.argmax(consts))
+        a0 = int(first_max(np.array(consts), tie))
         tree = Tree(
             depth, [-1] * (2**depth - 1), [0.0] * (2**depth - 1), [a0] * 2**depth, n_actions=m
         )
@@ -414,7 +443,7 @@ def spot(
         pi = tree.act(mdp.X)
         J, V = evaluate(mdp, pi)  # step 1: V_k, Q_k
         history.append(J)
-        if J > best_J + 1e-12:
+        if J > best_J + tie:  # the first tree of the best value (a tie is not a gain)
             best_J, best_tree = J, tree
         key = pi.tobytes()
         if key in seen:
