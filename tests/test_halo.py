@@ -22,6 +22,7 @@ import scipy.linalg
 import torch
 
 from lab import halo
+from lab.halo import fwht_cpu
 from lab.halo.formats import round_minifloat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,6 +202,36 @@ def test_fwht_cpu_build_falls_back_without_a_compiler(tmp_path):
         [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def _butterflies(x):  # the reference's stages in x's own dtype, then / sqrt(n) in that dtype
+    y, (rows, n), h = x.copy(), x.shape, 1
+    while h < n:
+        v, h = y.reshape(rows, n // (2 * h), 2, h), 2 * h
+        v[..., 0, :], v[..., 1, :] = v[..., 0, :] + v[..., 1, :], v[..., 0, :] - v[..., 1, :]
+    return y / x.dtype.type(math.sqrt(n))
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "generic"])  # generic: a CPU without AVX2
+def test_fwht_cpu_paths_bit_exact_in_and_out_of_place(isa, monkeypatch):
+    if fwht_cpu.load() is None or isa not in fwht_cpu._isas():
+        pytest.skip(f"kernel path {isa} unavailable here")
+    monkeypatch.setenv("LAB_FWHT_ISA", isa)  # forces the path of fwht_rows_ and the public fwht
+    for p in range(1, 17):  # n = 2..2^16, 1-7 rows; float64: the reference bit for bit
+        n, rows, div = 2**p, (1, 3, 4, 7)[p % 4], math.sqrt(2**p)
+        x = np.random.default_rng(p).standard_normal((rows, n)).astype(np.float32).astype(float)
+        ref, w32 = halo.fwht(x), _butterflies(x.astype(np.float32))  # the documented bound:
+        assert (np.abs(w32 - ref) <= (p + 1) * 2.0**-24 * np.abs(x).sum(1)[:, None] / div).all()
+        assert np.array_equal(halo.fwht(torch.tensor(x)).numpy(), ref)
+        for xd, w in ((x, ref), (x.astype(np.float32), w32)):  # float32: w32 bit for bit
+            for th, stream, o in ((1, 0, 2), (2, 1, 2), (1, 1, 16), (2, 0, 0)):  # o: dst offset
+                src = torch.tensor(xd)  # dst 64-byte aligned (o = 16), not (o = 2), in place (0)
+                dst = src.new_zeros(rows * n + o)[o:].view(rows, n) if o else None
+                path = fwht_cpu.fwht_rows_(src, dst, divisor=div, threads=th, stream=stream)
+                assert path in (isa, "generic") and np.array_equal((dst if o else src).numpy(), w)
+    for kw in ({"isa": "sse9"}, {"threads": 0}, {"divisor": -2.0}, {"scale": 2.0, "divisor": 4}):
+        with pytest.raises(ValueError, match=next(iter(kw)) if len(kw) == 1 else "not both"):
+            fwht_cpu.fwht_rows_(torch.ones(2, 8), torch.ones(2, 8), **kw)
 
 
 def test_hadamard_bad_inputs():

@@ -176,15 +176,25 @@ def _fwht_c(x, normalized: bool, inverse: bool):
     # The output buffer comes from numpy: for large arrays numpy asks the kernel for
     # transparent huge pages (madvise), torch's allocator does not, and a fresh 32 MB output
     # (256 rows of 16384 float64) otherwise costs ~8000 page faults, more than the transform.
-    out = torch.from_numpy(
-        np.empty(tuple(src.shape), dtype=np.float64 if src.dtype == torch.float64 else np.float32)
-    )
-    fwht_rows_(src, out, 1.0 / math.sqrt(n) if normalized else 1.0)  # H_P on each block
+    # It is aligned to 64 bytes, so that the kernel's streaming stores (large arrays) write it
+    # straight from the last butterfly sweep.
+    out = torch.from_numpy(_aligned_empty(tuple(src.shape), src.dtype == torch.float64))
+    # H_P on each block, then the reference's y / sqrt(n) (bit for bit); threads: torch's
+    fwht_rows_(src, out, divisor=math.sqrt(n) if normalized else None)
     if K == 1:
         return out.reshape(rows, n)
     HK = _factor_k(K, str(x.dtype).removeprefix("torch."), "cpu")
     y = torch.matmul(HK.T if inverse else HK, out.reshape(rows, K, P))  # K×K across blocks
     return y.reshape(rows, n)
+
+
+def _aligned_empty(shape: tuple, f64: bool) -> np.ndarray:
+    """An uninitialised float32/float64 numpy array whose data starts on a 64-byte boundary."""
+    dtype = np.dtype(np.float64 if f64 else np.float32)
+    count = math.prod(shape)
+    buf = np.empty(count + 64 // dtype.itemsize, dtype=dtype)
+    skip = (-buf.ctypes.data % 64) // dtype.itemsize
+    return buf[skip : skip + count].reshape(shape)
 
 
 @functools.cache
