@@ -3,9 +3,10 @@
 ``info``                      versions, device, CUDA and triton availability, thread settings
 ``run <slug> [--full]``       execute a chapter's notebooks headless into ``_build/run/<slug>/``
 ``assign <slug> [--out DIR]`` student notebook + autograder into ``_build/assign/<slug>/`` (or DIR)
-``grade <slug> <nb|folder>``  grade a notebook, or a folder of them, each in its own process with
-                              ``--timeout``/``--memory-mb``, ``--jobs N`` at a time (grades.csv,
-                              feedback/ for students, instructor/ for you)
+``grade <slug> <nb|folder>``  grade a notebook, or a folder of them, each in its own sandbox
+                              (bubblewrap) with ``--timeout``/``--memory-mb``, ``--jobs N`` at a
+                              time (grades.csv, feedback/ for students, instructor/ for you);
+                              ``--check-sandbox`` says whether the sandbox runs here
 ``exercises <slug>``          regenerate ``book/<slug>/exercises.ipynb`` (the book's student page)
 ``bench [<slug>...] [--gpu]`` run the benchmarks and merge one run record
 ``claims [<slug>...]``        print chapters' claim records (run or read); ``--compare`` a published one
@@ -117,6 +118,11 @@ def run(slug: str, full: bool = False, out: Path | None = None, timeout: int = 3
             client.execute()
         except Exception as exc:  # noqa: BLE001 - reported, then re-raised after saving
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"
+        finally:  # nbclient leaves running a kernel it did not start (km=): shut it down
+            try:
+                client.km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
         seconds = time.perf_counter() - t0
         target = out / path.name
         nbformat.write(nb, target)
@@ -203,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "grade", help="grade a notebook (or a folder of them: grades.csv) with the autograder"
     )
     p.add_argument("slug")
-    p.add_argument("notebook", help="a submitted .ipynb, or a folder of them")
+    p.add_argument("notebook", nargs="?", help="a submitted .ipynb, or a folder of them")
     _grade_options(p)
     p = sub.add_parser(
         "exercises", help="regenerate book/<slug>/exercises.ipynb (the book's student page)"
@@ -287,10 +293,33 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded at once")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per submission")
     p.add_argument(
-        "--memory-mb", type=float, default=DEFAULT_MEMORY_MB, help="per process; 0: no limit"
+        "--memory-mb",
+        type=float,
+        default=DEFAULT_MEMORY_MB,
+        help="all of a submission's processes together (and each one's address space); 0: off",
     )
     p.add_argument(
         "--max-output-mb", type=float, default=DEFAULT_MAX_OUTPUT_MB, help="printed output"
+    )
+    p.add_argument(
+        "--solution", type=Path, help="the solution notebook (default: the one beside the zip)"
+    )
+    p.add_argument(
+        "--check-sandbox", action="store_true", help="say whether the sandbox can run here; exit"
+    )
+    p.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="grade without the sandbox (no isolation: a warning goes into grades.csv)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="keep grades.csv rows whose file is unchanged"
+    )
+    p.add_argument(
+        "--forbid",
+        action="append",
+        metavar="Q=lab.mod.func",
+        help="a lab function question Q asks students to write (raises in their code; repeatable)",
     )
 
 

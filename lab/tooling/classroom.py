@@ -1,62 +1,58 @@
-"""Grading a class: every submission in its own process, with a time and a memory limit.
+"""Grading a class: every submission in its own sandbox, scored outside it.
 
-``lab grade <slug> <folder>`` calls :func:`grade_class`. Each submission is copied into a fresh
-temporary folder and graded there by a worker process (``python -m lab.tooling.classroom``,
-which runs otter's grader; otter runs the notebook in a kernel of its own):
+``lab grade <slug> <folder>`` calls :func:`grade_class`; ``lab grade <slug> <notebook>``
+:func:`grade_isolated`. For each submission:
 
-* a **time limit** (``timeout``, seconds): past it the worker and its kernel are killed;
-* a **memory limit** (``memory_mb``, ``resource.setrlimit(RLIMIT_AS)``, inherited by the
-  kernel) where the operating system enforces one (Linux); elsewhere it is skipped;
-* an **output limit** (``max_output_mb``): a notebook that prints more than this scores zero;
-* a notebook that calls ``sys.exit``/``exit()``, or whose kernel dies, or that breaks otter's
-  grading scores zero.
+1. the notebook is read here (never executed here) and its code cells are sent, with the
+   **student programs** of its tests (:mod:`lab.tooling.gradeschema`: the test code without the
+   expected values), into a fresh bubblewrap sandbox (:mod:`lab.tooling.sandbox`): its own PID,
+   network, IPC and mount namespaces, only the Python environment and the ``lab`` package in
+   view, a private ``/tmp``, limits on time, memory (all its processes together), CPU and output;
+2. :mod:`lab.tooling.gradeworker` runs the cells and the programs there and sends back the
+   student's answers as JSON;
+3. this process compares them with the expected values of a **reference run** (the solution,
+   run once per class in a sandbox of its own) and writes the scores and the feedback.
 
-Every such case costs that student a zero with the reason in the ``error`` column of
-``grades.csv``; no student's grade depends on another's, and the class folder is never the
-working folder of a submission. This is robustness, not a sandbox: the code still runs with
-your permissions (``book/teaching.md`` says when to use otter's containers instead).
-
-The results go to ``out`` (the submissions' folder by default): ``grades.csv`` (one row per
-submission, scores rounded with :func:`round_score`), ``feedback/<name>.txt`` for the student
-(otter's summary of the **public** tests only) and ``instructor/<name>.txt`` (every test,
-hidden ones included, and the worker's log on a failure).
+Every failure of a submission (time, memory, output, ``sys.exit``, a dead process, an unreadable
+file) is that submission's zero with the reason in the ``error`` column of ``grades.csv``; no
+submission can stop the run or change another's grade. ``grades.csv`` is rewritten after each
+submission (:mod:`lab.tooling.gradereport`), ``resume=True`` keeps the rows of an earlier run
+whose file is unchanged. The autograder zip and the solution are checksummed before and after
+the run; a change is reported. ``unsandboxed=True`` (where bubblewrap cannot run) grades without
+isolation, with a warning in ``grades.csv`` and ``instructor/_run.txt``.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import csv
-import io
+import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lab.tooling import gradereport, gradeschema, sandbox
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_MB",
     "DEFAULT_MEMORY_MB",
     "DEFAULT_TIMEOUT",
+    "Assignment",
     "Outcome",
     "cli",
     "grade_class",
     "grade_isolated",
-    "main",
+    "prepare",
     "round_score",
     "write_results",
 ]
 
 DEFAULT_TIMEOUT = 300  # seconds per submission: an assignment runs in 5-30 s on 2 cores
-DEFAULT_MEMORY_MB = 8192  # address space per process (worker and kernel each); torch maps ~2 GB
+DEFAULT_MEMORY_MB = 8192  # all the sandbox's processes together; torch maps ~2 GB
 DEFAULT_MAX_OUTPUT_MB = 5.0  # what the executed notebook may print, all cells together
+MAX_NOTEBOOK_MB = 50
+UNSANDBOXED = "graded --unsandboxed: submissions ran with the grader's permissions, unisolated"
 
 
 @dataclass
@@ -69,9 +65,29 @@ class Outcome:
     questions: dict[str, tuple[float, float]] = field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
-    public: str = ""  # otter's summary of the public tests (the student's feedback)
-    full: str = ""  # every test, hidden ones included (the instructor's copy)
-    log: str = ""  # the worker's own output, kept for the instructor on a failure
+    public: str = ""  # the student's feedback (public cases in full, hidden ones without values)
+    full: str = ""  # every case, hidden ones included (the instructor's copy)
+    log: str = ""  # the start of what the notebook printed (the instructor's copy)
+    sha256: str = ""
+
+
+@dataclass
+class Assignment:
+    """An autograder prepared for grading: its cases, the sandbox programs, the reference."""
+
+    autograder: Path
+    solution: Path
+    name: str
+    cases: list
+    programs: dict[str, str]
+    reference: dict
+    secrets: list[str]
+    unsandboxed: bool = False
+    seconds: float = 0.0
+    forbidden: dict[str, list[str]] = field(default_factory=dict)
+    forbidden_share: float = (
+        0.0  # of a question's marks kept when its code calls a forbidden symbol
+    )
 
 
 def _check_number(name: str, value, *, low: float) -> float:
@@ -86,7 +102,7 @@ def _check_file(name: str, path, suffix: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (got {path!r})")
     path = Path(path)
-    if not path.is_file() or path.suffix != suffix:
+    if not path.is_file() or path.suffix.lower() != suffix:
         raise ValueError(f"{name} must be an existing {suffix} file (got {path})")
     return path.resolve()
 
@@ -112,110 +128,254 @@ def round_score(value: float, points: list[float] | tuple[float, ...] = ()) -> f
     return round(value + 0.0, decimals) + 0.0
 
 
-# -- the worker -------------------------------------------------------------------------------
-def _limit_memory(memory_mb: float) -> str:
-    """Cap this process's address space (inherited by its children); '' or why it could not."""
-    if memory_mb <= 0:
-        return "memory limit off"
-    try:
-        import resource
-
-        limit = int(memory_mb * 2**20)
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ImportError, AttributeError, ValueError, OSError) as err:
-        return f"memory limit not enforced on this system ({type(err).__name__})"
-    return ""
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:  # read-only
+        while chunk := f.read(2**20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
-def _policy(executed, max_output_mb: float) -> str:
-    """Why an executed notebook scores zero whatever its tests said ('' if it does not)."""
-    total = 0
-    for i, cell in enumerate(getattr(executed, "cells", []) or []):
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            if out.get("output_type") == "error" and out.get("ename") == "SystemExit":
-                return f"the notebook calls sys.exit (cell {i}): scored 0"
-            total += len(json.dumps(out))
-    if total > max_output_mb * 2**20:
-        return f"the notebook printed {total / 2**20:.1f} MB (limit {max_output_mb:g} MB): scored 0"
-    return ""
+def _cells(data: bytes) -> tuple[list[str], str]:
+    """The code cells of a notebook file's bytes and its otter assignment name."""
+    nb = json.loads(data)
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise ValueError("not a notebook (no cells)")
+    cells = []
+    for cell in nb["cells"]:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            cells.append("".join(src) if isinstance(src, list) else str(src))
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    otter = meta.get("otter") if isinstance(meta.get("otter"), dict) else {}
+    return cells, str(otter.get("assignment_name") or "")
 
 
-def _grade_here(autograder: Path, notebook: Path, max_output_mb: float) -> dict:
-    """Grade ``notebook`` in this process with otter (run by the worker)."""
-    from otter import execute as otter_execute
-    from otter.api import grade_submission
+def _limits(timeout: float, memory_mb: float, max_output_mb: float) -> sandbox.Limits:
+    return sandbox.Limits(
+        timeout=timeout,
+        memory_mb=memory_mb,
+        process_memory_mb=memory_mb,
+        cpu_s=timeout,
+        max_output_mb=max_output_mb,
+    )
 
-    from lab.tooling import grading, kernels
 
-    # otter builds its executor from a fresh traitlets Config: give it IPC sockets, so the
-    # kernel does not warn about unencrypted TCP (lab.tooling.kernels)
-    base = otter_execute.Config
-    otter_execute.Config = lambda *a, **k: base(kernels.ipc_config(), *a, **k)
-    with grading._grading_env(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The inplace keyword", module="otter")
-        results = grade_submission(str(notebook), str(autograder), quiet=True)
-    questions = {
-        name: (float(results.get_score(name)), float(tf.possible))
-        for name, tf in results.results.items()
+def _run(cells, programs, limits, *, reference: bool, unsandboxed: bool, stop=None, forbid=()):
+    message = {
+        "cells": cells,
+        "programs": programs,
+        "reference": reference,
+        "forbidden": [list(f) for f in forbid],
+        "memory_mb": limits.process_memory_mb,
+        "cpu_s": limits.cpu_s,
     }
-    error = ""
-    if results.catastrophic_error is not None:
-        error = (
-            "otter could not grade it (did the notebook delete or change the grader's files?): "
-            f"{results.catastrophic_error!r}"[:200]
-            + ": scored 0"
+    argv = [sys.executable, "-m", "lab.tooling.gradeworker"]
+    return sandbox.run(
+        argv, json.dumps(message).encode(), limits, unsandboxed=unsandboxed, stop=stop
+    )
+
+
+def _find_solution(autograder: Path) -> Path:
+    found = sorted(autograder.parent.glob("*.ipynb"))
+    if len(found) != 1:
+        raise ValueError(
+            f"solution: expected the solution notebook beside {autograder.name} (lab assign "
+            f"writes autograder/assignment.ipynb), found {[p.name for p in found]}; pass solution="
         )
-    error = error or _policy(getattr(results, "notebook", None), max_output_mb)
-    return {
-        "questions": questions,
-        "error": error,
-        "public": results.summary(public_only=True),
-        "full": results.summary(),
+    return found[0]
+
+
+def prepare(
+    autograder: str | Path,
+    solution: str | Path | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: float = DEFAULT_MEMORY_MB,
+    unsandboxed: bool = False,
+    forbidden: dict[str, list[str]] | None = None,
+    forbidden_share: float = 0.0,
+) -> Assignment:
+    """Read the autograder's tests and run the solution once (the reference run, sandboxed).
+
+    ``solution`` defaults to the one notebook beside the zip (``lab assign`` writes it there).
+    ``forbidden`` (``{question: ["lab.eos.fit_power_law", ...]}``; default
+    :data:`lab.tooling.gradeschema.FORBIDDEN` of the assignment) names the ``lab`` functions a
+    question asks the student to write: inside the sandbox they raise when the student's code
+    calls them, and the question keeps ``forbidden_share`` of its marks (default none).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a file is missing or not what it should be, or the solution fails its own tests.
+    RuntimeError
+        If the sandbox cannot start (:func:`lab.tooling.sandbox.check_sandbox` says why).
+    """
+    from lab.tooling import grading
+
+    autograder = _check_file("autograder", autograder, ".zip")
+    solution = (
+        _find_solution(autograder)
+        if solution is None
+        else _check_file("solution", solution, ".ipynb")
+    )
+    name, cases = gradeschema.load_tests(autograder)
+    if forbidden is None:
+        forbidden = gradeschema.FORBIDDEN.get(name, {})
+    if not isinstance(forbidden, dict) or not all(
+        isinstance(q, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for q, v in forbidden.items()
+    ):
+        raise TypeError(f"forbidden must map questions to lists of names (got {forbidden!r})")
+    forbidden_share = _check_number("forbidden_share", forbidden_share, low=0)
+    if forbidden_share > 1:
+        raise ValueError(f"forbidden_share must be <= 1 (got {forbidden_share})")
+    start = time.monotonic()
+    cells, _ = _cells(solution.read_bytes())
+    ref_programs = {
+        f"{c.question}/{c.index}": gradeschema.program(c, reference=True) for c in cases
     }
-
-
-def _worker(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.tooling.classroom")
-    parser.add_argument("autograder", type=Path)
-    parser.add_argument("notebook", type=Path)
-    parser.add_argument("--fd", type=int, required=True)
-    parser.add_argument("--memory-mb", type=float, default=DEFAULT_MEMORY_MB)
-    parser.add_argument("--max-output-mb", type=float, default=DEFAULT_MAX_OUTPUT_MB)
-    args = parser.parse_args(argv)
-    os.set_inheritable(args.fd, False)  # the kernel must not get the result channel
-    note = _limit_memory(args.memory_mb)
+    limits = _limits(timeout, memory_mb, DEFAULT_MAX_OUTPUT_MB * 20)
+    res = _run(cells, ref_programs, limits, reference=True, unsandboxed=unsandboxed)
     try:
-        payload = _grade_here(args.autograder, args.notebook, args.max_output_mb)
-    except MemoryError:
-        payload = {"error": f"ran out of memory (limit {args.memory_mb:g} MB): scored 0"}
-    except BaseException as err:  # noqa: BLE001 - the kernel died, otter failed...: a zero
-        name = type(err).__name__
-        reason = "the kernel died" if name == "DeadKernelError" else f"grading failed: {name}"
-        payload = {"error": f"{reason}: {str(err).strip()[:200]}: scored 0"}
-    payload["note"] = note
-    data = json.dumps(payload).encode()
-    with os.fdopen(args.fd, "wb") as channel:
-        channel.write(data)
-    return 0
+        reference = json.loads(res.channel)["results"]
+    except (ValueError, KeyError, TypeError) as err:
+        log = res.output.decode(errors="replace")[-3000:]
+        raise ValueError(
+            f"solution: the reference run of {solution} failed ({err}): {log}"
+        ) from None
+    bad = gradeschema.check_reference(cases, reference)
+    if bad:
+        raise ValueError(f"solution {solution} fails its own tests when run here: {bad[:3]}")
+    secrets = [ln.strip() for ln in grading.solution_lines(solution)]
+    return Assignment(
+        autograder,
+        solution,
+        name,
+        cases,
+        {f"{c.question}/{c.index}": gradeschema.program(c, reference=False) for c in cases},
+        reference,
+        secrets,
+        unsandboxed,
+        round(time.monotonic() - start, 1),
+        forbidden,
+        forbidden_share,
+    )
 
 
-# -- the parent -------------------------------------------------------------------------------
-def _descendants(pid: int) -> set:
+def _grade(assignment: Assignment, notebook: Path, limits: sandbox.Limits, stop=None) -> Outcome:
+    outcome = Outcome(notebook.name)
+    start = time.monotonic()
     try:
-        import psutil
+        try:
+            with open(notebook, "rb") as f:
+                data = f.read(MAX_NOTEBOOK_MB * 2**20 + 1)
+        except OSError as err:
+            raise _Zero(f"the file could not be read ({type(err).__name__}; deleted?)") from None
+        outcome.sha256 = hashlib.sha256(data).hexdigest()
+        if len(data) > MAX_NOTEBOOK_MB * 2**20:
+            raise _Zero(f"the file is larger than {MAX_NOTEBOOK_MB} MB")
+        try:
+            cells, name = _cells(data)
+        except (ValueError, TypeError) as err:
+            raise _Zero(f"not a readable notebook ({str(err)[:80]})") from None
+        if name and assignment.name and name != assignment.name:
+            raise _Zero(f"submitted for assignment {name[:40]!r}, not {assignment.name!r}")
+        res = _run(
+            cells, assignment.programs, limits, reference=False,
+            unsandboxed=assignment.unsandboxed, stop=stop,
+            forbid=[(q, f) for q, fs in assignment.forbidden.items() for f in fs],
+        )  # fmt: skip
+        outcome.log = res.output.decode(errors="replace")
+        _score(assignment, outcome, res, limits)
+    except _Zero as zero:
+        outcome.error = f"{zero}: scored 0"
+    if not outcome.questions:  # the maximum is known even for a zero
+        for c in assignment.cases:
+            s, m = outcome.questions.get(c.question, (0.0, 0.0))
+            outcome.questions[c.question] = (0.0, m + c.points)
+    points = [m for _, m in outcome.questions.values()]
+    if outcome.error:
+        outcome.questions = {q: (0.0, m) for q, (_, m) in outcome.questions.items()}
+    outcome.questions = {
+        q: (round_score(s, points), round_score(m, points))
+        for q, (s, m) in outcome.questions.items()
+    }
+    outcome.max = round_score(sum(points), points)
+    outcome.score = round_score(sum(s for s, _ in outcome.questions.values()), points)
+    outcome.seconds = round(time.monotonic() - start, 1)
+    return outcome
 
-        return set(psutil.Process(pid).children(recursive=True))
-    except Exception:  # noqa: BLE001 - gone already, or no psutil: nothing to add
-        return set()
+
+class _Zero(Exception):
+    """A submission that scores zero, with the reason."""
 
 
-def _kill(procs: set) -> None:
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.kill()
+def _score(assignment: Assignment, outcome: Outcome, res, limits: sandbox.Limits) -> None:
+    if res.stopped:
+        raise _Zero("the run was interrupted before this submission finished")
+    if res.timed_out:
+        raise _Zero(f"timed out after {limits.timeout:g} s (infinite loop?)")
+    if res.memory_exceeded:
+        raise _Zero(
+            f"used more than {limits.memory_mb:g} MB of memory (all its processes together)"
+        )
+    if res.output_exceeded:
+        raise _Zero(
+            f"the notebook printed {res.output_bytes / 2**20:.1f} MB or more "
+            f"(limit {limits.max_output_mb:g} MB)"
+        )
+    if res.channel_exceeded:
+        raise _Zero("the notebook sent back more answers than the tests can hold")
+    if not res.channel:
+        raise _Zero(
+            f"the notebook's process died (exit status {res.returncode}: the kernel died, "
+            "or it ran out of memory or CPU time)"
+        )
+    try:
+        report = json.loads(res.channel)
+        answers = report["results"]
+        exit_cell = report.get("exit_cell")
+        if not isinstance(answers, dict):
+            raise TypeError("results")
+    except (ValueError, KeyError, TypeError) as err:
+        raise _Zero(f"the sandbox's answers were unreadable ({type(err).__name__})") from None
+    if exit_cell is not None:
+        raise _Zero(f"the notebook calls sys.exit (cell {str(exit_cell)[:6]})")
+    scores = gradeschema.score(
+        assignment.cases, assignment.reference, answers, solution=assignment.secrets
+    )
+    for item in report.get("forbidden") or []:
+        q, symbol = (str(x)[:80] for x in item[:2])
+        if q in scores and symbol in assignment.forbidden.get(q, []):
+            share = assignment.forbidden_share
+            scores[q].score *= share
+            note = (
+                f"{q}: your code calls {symbol}, which {q} asks you to write yourself: "
+                f"{'no marks' if share == 0 else f'{share:g} of the marks'} for {q}"
+            )
+            scores[q].lines.insert(0, note)
+            scores[q].full.insert(0, note)
+    outcome.questions = {q: (s.score, s.max) for q, s in scores.items()}
+    outcome.public = _summary(scores, full=False)
+    outcome.full = _summary(scores, full=True, cases=assignment.cases)
+
+
+def _summary(scores: dict, *, full: bool, cases=()) -> str:
+    sources = {f"{c.question} case {c.index + 1}": c.source for c in cases}
+    out = []
+    for q, s in scores.items():
+        lines = s.full if full else s.lines
+        passed = sum(ln.endswith(": passed") for ln in lines)
+        out.append(
+            f"{q} results: {passed} of {len(lines)} cases passed ({s.score:.4g} / {s.max:g})"
+        )
+        for ln in lines:
+            out.append(f"    {ln}")
+            key = ln.split(" (hidden)")[0].split(":")[0]
+            if full and "FAILED" in ln and key in sources:
+                out += [f"        | {t}" for t in sources[key].splitlines()]
+    return "\n".join(out) + "\n"
 
 
 def grade_isolated(
@@ -225,127 +385,45 @@ def grade_isolated(
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: float = DEFAULT_MEMORY_MB,
     max_output_mb: float = DEFAULT_MAX_OUTPUT_MB,
+    solution: str | Path | None = None,
+    unsandboxed: bool = False,
+    assignment: Assignment | None = None,
 ) -> Outcome:
-    """Grade one notebook in a worker process, in a temporary copy of it.
-
-    A submission that runs past ``timeout`` seconds, exceeds ``memory_mb`` (address space of
-    the worker and of the kernel, where the OS enforces it; ``0`` turns it off), prints more
-    than ``max_output_mb``, calls ``sys.exit``, kills its kernel or breaks the grader scores
-    zero with the reason in :attr:`Outcome.error`. Never raises for a bad submission.
+    """Grade one notebook in a sandbox of its own (see the module docstring); never raises for
+    what the submission does. ``assignment`` (from :func:`prepare`) skips the reference run.
 
     Raises
     ------
     TypeError, ValueError
         If an argument is of the wrong type, a file is missing or a limit is out of range.
+    RuntimeError
+        If the sandbox cannot start and ``unsandboxed`` is false.
     """
     autograder = _check_file("autograder", autograder, ".zip")
-    notebook = _check_file("notebook", notebook, ".ipynb")
-    timeout = _check_number("timeout", timeout, low=1)
-    memory_mb = _check_number("memory_mb", memory_mb, low=0)
-    max_output_mb = _check_number("max_output_mb", max_output_mb, low=0)
-    outcome = Outcome(notebook.name)
-    work = Path(tempfile.mkdtemp(prefix="lab-grade-"))
-    start = time.monotonic()
-    try:
-        folder = work / "submission"
-        (work / "tmp").mkdir()
-        folder.mkdir()
-        shutil.copy2(notebook, folder / notebook.name)
-        env = {
-            **os.environ,
-            "TMPDIR": str(work / "tmp"),
-            "LAB_PROGRESS": "0",
-            "PYTHONUNBUFFERED": "1",
-        }
-        read_end, write_end = os.pipe()
-        chunks: list[bytes] = []
-
-        def drain() -> None:
-            with os.fdopen(read_end, "rb") as channel:
-                while data := channel.read(65536):
-                    chunks.append(data)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
-        log_path = work / "worker.log"
-        with log_path.open("wb") as log:
-            cmd = [sys.executable, "-m", "lab.tooling.classroom", str(autograder)]
-            cmd += [str(folder / notebook.name), "--fd", str(write_end)]
-            cmd += ["--memory-mb", f"{memory_mb:g}", "--max-output-mb", f"{max_output_mb:g}"]
-            proc = subprocess.Popen(
-                cmd,
-                cwd=folder,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(write_end,),
-                start_new_session=True,
-            )
-            os.close(write_end)
-            seen: set = set()
-            timed_out = False
-            while proc.poll() is None:
-                seen |= _descendants(proc.pid)
-                if time.monotonic() - start > timeout:
-                    timed_out = True
-                    _kill(seen | _descendants(proc.pid))
-                    proc.kill()
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=0.5)
-            proc.wait()
-            _kill(seen)  # a kernel left behind by a worker that died
-        reader.join(timeout=10)
-        try:  # a submission may have deleted or rewritten the log
-            outcome.log = log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            outcome.log = "(the grading log was deleted)"
-        if timed_out:
-            outcome.error = f"timed out after {timeout:g} s (infinite loop?): scored 0"
-        elif not chunks:
-            outcome.error = (
-                f"the grading process died (exit status {proc.returncode}; out of memory?): "
-                "scored 0"
-            )
-        else:
-            _read_payload(outcome, b"".join(chunks))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if outcome.error:  # a zero, whatever the tests said; the maximum stays known if it was
-        outcome.score = 0.0
-        outcome.questions = {q: (0.0, m) for q, (_, m) in outcome.questions.items()}
-    outcome.seconds = round(time.monotonic() - start, 1)
-    return outcome
+    if not isinstance(notebook, (str, os.PathLike)):
+        raise TypeError(f"notebook must be a path (got {notebook!r})")
+    limits = _limits(
+        _check_number("timeout", timeout, low=1),
+        _check_number("memory_mb", memory_mb, low=0),
+        _check_number("max_output_mb", max_output_mb, low=0),
+    )
+    if assignment is None:
+        assignment = prepare(autograder, solution, unsandboxed=unsandboxed)
+    elif not isinstance(assignment, Assignment):
+        raise TypeError(f"assignment must be an Assignment (got {assignment!r})")
+    return _grade(assignment, Path(notebook), limits)
 
 
-def _read_payload(outcome: Outcome, data: bytes) -> None:
-    """Fill ``outcome`` from the worker's JSON (a zero if it is not what the worker writes)."""
-    try:
-        payload = json.loads(data)
-        questions = {
-            str(q): (float(s), float(m)) for q, (s, m) in payload.get("questions", {}).items()
-        }
-        outcome.error = str(payload.get("error", ""))
-        outcome.public = str(payload.get("public", ""))
-        outcome.full = str(payload.get("full", ""))
-    except (ValueError, TypeError, AttributeError) as err:
-        outcome.error = f"the grader's report was unreadable ({type(err).__name__}): scored 0"
-        return
-    points = [m for _, m in questions.values()]
-    outcome.questions = {q: (round_score(s, points), m) for q, (s, m) in questions.items()}
-    outcome.max = round_score(sum(points), points)
-    outcome.score = round_score(sum(s for s, _ in outcome.questions.values()), points)
-
-
-def _safe_name(name: str) -> str:
-    stem = Path(name).stem
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "submission"
-
-
-def write_results(outcomes: list[Outcome], out: str | Path) -> Path:
-    """Write ``grades.csv``, ``feedback/<name>.txt`` (public tests only) and
-    ``instructor/<name>.txt`` (everything) into ``out``; return the csv's path.
+def write_results(
+    outcomes: list[Outcome],
+    out: str | Path,
+    *,
+    warning: str = "",
+    skipped: dict[str, str] | None = None,
+) -> Path:
+    """Write ``grades.csv``, ``feedback/<name>.txt`` (for the student) and
+    ``instructor/<name>.txt`` (everything) into ``out``; return the csv's path. ``skipped``
+    (``{file: reason}``) adds a row for each entry that was not graded.
 
     Raises
     ------
@@ -357,125 +435,35 @@ def write_results(outcomes: list[Outcome], out: str | Path) -> Path:
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a path (got {out!r})")
     out = Path(out)
-    (out / "feedback").mkdir(parents=True, exist_ok=True)
-    (out / "instructor").mkdir(parents=True, exist_ok=True)
+    names, _ = gradereport.feedback_names([o.submission for o in outcomes])
     questions: list[str] = []
     for o in outcomes:
         questions += [q for q in o.questions if q not in questions]
     maximum = max((o.max for o in outcomes), default=0.0)
-    path = out / "grades.csv"
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["submission", *questions, "total", "max", "error"])
-        writer.writeheader()
-        for o in sorted(outcomes, key=lambda o: o.submission):
-            row = {"submission": o.submission, "total": f"{o.score:g}", "error": o.error}
-            row["max"] = f"{o.max or maximum:g}"
-            row.update({q: f"{s:g}" for q, (s, _) in o.questions.items()})
-            row.update({q: 0 for q in questions if q not in o.questions})
-            writer.writerow(row)
+    rows = []
     for o in outcomes:
+        row = {q: "0" for q in questions} | {q: f"{s:g}" for q, (s, _) in o.questions.items()}
+        row |= {"submission": o.submission, "total": f"{o.score:g}", "error": o.error}
+        row |= {"max": f"{o.max or maximum:g}", "feedback": names[o.submission], "sha256": o.sha256}
+        rows.append(row)
+        if o.public.startswith(_EARLIER):
+            continue  # graded by an earlier run (--resume): its files are already there
         head = f"{o.submission}: {o.score:g} / {o.max or maximum:g}\n"
         head += f"{o.error}\n" if o.error else ""
         scores = "".join(f"{q}: {s:g} / {m:g}\n" for q, (s, m) in o.questions.items())
-        name = _safe_name(o.submission) + ".txt"
-        (out / "feedback" / name).write_text(f"{head}{scores}\n{o.public}\n")
-        extra = f"\n--- grading log ---\n{o.log}\n" if o.error else ""
-        (out / "instructor" / name).write_text(f"{head}{scores}\n{o.full}\n{extra}")
+        feedback = out / "feedback" / names[o.submission]
+        gradereport.write_atomic(feedback, f"{head}{scores}\n{o.public}\n")
+        log = f"\n--- what the notebook printed (start) ---\n{o.log[:20000]}\n" if o.log else ""
+        warn = f"WARNING: {warning}\n" if warning else ""
+        text = f"{warn}{head}{scores}\n{o.full}\n{log}"
+        gradereport.write_atomic(out / "instructor" / names[o.submission], text)
+    for name, why in (skipped or {}).items():
+        rows.append({"submission": name, "error": f"not graded: {why}"})
+    path = out / "grades.csv"
+    gradereport.write_csv(path, rows, questions, warning)
     return path
 
 
-def grade_class(
-    autograder: str | Path,
-    folder: str | Path,
-    *,
-    out: str | Path | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: float = DEFAULT_MEMORY_MB,
-    max_output_mb: float = DEFAULT_MAX_OUTPUT_MB,
-    jobs: int = 1,
-    echo: bool = True,
-) -> tuple[Path, list[Outcome]]:
-    """Grade every ``*.ipynb`` of ``folder`` (:func:`grade_isolated` each, ``jobs`` at a time)
-    and write the results into ``out`` (default: ``folder``) with :func:`write_results`.
+_EARLIER = "(graded by an earlier run"
 
-    Returns ``(path of grades.csv, outcomes)``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``folder`` is not a folder holding notebooks, ``jobs`` is not a positive integer or
-        a limit is out of range.
-    """
-    if not isinstance(folder, (str, os.PathLike)):
-        raise TypeError(f"folder must be a path (got {folder!r})")
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"folder must be an existing folder (got {folder})")
-    if isinstance(jobs, bool) or not isinstance(jobs, int):
-        raise TypeError(f"jobs must be an integer (got {jobs!r})")
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1 (got {jobs})")
-    submissions = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
-    if not submissions:
-        raise ValueError(f"folder {folder} holds no .ipynb submissions")
-    limits = {"timeout": timeout, "memory_mb": memory_mb, "max_output_mb": max_output_mb}
-    _check_file("autograder", autograder, ".zip")
-    from lab.core.progress import progress
-
-    outcomes: list[Outcome] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(grade_isolated, autograder, nb, **limits) for nb in submissions]
-        for future in progress(as_completed(futures), total=len(futures), desc="grading"):
-            outcomes.append(future.result())
-    path = write_results(outcomes, folder if out is None else out)
-    if echo:
-        for o in sorted(outcomes, key=lambda o: o.submission):
-            total = o.max or max((x.max for x in outcomes), default=0.0)
-            print(f"{o.submission}: {o.score:g} / {total:g} ({o.seconds:g} s) {o.error[:90]}")
-        print(f"wrote {path}")
-    return path, outcomes
-
-
-def cli(args: argparse.Namespace) -> int:
-    """``lab grade <slug> <notebook|folder>`` (options in ``lab/__main__.py``)."""
-    from lab.tooling import grading
-
-    autograder = args.autograder
-    if autograder is None:
-        zips = sorted((grading.ROOT / "_build" / "assign" / args.slug / "autograder").glob("*.zip"))
-        autograder = zips[-1] if zips else grading.assign(args.slug).autograder
-    limits = {
-        "timeout": args.timeout,
-        "memory_mb": args.memory_mb,
-        "max_output_mb": args.max_output_mb,
-    }
-    target = Path(args.notebook).resolve()
-    if target.is_dir():
-        grade_class(autograder, target, out=args.out, jobs=args.jobs, **limits)
-        return 0
-    outcome = grade_isolated(autograder, target, **limits)
-    for q, (s, m) in outcome.questions.items():
-        print(f"{q}: {s:g} / {m:g}")
-    print(
-        f"total: {outcome.score:g} / {outcome.max:g}"
-        + (f"  {outcome.error}" if outcome.error else "")
-    )
-    if args.out is not None:
-        print(f"wrote {write_results([outcome], args.out)}")
-    else:
-        print(outcome.public)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The worker's entry point (``python -m lab.tooling.classroom AUTOGRADER NOTEBOOK --fd N``)."""
-    argv = sys.argv[1:] if argv is None else argv
-    sink = io.StringIO()  # otter's and the kernel's chatter goes to the worker log, not here
-    with contextlib.redirect_stdout(sink):
-        code = _worker(argv)
-    sys.stdout.write(sink.getvalue()[-20000:])
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+from lab.tooling.classrun import cli, grade_class  # noqa: E402 - the class run builds on the above

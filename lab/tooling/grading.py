@@ -13,7 +13,9 @@ markers in code). From it:
   shows and offers for download and Colab: stubs and self-checks against the public tests
   (:mod:`lab.tooling.selfcheck`), no solutions, no hidden tests; not executed by the book build.
 
-Grading a class (each submission in its own process, with limits) is :mod:`lab.tooling.classroom`.
+Grading a class (each submission in its own bubblewrap sandbox, scored outside it) is
+:mod:`lab.tooling.classroom`; :func:`grade` is otter's own grader, unsandboxed, for notebooks
+you trust (the round trip of the solution masters).
 Inside assignment tests, :func:`assert_close` says what it expected and what it found.
 """
 
@@ -254,6 +256,8 @@ def exercise_page(
     The page is otter's student notebook (questions, stubs, a ``grader.check`` cell under each
     question), with otter's set-up cell replaced by :func:`checker_cell`, so the self-checks
     run wherever the page is opened (Colab included); no solution and no hidden test is in it.
+    Its metadata names the assignment as otter's student notebook does
+    (``otter.assignment_name``), so the filled-in page is a valid submission.
     It is marked ``mystnb.execution_mode: off`` (the book shows the stubs without running
     them); its first code cell is the Colab install cell of :mod:`lab.tooling.colab`.
     """
@@ -305,6 +309,9 @@ def exercise_page(
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
             "language_info": {"name": "python"},
             "mystnb": {"execution_mode": "off"},
+            # what an autograder needs to accept the page as a submission of this assignment
+            # (otter reads it; lab grade checks it)
+            "otter": {"assignment_name": slug},
         },
         "nbformat": 4,
         "nbformat_minor": 5,

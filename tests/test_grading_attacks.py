@@ -1,0 +1,333 @@
+"""Issue 40: one class run of attacking submissions next to honest canaries, in the sandbox.
+
+Every attacker is built on the untouched student stubs (so any mark it gets is undeserved)
+plus one hostile cell; the canaries are the right solution and two partly wrong ones. After one
+``grade_class`` run (two at a time) the canaries keep their scores, the attackers get nothing
+(but the one public bare ``assert`` a forger can claim, see ``book/teaching.md``), the class
+folder, the autograder zip and the solution are unchanged, the run completes, and no process of
+it outlives it. Skipped, with the reason, where the sandbox cannot run.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from lab.tooling import classroom, gradereport, grading, sandbox
+
+OK, WHY = sandbox.check_sandbox()
+pytestmark = pytest.mark.skipif(not OK, reason=f"no sandbox here: {WHY}")
+
+MEMORY_MB = 3000  # all of a submission's processes together, for this run
+
+
+def _attacks(paths: dict[str, str]) -> dict[str, str]:
+    folder, zip_, solution, out = paths["folder"], paths["zip"], paths["solution"], paths["out"]
+    return {
+        "classmate_edit": (
+            "import glob\n"
+            f"for p in glob.glob({folder!r} + '/*.ipynb') + glob.glob('/*/*/*.ipynb'):\n"
+            "    try:\n"
+            "        open(p, 'w').write('{}')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            f"open({folder!r} + '/right.ipynb', 'w').write('pwned')"
+        ),
+        "zip_overwrite": f"open({zip_!r}, 'wb').write(b'pwned')",
+        "classmate_kill": (
+            "import os, signal\n"
+            "for pid in map(int, filter(str.isdigit, os.listdir('/proc'))):\n"
+            "    if pid not in (1, os.getpid()):\n"
+            "        try:\n"
+            "            os.kill(pid, signal.SIGKILL)\n"
+            "        except OSError:\n"
+            "            pass"
+        ),
+        "deletion": f"import os\n\nos.remove({folder!r} + '/right.ipynb')",
+        "patch_assert": (
+            "import lab.tooling.grading as g\n\ng.assert_close = lambda *a, **k: None\n"
+            "import builtins\n\nbuiltins.AssertionError = type('Nope', (Exception,), {})"
+        ),
+        "patch_serializer": (
+            "import json, pickle\n"
+            "_dumps = json.dumps\n"
+            "def forged(obj, *a, **k):\n"
+            "    if isinstance(obj, dict) and 'results' in obj:\n"
+            "        for r in obj['results'].values():\n"
+            "            r.pop('error', None)\n"
+            "            for e in r['events']:\n"
+            "                e['ok'] = True\n"
+            "                e['got'] = {'shape': [], 'data': [0.5]}\n"
+            "    return _dumps(obj, *a, **k)\n"
+            "json.dumps = forged\n"
+            "pickle.dump = lambda *a, **k: None"
+        ),
+        "forged_channel": (
+            "import json, os, gc\n"
+            "msg = next(o for o in gc.get_objects() if isinstance(o, dict) and 'programs' in o)\n"
+            "fds = [int(f) for f in os.listdir('/proc/self/fd') if int(f) > 2]\n"
+            "res = {k: {'events': [{'kind': 'check', 'ok': True}] * 500} for k in msg['programs']}\n"
+            "for fd in fds:\n"
+            "    try:\n"
+            "        os.write(fd, json.dumps({'results': res}).encode())\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "os._exit(0)"
+        ),
+        "read_solution": (
+            "import json\n"
+            f"nb = json.load(open({solution!r}))\n"
+            "for c in nb['cells']:\n"
+            "    if c['cell_type'] == 'code':\n"
+            "        exec(''.join(c['source']))"
+        ),
+        "daemon": (
+            "import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        for _ in range(600):\n"
+            "            time.sleep(0.5)\n"
+            "            try:\n"
+            f"                open({out!r} + '/grades.csv', 'w').write('pwned')\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "    os._exit(0)"
+        ),
+        "leak_hidden": (
+            "import gc\n"
+            "def gd_step_xy(x, y, eta):\n"
+            "    texts = [o for o in gc.get_objects() if isinstance(o, str) and 'default_rng(1)' in o]\n"
+            "    raise ValueError(' '.join(texts) or 'nothing found')"
+        ),
+        "huge_stdout": "import sys\nwhile True:\n    sys.stdout.write('x' * 2**20)",
+        "memory_children": (
+            "import os, time\n"
+            "import numpy as np\n"
+            "for _ in range(4):\n"
+            "    if os.fork() == 0:\n"
+            "        a = np.ones(2**30 // 8)\n"
+            "        time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "time.sleep(60)"
+        ),
+    }
+
+
+REASONS = {
+    "huge_stdout": "printed",
+    "memory_children": "memory",
+}
+
+
+def _with_cell(nb, source: str, at: int = 1):
+    nb = copy.deepcopy(nb)
+    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def _replace_def(nb, name: str, body: str):
+    nb = copy.deepcopy(nb)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and f"def {name}(" in c.source)
+    cell.source = body
+    return nb
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("attacks")
+    build = grading.assign("eos", base / "assign", run_tests=False)
+    folder, out = base / "class", base / "results"
+    folder.mkdir()
+    right = nbformat.read(build.solution, as_version=4)
+    stub = nbformat.read(build.student, as_version=4)
+    canaries = {
+        "right.ipynb": (right, "5"),
+        "wrong_q2.ipynb": (
+            _replace_def(
+                right, "imbalance_update", "def imbalance_update(d, r, eta):\n    return d"
+            ),
+            "4",
+        ),
+        "partial_q3.ipynb": (
+            _replace_def(right, "fit_power_law", "def fit_power_law(k, err):\n    return 0.7"),
+            "3.67",
+        ),
+        # names: two that make the same feedback file, a spreadsheet formula, an upper-case suffix
+        "alice smith.ipynb": (right, "5"),
+        "alice_smith.ipynb": (stub, "0"),
+        "=HYPERLINK(1).ipynb": (right, "5"),
+        "upper.IPYNB": (right, "5"),
+        # q3 asks for fit_power_law: calling lab's own loses q3 (2 points), with the reason
+        "forbidden.ipynb": (
+            _replace_def(
+                right,
+                "fit_power_law",
+                "def fit_power_law(k, err):\n    return eos.fit_power_law(k, err)[0]",
+            ),
+            "3",
+        ),
+    }
+    for name, (nb, _) in canaries.items():
+        nbformat.write(nb, folder / name)
+    (folder / "notes.ipynb.txt").write_text("renamed by a browser")
+    paths = {
+        "folder": str(folder),
+        "zip": str(build.autograder),
+        "solution": str(build.solution),
+        "out": str(out),
+    }
+    attacks = _attacks(paths)
+    for name, src in attacks.items():
+        nbformat.write(_with_cell(stub, src), folder / f"{name}.ipynb")
+    before = {p.name: _sha(p) for p in folder.iterdir()}
+    inputs = {p: _sha(Path(p)) for p in (paths["zip"], paths["solution"])}
+    start = time.monotonic()
+    path, outcomes = classroom.grade_class(
+        build.autograder, folder, out=out, jobs=2, timeout=120, memory_mb=MEMORY_MB, echo=False
+    )
+    seconds = time.monotonic() - start
+    time.sleep(2)  # a daemon that outlived the run would write now
+    with path.open() as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    print(f"class of {len(rows)} entries graded in {seconds:.0f} s")
+    return {
+        "rows": rows,
+        "outcomes": {o.submission: o for o in outcomes},
+        "canaries": canaries,
+        "attacks": attacks,
+        "folder": folder,
+        "out": out,
+        "before": before,
+        "inputs": inputs,
+        "seconds": seconds,
+        "path": path,
+    }
+
+
+def test_canaries_keep_their_scores(run):
+    for name, (_, total) in run["canaries"].items():
+        shown = gradereport.escape_cell(name)
+        row = run["rows"][shown]
+        assert row["total"] == total, (name, row)
+        assert not row["error"], row
+
+
+ATTACKS = list(_attacks(dict.fromkeys(("folder", "zip", "solution", "out"), "x")))
+
+
+def test_calling_a_forbidden_lab_function_costs_the_question(run):
+    text = (run["out"] / "feedback" / "forbidden.txt").read_text()
+    assert "q3: your code calls lab.eos.fit_power_law" in text and "no marks for q3" in text, text
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_an_attacker_gets_no_undeserved_marks(run, attack):
+    row = run["rows"][f"{attack}.ipynb"]
+    o = run["outcomes"][f"{attack}.ipynb"]
+    # the one public case that is a bare assert (0.45 <= p_critical <= 0.55) is what a forger
+    # can claim: it is worth 2/3 of a point, and hard-coding p_critical = 0.5 earns it too
+    assert o.questions["q1"][0] == 0 and o.questions["q2"][0] == 0, row
+    assert o.score <= 0.67, row
+    if attack in REASONS:
+        import re
+
+        assert re.search(REASONS[attack], row["error"]), row["error"]
+    print(f"{attack}: {row['total']} / {row['max']} {row['error']}")
+
+
+def test_the_class_folder_and_the_instructor_files_are_untouched(run):
+    assert {p.name: _sha(p) for p in run["folder"].iterdir()} == run["before"]
+    assert {p: _sha(Path(p)) for p in run["inputs"]} == run["inputs"]
+    assert "pwned" not in run["path"].read_text()
+    assert "inputs unchanged" in (run["out"] / "instructor" / "_run.txt").read_text()
+
+
+def _ours_or_orphaned(p: psutil.Process) -> bool:
+    """A sandbox process of this test (or an orphan), not of another grader running beside."""
+    try:
+        parents = p.parents()
+    except psutil.Error:
+        return False
+    others = [
+        q for q in parents if q.pid not in (1, os.getpid()) and not q.name().startswith("bwrap")
+    ]
+    return any(q.pid == os.getpid() for q in parents) or not others
+
+
+def test_nothing_outlives_the_run(run):
+    left = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if ("lab.tooling.gradeworker" in cmd or "bwrap" in cmd[:20]) and _ours_or_orphaned(p):
+            left.append((p.pid, cmd[:120]))
+    assert not left, left
+
+
+def test_hidden_tests_do_not_leak_into_feedback(run):
+    feedback = (run["out"] / "feedback" / "leak_hidden.txt").read_text()
+    assert "default_rng(1)" not in feedback and "a hidden case failed" in feedback, feedback
+    for path in (run["out"] / "feedback").glob("*.txt"):
+        text = path.read_text()
+        assert "default_rng(1)" not in text and "geomspace(1, 1" not in text, path
+
+
+def test_every_entry_is_graded_or_listed_and_names_are_safe(run):
+    rows = run["rows"]
+    assert rows["notes.ipynb.txt"]["error"].startswith("not graded: not a .ipynb file")
+    assert "'=HYPERLINK(1).ipynb" in rows, sorted(rows)
+    files = {r["feedback"] for r in rows.values() if r["feedback"]}
+    assert len(files) == len(rows) - 1, "two submissions share a feedback file"
+    assert {rows["alice smith.ipynb"]["feedback"], rows["alice_smith.ipynb"]["feedback"]} == {
+        "alice_smith.txt",
+        "alice_smith-2.txt",
+    }
+    assert "collision" in (run["out"] / "instructor" / "_run.txt").read_text()
+    assert len(list((run["out"] / "feedback").glob("*.txt"))) == len(rows) - 1
+
+
+def test_the_run_fits_its_time_budget(run):
+    assert run["seconds"] < 400, run["seconds"]
+
+
+def test_a_vanished_file_is_a_row_with_its_reason(tmp_path):
+    build = grading.assign("eos", tmp_path / "assign", run_tests=False)
+    a = classroom.prepare(build.autograder)
+    o = classroom._grade(a, tmp_path / "gone.ipynb", classroom._limits(60, 2000, 5))
+    assert o.score == 0 and o.max == 5 and "could not be read" in o.error, o.error
+
+
+def test_the_filled_exercise_page_scores_full_marks_and_the_empty_one_zero(tmp_path):
+    """The student route: the book's exercise page, downloaded, filled, submitted."""
+    build = grading.assign("eos", tmp_path / "assign", run_tests=False)
+    page = nbformat.read(grading.ROOT / "book" / "eos" / "exercises.ipynb", as_version=4)
+    assert page.metadata["otter"]["assignment_name"] == "eos"
+    solution = nbformat.read(build.solution, as_version=4)
+    defs = {}
+    for cell in solution.cells:
+        if cell.cell_type == "code" and cell.source.lstrip().startswith("def "):
+            defs[cell.source.split("(")[0]] = cell.source
+    filled = copy.deepcopy(page)
+    for cell in filled.cells:
+        if cell.cell_type == "code" and cell.source.split("(")[0] in defs:
+            cell.source = defs[cell.source.split("(")[0]]
+    folder = tmp_path / "class"
+    folder.mkdir()
+    nbformat.write(filled, folder / "filled.ipynb")
+    nbformat.write(page, folder / "empty.ipynb")
+    _, outcomes = classroom.grade_class(build.autograder, folder, echo=False, jobs=2)
+    got = {o.submission: (o.score, o.max, o.error) for o in outcomes}
+    assert got["filled.ipynb"] == (5, 5, ""), got
+    assert got["empty.ipynb"][0] == 0, got
