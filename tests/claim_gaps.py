@@ -53,10 +53,6 @@ GAPS: dict[str, set[str]] = {
         "fragile:vct-flattens",
         "margin:experts-specialise",
     },
-    "omiso": {
-        "fragile:omiso-best-all-drifts",
-        "fragile:omiso-more-accurate",
-    },
     "arecho": {
         "fragile:chain-beats-tokens",
         "fragile:confidence-first",

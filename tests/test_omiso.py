@@ -367,3 +367,39 @@ def test_precompute_drift_figure_validates():
     with pytest.raises(ValueError, match="drifts"):
         omiso.precompute_drift_figure((0.1,), drifts=(0.015,))
     assert omiso.precompute_drift_figure((omiso.DRIFT_Q,)) == 0  # drift_sessions has it
+
+
+def test_run_sessions_rows_do_not_depend_on_their_batch():
+    """A session's errors are the same alone or batched with other seeds, drifts and methods
+    (notebook 3 joins the drift table's sessions with more sessions of two methods)."""
+    kw = dict(n_cal=300, n_train=250, n_test=40, device="cpu")
+    rows = [(0, "static", 0.0), (0, "omiso", 0.0), (3, "miso", 0.02), (5, "omiso", 0.02)]
+    batch = run_sessions(
+        [r[0] for r in rows], [r[1] for r in rows], drift=[r[2] for r in rows], **kw
+    )
+    for i, (s, m, d) in enumerate(rows):
+        alone = run_sessions([s], m, drift=d, **kw)
+        assert np.array_equal(batch["errors"][i], alone["errors"][0])
+        assert np.array_equal(batch["choices"][i], alone["choices"][0])
+
+
+def test_fast_poisson_counts_equal_the_reference_at_high_rates():
+    """The batched sampler (which drops the entries that stopped counting) gives the counts of
+    the numpy inverse CDF: sessions with a common-mode ramp (high rates, long tails) agree."""
+    kw = dict(drift=0.02, ramp=0.002, kappa=1.5)
+    seeds, methods = [7, 7, 8], ["omiso", "random", "static"]
+    fast = run_sessions(seeds, methods, n_cal=300, n_train=200, n_test=80, device="cpu", **kw)
+    for i, (s, m) in enumerate(zip(seeds, methods, strict=True)):
+        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, 300, 200, 80)
+        np.testing.assert_array_equal(log.choices, fast["choices"][i])
+        np.testing.assert_allclose(log.errors, fast["errors"][i], atol=1e-6)
+
+
+def test_drift_sessions_default_seeds_follow_the_seed_shift(monkeypatch):
+    """The drift widget reads the notebook's sessions under the registered seed shift too."""
+    from lab.omiso.experiments import drift_seeds
+
+    monkeypatch.setenv("LAB_SEED_SHIFT", "0")
+    assert drift_seeds() == omiso.DRIFT_SEEDS
+    monkeypatch.setenv("LAB_SEED_SHIFT", "1000")
+    assert drift_seeds() == tuple(s + 1000 for s in omiso.DRIFT_SEEDS)

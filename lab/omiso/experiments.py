@@ -183,27 +183,43 @@ DRIFTS = (0.0, 0.01, 0.02, 0.03)
 
 
 DRIFT_Q = 0.002  # the process noise the notebook's drift sessions use (drift_figure's default)
-DRIFT_SEEDS = (0, 1, 2, 3)
+#: the drift sessions' seeds (notebook 3's default ``SEEDS``), before the registered seed shift:
+#: the widget reads the notebook's run, under the seed shift too (``drift_seeds()``)
+DRIFT_SEEDS = tuple(range(8))
 #: the process noises the drift widget offers (a ``Dropdown``: all precomputed)
 Q_VALUES = (1e-5, 1e-4, 1e-3, DRIFT_Q, 0.01, 0.1)
 
 
+def drift_seeds() -> tuple[int, ...]:
+    """``DRIFT_SEEDS`` as registered (``lab.seeds``: shifted under ``LAB_SEED_SHIFT``), the
+    default seeds of the drift sessions and of the drift widget."""
+    from lab.core.numerics import seeds
+
+    return seeds(*DRIFT_SEEDS)
+
+
+def _seed_tuple(seeds: Any) -> tuple[int, ...]:
+    if seeds is None:
+        return drift_seeds()
+    return tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+
+
 def precompute_drift_figure(
-    q_values: tuple = Q_VALUES, drifts: tuple = (0.02,), seeds: tuple = DRIFT_SEEDS
+    q_values: tuple = Q_VALUES, drifts: tuple = (0.02,), seeds: tuple | None = None
 ) -> int:
     """Simulate OMiSO at the ``drifts`` (levels of ``DRIFTS``; default: the widget's default)
     for every process noise of ``q_values`` (but ``DRIFT_Q``, which :func:`drift_sessions` has)
     in one batched run, stored as :func:`omiso_drift_errors`' results, so that
     :func:`~lab.omiso.figures.drift_figure` only redraws for them. Each session is
     simulated exactly as in :func:`drift_sessions` (rows of a batch are independent). Returns
-    the number of sessions run.
+    the number of sessions run. ``seeds`` default: ``drift_seeds()``.
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
     if isinstance(q_values, (str, bytes)) or not hasattr(q_values, "__iter__"):
         raise TypeError(f"q_values must be a sequence of numbers >= 0 (got {q_values!r})")
     qs = [check_positive("q_values[i]", q, allow_zero=True) for q in q_values]
-    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    seeds = _seed_tuple(seeds)
     levels = []
     for dr in np.atleast_1d(drifts).tolist():
         level = next((x for x in DRIFTS if np.isclose(x, dr)), None)
@@ -232,17 +248,17 @@ def precompute_drift_figure(
 
 
 def drift_sessions(
-    q_proc: float, seeds: tuple = DRIFT_SEEDS, n_test: int = 400, device: str | None = None
+    q_proc: float, seeds: tuple | None = None, n_test: int = 400, device: str | None = None
 ) -> dict:
     """All four methods at every drift level of ``DRIFTS`` on the same sessions (batched).
 
-    Memoised on the normalised arguments (``drift_sessions(0.002, (0, 1, 2, 3))`` and
-    ``drift_sessions(0.002)`` are one run).
+    Memoised on the normalised arguments (``drift_sessions(0.002, lab.seeds(*range(8)))`` and
+    ``drift_sessions(0.002)`` are one run: ``seeds`` default ``drift_seeds()``).
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
     q_proc = check_positive("q_proc", q_proc, allow_zero=True)
-    seeds = tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
+    seeds = _seed_tuple(seeds)
     return _drift_run(q_proc, seeds, check_int("n_test", n_test, 1), device)
 
 
@@ -261,12 +277,14 @@ def _drift_run(q_proc: float, seeds: tuple, n_test: int, device: str | None) -> 
 
 
 @memo(maxsize=64)
-def omiso_drift_errors(drift: float, q_proc: float, seeds: tuple = DRIFT_SEEDS) -> np.ndarray:
+def omiso_drift_errors(drift: float, q_proc: float, seeds: tuple | None = None) -> np.ndarray:
     """OMiSO's closed-loop errors (seeds, 400) at one drift level: the only method that uses
     ``q_proc`` (the sessions are independent, so these rows equal those of
     ``drift_sessions(q_proc)``); :func:`precompute_drift_figure` fills it in one batched run.
+    ``seeds`` default: ``drift_seeds()`` (``DRIFT_SEEDS`` as registered).
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
+    seeds = _seed_tuple(seeds)
     out = run_sessions(list(seeds), "omiso", n_test=400, drift=[drift] * len(seeds), q_proc=q_proc)
     return out["errors"]

@@ -175,19 +175,39 @@ def run_sessions(
     zero = torch.zeros((), dtype=f64, device=dev)
 
     def poisson(rate, u):
-        # same recurrence as lab.omiso.poisson_icdf: p_0 = exp(-r), p_k = p_{k-1} r / k
-        rate = torch.clamp(rate, max=RATE_MAX)
+        # same recurrence as lab.omiso.poisson_icdf: p_0 = exp(-r), p_k = p_{k-1} r / k. The
+        # CDF never decreases, so an entry that stops counting never counts again: once fewer
+        # than a quarter of the carried entries still count, only those are carried on (the
+        # same arithmetic per entry and the same counts, on shrinking tensors past the bulk)
+        shape = rate.shape
+        rate = torch.clamp(rate, max=RATE_MAX).reshape(-1)
+        u = u.reshape(-1)
         p = torch.exp(-rate)
         cdf = p.clone()
-        count = torch.zeros_like(rate)
+        count = torch.zeros_like(rate)  # the counts of the carried entries
+        out, live = None, None  # once some are dropped: every count, the carried entries
+        below = torch.empty_like(u, dtype=torch.bool)
         for k in range(1, COUNT_MAX + 1):
-            below = cdf < u
-            if not bool(below.any()):  # one host sync per step
+            torch.lt(cdf, u, out=below)
+            n = int(below.sum())  # one host sync per step
+            if n == 0:
                 break
+            if 4 * n < below.numel():
+                idx = below.nonzero().squeeze(1)
+                if out is None:
+                    out, live = count, idx
+                else:
+                    out[live] = count
+                    live = live[idx]
+                count, rate, u, p, cdf = count[idx], rate[idx], u[idx], p[idx], cdf[idx]
+                below = below[idx]
             count += below
-            p = p * rate / k
-            cdf = cdf + p
-        return count
+            p.mul_(rate).div_(k)  # in place: the same two roundings as p * rate / k
+            cdf.add_(p)
+        if out is None:
+            return count.reshape(shape)
+        out[live] = count
+        return out.reshape(shape)
 
     def counts(z, u, widx, chunk=64):
         """Poisson counts of latent states z (W', T', q) of worlds widx, in trial chunks."""
@@ -202,7 +222,13 @@ def run_sessions(
 
     # every trial's noise of every world (the numpy stream of the reference)
     nz = [trial_noise(k[0], 0, n_all, q, N, n_candidates) for k in uniq]
-    noise = {k: T(np.stack([p[k] for p in nz])) for k in nz[0]}
+    # one key at a time, each world's arrays released as they are stacked (memory)
+    noise = {
+        k: torch.as_tensor(
+            np.stack([p.pop(k) for p in nz]).astype(float, copy=False), dtype=f64, device=dev
+        )
+        for k in list(nz[0])
+    }
     del nz
     # brain state: s_t = 0.98 s_{t-1} + 0.2 xi_t; z_pre = s_t + 0.5 nu_t (independent of stim)
     s_state = T(np.stack([s.s for s in sims]))
@@ -217,11 +243,12 @@ def run_sessions(
     beta_path = T(np.stack([s.beta0 for s in sims]))[:, None] + prm["drift"][
         :, None, None, None
     ] * torch.cumsum(steps, 1)
-    Y_pre = counts(z_true, noise["u_pre"], torch.arange(Wn, device=dev))  # (W, n_all, N)
+    Y_pre = counts(z_true, noise.pop("u_pre"), torch.arange(Wn, device=dev))  # (W, n_all, N)
 
     # calibration -> batched FA (same iteration and stopping rule as fit_fa)
     fa_mu, M = _fit_fa_batch(Y_pre[:, :n_cal], q, fa_iter, fa_tol)
     Zhat_pre = (Y_pre - fa_mu[:, None]) @ M.transpose(1, 2)  # eq. (1), every trial
+    del Y_pre  # memory: what a batch holds grows with its worlds
 
     def response(widx, t_abs, z, u, beta_t, uses):
         """Noise-free eq. (6). Shapes: widx (R,), t_abs and u (R, T'), z (R, T', q),
@@ -277,6 +304,7 @@ def run_sessions(
     P0 = 0.5 * (P0 + P0.transpose(-1, -2))
     cnt = onehot.sum(1)
     means = torch.einsum("btu,btq->buq", onehot, Zpost_tr) / torch.clamp(cnt, min=1)[..., None]
+    del onehot, Phi, Y_post
 
     # ---- closed loop, one row per session
     is_miso = torch.as_tensor([m == "miso" for m in methods], device=dev)
@@ -301,8 +329,10 @@ def run_sessions(
     zs_pre = torch.empty(B, n_test, q, dtype=f64, device=dev)
     zs_post = torch.empty_like(zs_pre)
     one = torch.ones(B, 1, dtype=f64, device=dev)
-    eps_u = noise["u_post"][world]
-    eps_z = noise["eps"][world]
+    test = slice(n_cal + n_train, n_all)  # per-session copies of the closed loop's trials only
+    eps_u = noise["u_post"][:, test][world]
+    eps_z = noise["eps"][:, test][world]
+    del noise
     for i in range(n_test):
         t = n_cal + n_train + i
         uses = 0.99 * uses
@@ -323,13 +353,13 @@ def run_sessions(
                 beta_path[world, t][:, None],
                 uses[:, None],
             )[:, 0]
-            + POST_NOISE * eps_z[:, t]
+            + POST_NOISE * eps_z[:, i]
         )
         uses = uses.clone()
         uses[bidx, pa[u]] += 1.0
         uses[bidx, pb[u]] += 1.0
         rate = 3.0 * torch.logaddexp(zero, _bmv(L_true[world], zt) + mu_true[world])
-        y_post = poisson(rate, eps_u[:, t])
+        y_post = poisson(rate, eps_u[:, i])
         z_post = _bmv(M[world], y_post - fa_mu[world])  # eq. (1)
         errors[:, i] = torch.linalg.vector_norm(z_post[:, dims_t] - tgt, dim=-1)
         choices[:, i], zs_pre[:, i], zs_post[:, i] = u, z_pre, z_post

@@ -14,10 +14,10 @@ from lab.core.checks import check_int
 from lab.omiso.array import UtahArraySim
 from lab.omiso.experiments import (
     DRIFT_Q,
-    DRIFT_SEEDS,
     DRIFTS,
     Q_VALUES,  # noqa: F401  (the drift widget's grid, read as figures.Q_VALUES)
     TARGET_ANGLES,
+    drift_seeds,
     drift_sessions,
     omiso_drift_errors,
     state_dependence,
@@ -190,7 +190,7 @@ def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
         idx = [i for i, r in enumerate(d["rows"]) if np.isclose(r[0], drift) and r[2] == m]
         if m == "omiso" and level is not None and q_proc != DRIFT_Q:
             # precompute_drift_figure's batched run, or (a value it did not run) OMiSO alone
-            e = omiso_drift_errors(level, q_proc, DRIFT_SEEDS).mean(0)
+            e = omiso_drift_errors(level, q_proc, drift_seeds()).mean(0)
         else:
             e = d["errors"][idx].mean(0)
         run = np.cumsum(e) / t

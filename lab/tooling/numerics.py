@@ -65,10 +65,6 @@ KNOWN_FLIPS: dict[str, str] = {
     # found by the first seed-shift check (2026-12-06), not yet fixed by their measurement
     "halo/fp6-halo1": "the 5-seed interval of the FP6 gap ends at 0.104 natively and 0.093 "
     "under the seed shift, against the 0.10 line of the qualitative tier (mean 0.07 ± 0.01)",
-    "omiso/online-gain": "4 sessions per condition: 0.9 SE from the reproduced boundary under "
-    "the seed shift",
-    "omiso/omiso-more-accurate": "4 sessions per condition: the interval's end near the "
-    "reproduced boundary (0.1054) natively",
 }
 
 
