@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from test_grading_class import _replace_def, _with_cell
 
 from lab.tooling import classroom, gradereport, grading, sandbox
 
@@ -126,19 +127,6 @@ REASONS = {
     "huge_stdout": "printed",
     "memory_children": "memory",
 }
-
-
-def _with_cell(nb, source: str, at: int = 1):
-    nb = copy.deepcopy(nb)
-    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
-    return nb
-
-
-def _replace_def(nb, name: str, body: str):
-    nb = copy.deepcopy(nb)
-    cell = next(c for c in nb.cells if c.cell_type == "code" and f"def {name}(" in c.source)
-    cell.source = body
-    return nb
 
 
 def _sha(path: Path) -> str:
