@@ -11,8 +11,8 @@ Selection (``--select``):
 
 - ``all``: every notebook of the chapters named (default: every chapter);
 - ``fragile``: from a build's ``claims.json`` (``--build``, default the book's), the notebooks
-  that hold a claim decided over seeds (its margin is in standard errors), a margin under three
-  standard errors or an unknown margin; this is what ``.ci/run`` checks after ``make test``.
+  that hold a claim decided over seeds (its margin is in standard errors, whatever its size)
+  or a claim with no stated margin; this is what ``.ci/run`` checks after ``make test``.
 
 The seed shift runs only the notebooks that take their seeds from :func:`lab.seeds` (the others
 compute the same numbers under it). ``--native-from BUILD`` takes the native configuration's records from a build that already ran
