@@ -35,7 +35,6 @@ GAPS: dict[str, set[str]] = {
     "halo": {
         "diagnosis:int8-halo2-near-bf16",
         "fragile:fp6-halo1",
-        "margin:gpu-speedup",
     },
     "medro": {
         "fragile:code-loss-vs-groupdro",

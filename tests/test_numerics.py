@@ -127,6 +127,22 @@ def test_margins_in_standard_errors_and_relative():
     assert custom.margin(1.0) is None
 
 
+def test_nothing_measured_is_its_own_state_not_a_negative(monkeypatch):
+    monkeypatch.setenv("LAB_CLAIMS_MISMATCH", "error")
+    r = claims.rule(reproduced=claims.between(1.3, 2.0))
+    assert r.decide(None) == claims.NOT_MEASURED and r.decide(1.0) == claims.NOT_REPRODUCED
+    assert r.margin(None) == {"value": None, "unit": "unmeasured"}
+    assert claims.margin_text(r.margin(None)) == "nothing measured"
+    C = claims.chapter("halo", display=False)
+    claim = C.claim("speed", "Fast.", source="Table 2", rule=r, expect="not measured")
+    claim.record(None, text="not measured: no GPU")
+    assert claim.recorded.verdict == "not measured on this hardware"
+    # a measurement where none was expected is a mismatch like any other
+    again = C.claim("speed2", "Fast.", source="Table 2", rule=r, expect="not measured")
+    with pytest.raises(claims.ClaimMismatch, match="not reproduced at this size"):
+        again.record(1.0)
+
+
 def _paper_claim(C, expect="reproduced"):
     return C.claim(
         "rate",

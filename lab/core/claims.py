@@ -55,6 +55,7 @@ from .evidence import (
     revision,
 )
 from .rules import (
+    NOT_MEASURED,
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
@@ -80,6 +81,7 @@ __all__ = [
     "CLAIM_MIME",
     "DIAGNOSES",
     "MISMATCH_MODES",
+    "NOT_MEASURED",
     "NOT_REPRODUCED",
     "QUALITATIVE",
     "RECORD_SCHEMA",
@@ -133,6 +135,8 @@ _VERDICT_ALIASES = {
     "qualitative": QUALITATIVE,
     "not reproduced": NOT_REPRODUCED,
     "not reproduced at this size": NOT_REPRODUCED,
+    "not measured": NOT_MEASURED,
+    "not measured on this hardware": NOT_MEASURED,
 }
 SOURCES_OURS = "ours"
 
@@ -194,6 +198,8 @@ def margin_text(margin: dict | None) -> str:
         return "margin unknown"
     if margin.get("unit") == "exact":
         return "exact (a check that ran)"
+    if margin.get("unit") == "unmeasured":
+        return "nothing measured"
     value = margin.get("value")
     if margin.get("unit") == "se":
         return f"margin {format_value(value, 2)} SE to the nearest tier boundary"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "NOT_MEASURED",
     "NOT_REPRODUCED",
     "QUALITATIVE",
     "REPRODUCED",
@@ -47,7 +48,10 @@ __all__ = [
 REPRODUCED = "reproduced"
 QUALITATIVE = "reproduced qualitatively"
 NOT_REPRODUCED = "not reproduced at this size"
-VERDICTS = (REPRODUCED, QUALITATIVE, NOT_REPRODUCED)
+#: nothing was measured (``measured=None``: the hardware the claim needs is absent, e.g. no
+#: GPU): no verdict about the paper, counted apart on the scorecard
+NOT_MEASURED = "not measured on this hardware"
+VERDICTS = (REPRODUCED, QUALITATIVE, NOT_REPRODUCED, NOT_MEASURED)
 
 #: the kinds of measured value a condition reads
 POINT, INTERVAL, BOOLEAN, CUSTOM = "point", "interval", "boolean", "custom"
@@ -380,14 +384,17 @@ class Rule:
     """Tiers of conditions: the first that the measured value satisfies gives the verdict.
 
     ``reproduced`` and ``qualitatively`` are :class:`Condition` objects (or None: that tier is never
-    awarded); a value that satisfies neither is "not reproduced at this size".
+    awarded); a value that satisfies neither is "not reproduced at this size"; ``None`` (nothing
+    was measured) is "not measured on this hardware", no verdict about the paper.
     """
 
     reproduced: Condition | None = None
     qualitatively: Condition | None = None
 
     def decide(self, measured: Any) -> str:
-        """The verdict for ``measured``."""
+        """The verdict for ``measured`` (:data:`NOT_MEASURED` for ``None``: nothing measured)."""
+        if measured is None:
+            return NOT_MEASURED
         if self.reproduced is not None and self.reproduced(measured):
             return REPRODUCED
         if self.qualitatively is not None and self.qualitatively(measured):
@@ -407,6 +414,8 @@ class Rule:
         """
         if _is_bool(measured):
             return {"value": None, "unit": "exact"}
+        if measured is None:
+            return {"value": None, "unit": "unmeasured"}
         verdict = self.decide(measured)
         found: list[tuple[float, str]] = []
         for name, cond in ((REPRODUCED, self.reproduced), (QUALITATIVE, self.qualitatively)):

@@ -32,6 +32,7 @@ from docutils import nodes
 
 from lab.core.claims import (
     CLAIM_MIME,
+    NOT_MEASURED,
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
@@ -46,11 +47,13 @@ VERDICT_CLASS = {
     REPRODUCED: "reproduced",
     QUALITATIVE: "qualitative",
     NOT_REPRODUCED: "not-reproduced",
+    NOT_MEASURED: "not-measured",
 }
 VERDICT_SHORT = {
     REPRODUCED: "reproduced",
     QUALITATIVE: "qualitatively",
     NOT_REPRODUCED: "not reproduced",
+    NOT_MEASURED: "not measured",
 }
 _KEY = re.compile(
     r"^(?:(?P<chapter>[a-z][a-z0-9_]*)/)?(?P<id>[a-z0-9][a-z0-9-]*)(?:\.(?P<field>[a-z]+))?$"
@@ -372,7 +375,7 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
         )
         ref += nodes.Text(_chapter_title(env, slug))
         ok, paper = _controlled(crecs)
-        negatives = [r for r in crecs if r["verdict"] != REPRODUCED]
+        negatives = [r for r in crecs if r["verdict"] in (QUALITATIVE, NOT_REPRODUCED)]
         diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
         cells = [str(counts[v]) for v in VERDICTS] + [
             str(len(crecs)),
@@ -381,7 +384,7 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
         ]
         rows.append([[ref], *cells])
     ok, paper = _controlled(recs)
-    negatives = [r for r in recs if r["verdict"] != REPRODUCED]
+    negatives = [r for r in recs if r["verdict"] in (QUALITATIVE, NOT_REPRODUCED)]
     diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
     rows.append(
         [[nodes.strong(text="all chapters")]]
@@ -398,12 +401,13 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
             "reproduced",
             "qualitatively",
             "not reproduced",
+            "not measured",
             "claims",
             "controlled",
             "diagnosed",
         ],
         rows,
-        [28, 10, 10, 10, 8, 12, 12],
+        [26, 9, 9, 9, 9, 8, 11, 11],
         ["optlab-scorecard-summary"],
     )
     # why what did not reproduce did not: counts by diagnosis
@@ -425,7 +429,7 @@ def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
         ["optlab-scorecard-summary", "optlab-scorecard-diagnoses"],
     )
     # every claim, grouped by verdict: what does not reproduce first, by diagnosis
-    for verdict in (NOT_REPRODUCED, QUALITATIVE, REPRODUCED):
+    for verdict in (NOT_REPRODUCED, QUALITATIVE, REPRODUCED, NOT_MEASURED):
         group = [r for r in recs if r["verdict"] == verdict]
         if verdict != REPRODUCED:
             group.sort(key=lambda r: DIAGNOSIS_ORDER.index(diagnosis_of(r)))
