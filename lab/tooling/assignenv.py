@@ -7,9 +7,12 @@ otter-grader, so every test would fail on ``import lab``. Each solution master's
 
 * ``python_version``: the Python the project tests (``PYTHON_VERSION`` of the CI workflow);
 * ``requirements``: PyTorch's CPU index, torch pinned to the lock's CPU build, and this
-  package at this version with the ``book`` extra, from the repository at the tag ``v<version>``
-  (``optlab[book] @ git+<repository.url>@v<version>``: a direct reference, so no package index
-  can substitute another project's ``optlab``).
+  package with the ``book`` extra from **the wheel inside the zip**
+  (``optlab[book] @ file:///autograder/source/optlab-<version>-py3-none-any.whl``: otter's
+  container and Gradescope unpack the zip into ``/autograder/source``). :func:`bundle` adds the
+  wheel of the checkout that built the zip (``lab.tooling.grading.assign`` calls it), so the
+  grader runs the same ``lab`` as the instructor, offline, and no package index or unpublished
+  tag can substitute another.
 
 ``python -m lab.tooling.assignenv`` rewrites the config cell of every master (idempotent;
 ``--check`` reports stale ones and exits 1); ``tests/test_grading_zip.py`` checks that they are
@@ -26,6 +29,9 @@ from pathlib import Path
 
 __all__ = [
     "CPU_INDEX",
+    "ZIP_SOURCE",
+    "build_wheel",
+    "bundle",
     "config_lines",
     "main",
     "package_requirement",
@@ -36,6 +42,8 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: where otter's container and Gradescope unpack the autograder zip
+ZIP_SOURCE = "/autograder/source"
 _KEYS = ("python_version", "requirements")
 
 
@@ -64,13 +72,103 @@ def _version(root: Path) -> str:
     return m.group(1)
 
 
+def wheel_name(root: Path | None = None) -> str:
+    """``optlab-<version>-py3-none-any.whl`` (the package is pure Python)."""
+    return f"optlab-{_version(_root(root))}-py3-none-any.whl"
+
+
 def package_requirement(root: Path | None = None) -> str:
-    """``optlab[book] @ git+<repository.url>@v<version>``."""
-    from lab.tooling import colab
+    """``optlab[book] @ file:///autograder/source/<wheel>``: the wheel :func:`bundle` puts
+    into the zip."""
+    return f"optlab[book] @ file://{ZIP_SOURCE}/{wheel_name(root)}"
+
+
+def _source_files(root: Path) -> list[Path]:
+    files = [root / n for n in ("pyproject.toml", "README.md", "LICENSE")]
+    files += sorted(
+        p
+        for p in (root / "lab").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    return files
+
+
+def build_wheel(dest: str | Path | None = None, *, root: Path | None = None) -> Path:
+    """The wheel of the checkout at ``root`` (its ``lab/``, ``pyproject.toml``, README and
+    LICENSE copied aside: no ``.venv`` or ``_build`` in it), built once per content: it is kept
+    in ``dest`` (default ``_build/wheel/``) under the SHA-256 of those files.
+
+    Raises
+    ------
+    TypeError
+        If ``dest`` is not a path.
+    RuntimeError
+        If pip cannot build it (its output is quoted).
+    """
+    import hashlib
+    import shutil
+    import subprocess
+    import tempfile
 
     root = _root(root)
-    url, _ = colab.repository(root)
-    return f"optlab[book] @ git+{url}@v{_version(root)}"
+    if dest is not None and not isinstance(dest, (str, Path)):
+        raise TypeError(f"dest must be a path (got {dest!r})")
+    digest = hashlib.sha256()
+    for f in _source_files(root):
+        digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    out = Path(dest) if dest is not None else root / "_build" / "wheel"
+    out = out / digest.hexdigest()[:16]
+    wheel = out / wheel_name(root)
+    if wheel.is_file():
+        return wheel
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        for f in _source_files(root):
+            target = src / f.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, target)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+            + ["-w", str(Path(tmp) / "dist"), str(src)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        built = sorted((Path(tmp) / "dist").glob("optlab-*.whl"))
+        if done.returncode != 0 or len(built) != 1:
+            raise RuntimeError(f"pip wheel failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(built[0], wheel)
+    return wheel
+
+
+def bundle(autograder: str | Path, *, root: Path | None = None) -> Path:
+    """Add the checkout's wheel (:func:`build_wheel`) to the autograder zip, where its
+    ``environment.yml`` installs it from (:func:`package_requirement`); return the wheel.
+
+    Raises
+    ------
+    ValueError
+        If ``autograder`` is not a zip whose ``environment.yml`` installs that wheel.
+    """
+    import zipfile
+
+    if not isinstance(autograder, (str, Path)):
+        raise TypeError(f"autograder must be a path (got {autograder!r})")
+    autograder = Path(autograder)
+    if not zipfile.is_zipfile(autograder):
+        raise ValueError(f"autograder {autograder} is not a zip file")
+    wheel = build_wheel(root=root)
+    with zipfile.ZipFile(autograder, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        env = z.read("environment.yml").decode()
+        if package_requirement(root) not in env:
+            raise ValueError(
+                f"autograder {autograder}: its environment.yml does not install "
+                f"{package_requirement(root)} (python -m lab.tooling.assignenv)"
+            )
+        if wheel.name not in z.namelist():
+            z.write(wheel, wheel.name)
+    return wheel
 
 
 def requirements(root: Path | None = None) -> list[str]:

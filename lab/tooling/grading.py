@@ -88,7 +88,8 @@ def assign(
     ``<out_dir>/autograder/*.zip`` (grade with it; ``out_dir`` defaults to
     ``_build/assign/<slug>/``, and only its ``student/`` and ``autograder/`` are replaced). With
     ``run_tests`` otter also executes the master and fails if a solution does not pass its own
-    tests. The zip's ``environment.yml`` installs this package (:mod:`lab.tooling.assignenv`).
+    tests. The zip carries this checkout's wheel, which its ``environment.yml`` installs
+    (:mod:`lab.tooling.assignenv`).
 
     See: book/intro.md ("Assignments").
     """
@@ -124,6 +125,9 @@ def assign(
     zips = sorted((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"expected one autograder zip in {out / 'autograder'}, found {zips}")
+    from lab.tooling import assignenv
+
+    assignenv.bundle(zips[0], root=root)
     return AssignmentBuild(
         slug, out, out / "student" / master.name, out / "autograder" / master.name, zips[0]
     )
