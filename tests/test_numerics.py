@@ -260,3 +260,28 @@ def test_known_flips_are_reported_and_only_shrink(monkeypatch):
     same = {"native": _doc({"a": "reproduced"}), "seed+1000": _doc({"a": "reproduced"})}
     known, new = tool.split_known(*compare_configs(same))
     assert not known and "no longer differs" in new[0]
+
+
+def test_a_rival_at_least_as_good_is_reported_not_hidden():
+    from lab.tooling.claimsext import control_text
+
+    def rec(verdict, *controls):
+        return {
+            "verdict": verdict,
+            "controls": [{"name": n, "text": "x", "verdict": v} for n, v in controls],
+        }
+
+    # strategic/prop4-bound's shape: the claim only qualitatively, its rival reproduced
+    q = rec(claims.QUALITATIVE, ("Zhang et al.", claims.REPRODUCED))
+    assert [c["name"] for c in claims.rivals_as_good(q)] == ["Zhang et al."]
+    assert control_text(q).startswith("rival at least as good: Zhang et al.")
+    # the same tier is as good when the tier shows the effect; two negatives are not counted
+    assert claims.rivals_as_good(rec(claims.QUALITATIVE, ("r", claims.QUALITATIVE)))
+    assert not claims.rivals_as_good(rec(claims.NOT_REPRODUCED, ("r", claims.NOT_REPRODUCED)))
+    assert claims.rivals_as_good(rec(claims.NOT_REPRODUCED, ("r", claims.QUALITATIVE)))
+    worse = rec(claims.REPRODUCED, ("r", claims.NOT_REPRODUCED))
+    assert not claims.rivals_as_good(worse)
+    assert control_text(worse) == "rule rejects: r, x (not reproduced)"
+    assert not claims.rivals_as_good(rec(claims.NOT_MEASURED, ("r", claims.REPRODUCED)))
+    with pytest.raises(TypeError, match="record must be"):
+        claims.rivals_as_good([])

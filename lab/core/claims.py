@@ -53,6 +53,7 @@ from .evidence import (
     control,
     diagnosis,
     revision,
+    rivals_as_good,
 )
 from .rules import (
     NOT_MEASURED,
@@ -113,6 +114,7 @@ __all__ = [
     "mismatch_mode",
     "paired",
     "revision",
+    "rivals_as_good",
     "rule",
     "within",
 ]

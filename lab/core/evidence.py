@@ -12,9 +12,44 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rules import _is_bool, format_value
+from .rules import NOT_REPRODUCED, QUALITATIVE, REPRODUCED, _is_bool, format_value
 
-__all__ = ["DIAGNOSES", "Control", "Diagnosis", "control", "diagnosis", "revision"]
+__all__ = [
+    "DIAGNOSES",
+    "Control",
+    "Diagnosis",
+    "control",
+    "diagnosis",
+    "revision",
+    "rivals_as_good",
+]
+
+#: the order of the verdicts, for comparing a claim with its rival under the same rule
+_RANK = {NOT_REPRODUCED: 0, QUALITATIVE: 1, REPRODUCED: 2}
+
+
+def rivals_as_good(record: dict) -> list[dict]:
+    """The controls of a claim record whose verdict under the claim's own rule is at least as
+    good as the claim's: a better tier, or the same tier when that tier is "reproduced" or
+    "qualitatively" (the rule cannot tell the method from its rival). Two "not reproduced"
+    verdicts are not counted (neither shows the effect). A finding about the paper at our
+    size, shown on the card and counted on the scorecard, not a failure of the build.
+
+    Raises
+    ------
+    TypeError
+        If ``record`` is not a record dict.
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a claim record dict, got {type(record).__name__}")
+    mine = _RANK.get(record.get("verdict"))
+    if mine is None:
+        return []
+    return [
+        c
+        for c in record.get("controls") or []
+        if (r := _RANK.get(c.get("verdict"))) is not None and (r > mine or r == mine > 0)
+    ]
 
 
 def _jsonable(value: Any) -> Any:

@@ -36,7 +36,6 @@ from lab.core.claims import (
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
-    VERDICTS,
     margin_text,
 )
 
@@ -78,18 +77,23 @@ def _env_records(env: Any) -> dict[str, list[dict]]:
 # Notebook side: the claim card
 # ----------------------------------------------------------------------------------------
 def control_text(rec: dict) -> str:
-    """What stands beside a verdict: "rule rejects: <control>, <value>" for each control, or
-    "<diagnosis kind>: <evidence>", or "" (the card, the chapter table and the scorecard)."""
+    """What stands beside a verdict: for each control, what the claim's rule said of it
+    ("rejects: <control>, <value> (<verdict>)" when the rival does worse, "rival at least as
+    good: ..." when it does as well or better, :func:`lab.core.claims.rivals_as_good`), then
+    "<diagnosis kind>: <evidence>"; "" when there is neither (the card, the chapter table and
+    the scorecard)."""
+    from lab.core.claims import rivals_as_good
+
+    as_good = {id(c) for c in rivals_as_good(rec)}
     parts = []
     for c in rec.get("controls") or []:
-        said = "rejects" if c.get("verdict") != REPRODUCED else "also accepts"
-        parts.append(f"rule {said}: {c.get('name', '')}, {c.get('text', '')}")
-    if parts:
-        return "; ".join(parts)
+        said = "rival at least as good" if id(c) in as_good else "rule rejects"
+        short = VERDICT_SHORT.get(c.get("verdict"), c.get("verdict", ""))
+        parts.append(f"{said}: {c.get('name', '')}, {c.get('text', '')} ({short})")
     dx = rec.get("diagnosis")
     if dx:
-        return f"{dx.get('kind', '')}: {dx.get('evidence', '')}"
-    return ""
+        parts.append(f"{dx.get('kind', '')}: {dx.get('evidence', '')}")
+    return "; ".join(parts)
 
 
 def diagnosis_of(rec: dict) -> str | None:
@@ -106,11 +110,17 @@ def _card_html(rec: dict) -> str:
     cls = VERDICT_CLASS.get(verdict, "unknown")
     notes = f'<div class="optlab-claim-notes">{e(rec["notes"])}</div>' if rec.get("notes") else ""
     paper = e(rec.get("paper") or "—")
-    beside = control_text(rec)
-    label = "control" if rec.get("controls") else "diagnosis"
-    beside_html = (
-        f'<div class="optlab-claim-{label}"><b>{label}</b>: {e(beside)}</div>' if beside else ""
-    )
+    beside_html = ""
+    if rec.get("controls"):
+        only = dict(rec, diagnosis=None)
+        beside_html += (
+            f'<div class="optlab-claim-control"><b>control</b>: {e(control_text(only))}</div>'
+        )
+    if rec.get("diagnosis"):
+        only = dict(rec, controls=[])
+        beside_html += (
+            f'<div class="optlab-claim-diagnosis"><b>diagnosis</b>: {e(control_text(only))}</div>'
+        )
     flags = "".join(
         f'<div class="optlab-claim-flag">{e(FLAG_TEXT.get(f, f))}</div>'
         for f in rec.get("flags") or []
@@ -256,7 +266,7 @@ def _all_records(env: Any) -> list[dict]:
     )
 
 
-def _link(app: Any, fromdoc: str, rec: dict, text: str):
+def link_node(app: Any, fromdoc: str, rec: dict, text: str):
     uri = (
         app.builder.get_relative_uri(fromdoc, rec["docname"])
         + "#"
@@ -267,12 +277,12 @@ def _link(app: Any, fromdoc: str, rec: dict, text: str):
     return ref
 
 
-def _verdict_node(verdict: str):
+def verdict_node(verdict: str):
     cls = VERDICT_CLASS.get(verdict, "unknown")
     return nodes.inline("", verdict, classes=["optlab-verdict", f"optlab-verdict-{cls}"])
 
 
-def _table(headers: list[str], rows: list[list[Any]], widths: list[int], classes: list[str]):
+def table_node(headers: list[str], rows: list[list[Any]], widths: list[int], classes: list[str]):
     table = nodes.table(classes=classes)
     tgroup = nodes.tgroup(cols=len(headers))
     table += tgroup
@@ -312,9 +322,9 @@ def _chapter_table(app: Any, fromdoc: str, recs: list[dict]):
     for r in recs:
         claim = [nodes.Text(r["statement"] + " "), nodes.literal(text=r["id"])]
         verdict = [
-            _verdict_node(r["verdict"]),
+            verdict_node(r["verdict"]),
             nodes.Text(" "),
-            _link(app, fromdoc, r, _notebook_label(app.env, r["docname"])),
+            link_node(app, fromdoc, r, _notebook_label(app.env, r["docname"])),
         ]
         rows.append(
             [
@@ -326,7 +336,7 @@ def _chapter_table(app: Any, fromdoc: str, recs: list[dict]):
                 control_text(r) or "—",
             ]
         )
-    return _table(
+    return table_node(
         ["claim", "source", "paper", "measured (default size)", "verdict (cell)", "control / why"],
         rows,
         [28, 8, 12, 22, 11, 19],
@@ -334,139 +344,11 @@ def _chapter_table(app: Any, fromdoc: str, recs: list[dict]):
     )
 
 
-def _chapter_title(env: Any, slug: str) -> str:
-    title = env.titles.get(f"book/{slug}/index")
-    return title.astext() if title is not None else slug
-
-
-def _controlled(recs: list[dict]) -> tuple[int, int]:
-    """(reproduced paper claims whose rule rejects a control, reproduced paper claims)."""
-    from lab.core.claims import is_paper_sourced
-
-    paper = [r for r in recs if r["verdict"] == REPRODUCED and is_paper_sourced(r["source"])]
-    ok = [r for r in paper if any(c["verdict"] != REPRODUCED for c in r.get("controls") or [])]
-    return len(ok), len(paper)
-
-
-DIAGNOSIS_ORDER = ("scale", "noise-floor", "official-code", "deviation", "open", "missing")
-
-
-def _scorecard(app: Any, fromdoc: str, recs: list[dict]):
-    from lab.core.claims import DIAGNOSES
-    from lab.tooling.chapters import chapters
-
-    env = app.env
-    container = nodes.container(classes=["optlab-scorecard"])
-    by_chapter: dict[str, list[dict]] = {}
-    for r in recs:
-        by_chapter.setdefault(r["chapter"], []).append(r)
-    totals = dict.fromkeys(VERDICTS, 0)
-    rows = []
-    for slug in chapters(Path(env.srcdir)):
-        crecs = by_chapter.get(slug, [])
-        counts = {v: sum(r["verdict"] == v for r in crecs) for v in VERDICTS}
-        for v in VERDICTS:
-            totals[v] += counts[v]
-        ref = nodes.reference(
-            "",
-            "",
-            internal=True,
-            refuri=app.builder.get_relative_uri(fromdoc, f"book/{slug}/index"),
-        )
-        ref += nodes.Text(_chapter_title(env, slug))
-        ok, paper = _controlled(crecs)
-        negatives = [r for r in crecs if r["verdict"] in (QUALITATIVE, NOT_REPRODUCED)]
-        diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
-        cells = [str(counts[v]) for v in VERDICTS] + [
-            str(len(crecs)),
-            f"{ok} of {paper}",
-            f"{diagnosed} of {len(negatives)}",
-        ]
-        rows.append([[ref], *cells])
-    ok, paper = _controlled(recs)
-    negatives = [r for r in recs if r["verdict"] in (QUALITATIVE, NOT_REPRODUCED)]
-    diagnosed = sum(diagnosis_of(r) != "missing" for r in negatives)
-    rows.append(
-        [[nodes.strong(text="all chapters")]]
-        + [[nodes.strong(text=str(totals[v]))] for v in VERDICTS]
-        + [[nodes.strong(text=str(sum(totals.values())))]]
-        + [
-            [nodes.strong(text=f"{ok} of {paper}")],
-            [nodes.strong(text=f"{diagnosed} of {len(negatives)}")],
-        ]
-    )
-    container += _table(
-        [
-            "chapter",
-            "reproduced",
-            "qualitatively",
-            "not reproduced",
-            "not measured",
-            "claims",
-            "controlled",
-            "diagnosed",
-        ],
-        rows,
-        [26, 9, 9, 9, 9, 8, 11, 11],
-        ["optlab-scorecard-summary"],
-    )
-    # why what did not reproduce did not: counts by diagnosis
-    container += nodes.rubric(text=f"Why {len(negatives)} claims did not reproduce (in full)")
-    kinds = {k: [r for r in negatives if diagnosis_of(r) == k] for k in DIAGNOSIS_ORDER}
-    meaning = {**DIAGNOSES, "missing": "no diagnosis recorded"}
-    container += _table(
-        ["diagnosis", "meaning", "not reproduced", "qualitatively"],
-        [
-            [
-                [nodes.literal(text=k)],
-                meaning[k],
-                str(sum(r["verdict"] == NOT_REPRODUCED for r in group)),
-                str(sum(r["verdict"] == QUALITATIVE for r in group)),
-            ]
-            for k, group in kinds.items()
-        ],
-        [16, 52, 16, 16],
-        ["optlab-scorecard-summary", "optlab-scorecard-diagnoses"],
-    )
-    # every claim, grouped by verdict: what does not reproduce first, by diagnosis
-    for verdict in (NOT_REPRODUCED, QUALITATIVE, REPRODUCED, NOT_MEASURED):
-        group = [r for r in recs if r["verdict"] == verdict]
-        if verdict != REPRODUCED:
-            group.sort(key=lambda r: DIAGNOSIS_ORDER.index(diagnosis_of(r)))
-        container += nodes.rubric(text=f"{verdict.capitalize()} ({len(group)})")
-        if not group:
-            container += nodes.paragraph(text="None in this build.")
-            continue
-        rows = [
-            [
-                _chapter_title(env, r["chapter"]),
-                [_link(app, fromdoc, r, r["statement"])],
-                r.get("source", ""),
-                r.get("paper") or "—",
-                r.get("text", ""),
-                control_text(r) or "—",
-            ]
-            for r in group
-        ]
-        container += _table(
-            [
-                "chapter",
-                "claim",
-                "source",
-                "paper",
-                "measured",
-                "control" if verdict == REPRODUCED else "why",
-            ],
-            rows,
-            [14, 30, 8, 12, 18, 18],
-            ["optlab-claims", f"optlab-scorecard-{VERDICT_CLASS[verdict]}"],
-        )
-    return container
-
-
 def resolve(app: Any, doctree: Any, docname: str) -> None:
     """doctree-resolved: replace the placeholders by tables, scorecard and numbers."""
     from sphinx.util import logging
+
+    from lab.tooling.scorecard import scorecard_nodes
 
     logger = logging.getLogger(__name__)
     env = app.env
@@ -487,7 +369,7 @@ def resolve(app: Any, doctree: Any, docname: str) -> None:
             continue
         node.replace_self(_chapter_table(app, docname, crecs))
     for node in list(doctree.findall(scorecard)):
-        node.replace_self(_scorecard(app, docname, recs))
+        node.replace_self(scorecard_nodes(app, docname, recs))
     for node in list(doctree.findall(claim_ref)):
         rec = by_key.get(node["key"])
         if rec is None:
@@ -501,7 +383,7 @@ def resolve(app: Any, doctree: Any, docname: str) -> None:
             continue
         value = rec.get(node["field"], "")
         if node["field"] == "verdict":
-            node.replace_self(_verdict_node(value))
+            node.replace_self(verdict_node(value))
         else:
             node.replace_self(nodes.inline("", str(value), classes=["optlab-claim-value"]))
 
