@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "book" / "glossary.md"
 _REF = re.compile(r"\{term\}`([^`<]*?)(?:\s*<([^>]*)>)?`")
@@ -76,3 +78,16 @@ def test_the_notation_page_and_the_glossary_link_each_other():
     assert "{doc}`glossary`" in (ROOT / "book" / "notation.md").read_text()
     assert "{doc}`notation`" in GLOSSARY.read_text()
     assert "book/glossary" in (ROOT / "_toc.yml").read_text()
+
+
+@pytest.mark.book
+def test_the_sidebar_numbers_chapters_not_the_sections_of_a_page():
+    """A chapter is numbered (``4.``) and its notebooks are not (they used to read ``4.6``, after
+    the chapter page's own sections): the notebooks' map on the page numbers them."""
+    page = ROOT / "_build" / "html" / "book" / "eos" / "index.html"
+    if not page.exists():
+        pytest.skip("the book is not built (make book; make test builds it before pytest)")
+    nav = re.findall(r'<a class="reference internal" href="[^"]*">([^<]*)</a>', page.read_text())
+    chapters = [n for n in nav if re.match(r"\d+\. ", n)]
+    sections = [n for n in nav if re.match(r"\d+\.\d+\.", n)]
+    assert len(chapters) >= 19 and not sections, sections[:5]
