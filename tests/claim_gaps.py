@@ -20,10 +20,6 @@ by a better measurement.
 """
 
 GAPS: dict[str, set[str]] = {
-    "eos": {
-        "fragile:period-four-past-window",
-        "fragile:window-end-xy",
-    },
     "actor_critic": {
         "fragile:tuned-half-faster",
     },
@@ -39,12 +35,6 @@ GAPS: dict[str, set[str]] = {
     "medro": {
         "fragile:code-loss-vs-groupdro",
         "fragile:worst-group-vs-multihead",
-    },
-    "lp_sufficiency": {
-        "fragile:sufficient-never-wrong",
-    },
-    "spot": {
-        "fragile:loop-faster-64",
     },
     "cvrp": {
         "fragile:specialist-wins-loose",

@@ -468,8 +468,14 @@ def test_attractor_period_doubling_cascade_and_chaos():
     assert [periods[e].period for e in (0.9, 1.1, 1.25, 1.29)] == [1, 2, 4, 8]
     assert all(periods[e].lyapunov < 0 for e in (0.9, 1.1, 1.25))
     assert periods[1.35].period == 0 and periods[1.35].lyapunov > 0.05
+    for a in periods.values():  # the closure residuals decide the period: first P within tol
+        assert a.returns.shape == (64,)
+        closed = np.flatnonzero(a.returns <= 1e-9)
+        assert a.period == (closed[0] + 1 if closed.size else 0)
+    assert periods[1.25].returns[1] > 1e-3 and periods[1.25].returns[3] <= 1e-12
     blown = eos.attractor(xy, 3.0, eos.point_on_manifold(xy, 4.0, 1e-3), steps=400)
     assert blown.diverged and math.isnan(blown.lyapunov) and blown.period == 0
+    assert np.all(np.isnan(blown.returns))
 
 
 # ------------------------------------------------------------------------------------------

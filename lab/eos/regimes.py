@@ -350,6 +350,11 @@ class Attractor:
     diverged : bool
     late : ndarray, shape (2 max_period, D)
         The last iterates.
+    returns : ndarray, shape (max_period,)
+        ``returns[P - 1] = max_t ‖θ_{t+P} - θ_t‖_∞`` over ``late``: the closure residual that
+        ``period`` compares with ``tol`` (the period is the first ``P`` whose residual is
+        ``<= tol``), so how far each sits from ``tol`` says how firmly the period is decided;
+        NaN if the run diverged.
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
@@ -358,6 +363,7 @@ class Attractor:
     lyapunov: float
     diverged: bool
     late: np.ndarray = field(repr=False)
+    returns: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
 
 def attractor(
@@ -406,12 +412,10 @@ def attractor(
     W, _, diverged = gd_loop(model, w0, eta, steps + lyapunov_steps)
     late = W[-2 * max_period :]
     if diverged:
-        return Attractor(0, math.nan, True, late)
-    period = 0
-    for P in range(1, max_period + 1):
-        if np.max(np.abs(late[P:] - late[:-P])) <= tol:
-            period = P
-            break
+        return Attractor(0, math.nan, True, late, np.full(max_period, math.nan))
+    returns = np.array([np.max(np.abs(late[P:] - late[:-P])) for P in range(1, max_period + 1)])
+    closed = np.nonzero(returns <= tol)[0]
+    period = int(closed[0]) + 1 if closed.size else 0
     # largest Lyapunov exponent: tangent vector through D(GD) = I - η ∇²l (renormalised)
     rng = np.random.default_rng(0)
     v = rng.standard_normal(model.dim)
@@ -421,7 +425,7 @@ def attractor(
         v = (eye - eta * model.loss_hessian(w)) @ v  # eq. (6) differentiated: I - η ∇²l(θ)
         nv = float(np.linalg.norm(v))
         if nv == 0.0:
-            return Attractor(period, -math.inf, False, late)
+            return Attractor(period, -math.inf, False, late, returns)
         total += math.log(nv)
         v /= nv
-    return Attractor(period, total / lyapunov_steps, False, late)
+    return Attractor(period, total / lyapunov_steps, False, late, returns)
