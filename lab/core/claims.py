@@ -547,6 +547,16 @@ class Chapter:
         self.claims[id] = c
         return c
 
+    def __getitem__(self, cid: str) -> Claim:
+        """The declared claim ``cid`` (a registry's notebook records ``C[cid].record(...)``)."""
+        try:
+            return self.claims[cid]
+        except KeyError:
+            raise KeyError(
+                f"chapter {self.slug!r} declares no claim {cid!r} in this notebook; declared: "
+                f"{sorted(self.claims)}"
+            ) from None
+
     def records(self) -> list[Record]:
         """The records made so far, in declaration order."""
         return [c.recorded for c in self.claims.values() if c.recorded is not None]
