@@ -42,8 +42,4 @@ GAPS: dict[str, set[str]] = {
         "fragile:vct-flattens",
         "margin:experts-specialise",
     },
-    "arecho": {
-        "fragile:chain-beats-tokens",
-        "fragile:confidence-first",
-    },
 }
