@@ -36,10 +36,4 @@ GAPS: dict[str, set[str]] = {
         "fragile:code-loss-vs-groupdro",
         "fragile:worst-group-vs-multihead",
     },
-    "cvrp": {
-        "fragile:specialist-wins-loose",
-        "fragile:specialist-wins-tight",
-        "fragile:vct-flattens",
-        "margin:experts-specialise",
-    },
 }

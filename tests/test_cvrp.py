@@ -422,6 +422,40 @@ def test_instance_comparison():
         cvrp.instance_comparison([], "s", ["a"], 10)
 
 
+def test_cached_reference_sets_belong_to_their_instances(tmp_path, monkeypatch):
+    """The notebooks' larger test sets (both seed sets of the seed-shift check) are cached, each
+    file matches the hash of its instances, and a cache of other instances is refused."""
+    import json
+
+    from lab.core.numerics import SEED_SHIFTS
+    from lab.cvrp import experiments as ex
+
+    for shift in SEED_SHIFTS:  # notebook 2: lab.seeds(2026, 2027)
+        assert ex._reference_file(256, 2026 + shift).exists()
+        assert ex._reference_file(128, 2027 + shift).exists()
+    assert ex._reference_file(16, 1234).exists()  # notebook 2's decoding explorer
+    files = sorted(ex.REFERENCE_FILE.parent.glob("pyvrp-reference-*x*.json"))
+    assert len(files) >= 5
+    for f in files:
+        data = json.loads(f.read_text())
+        s = data["settings"]
+        assert data["fingerprint"] == ex._fingerprint(s["instances"], s["n"], s["seed"])
+        assert all(len(v) == s["instances"] for v in data["lengths"].values())
+        assert all(min(v) > 0 for v in data["lengths"].values())
+    r = cvrp.reference_lengths((10, 200), instances=256, seed=2026)
+    assert [a.shape for a in r] == [(256,), (256,)]
+    first = cvrp.reference_lengths((200,), instances=256, seed=2026, live=5)[0]
+    np.testing.assert_array_equal(first, r[1][:5])  # the first `live` from the cache
+    monkeypatch.setattr(ex, "REFERENCE_FILE", tmp_path / "pyvrp-reference.json")
+    settings = {"n": 20, "instances": 3, "seed": 7, "seconds": 0.2}
+    bad = {"settings": settings, "fingerprint": "0" * 16, "lengths": {"10": [1.0, 2.0, 3.0]}}
+    ex._reference_file(3, 7).write_text(json.dumps(bad))
+    with pytest.raises(RuntimeError, match="does not belong"):
+        cvrp.reference_lengths((10,), instances=3, seed=7)
+    with pytest.raises(TypeError, match="cache"):
+        cvrp.reference_lengths((10,), instances=3, seed=7, cache=1)
+
+
 # ------------------------------------------------------------------------------------------
 # parity with the authors' code (tests/fixtures/official/cvrp_official.json)
 # ------------------------------------------------------------------------------------------

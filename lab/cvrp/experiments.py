@@ -242,6 +242,46 @@ REFERENCE_FILE = Path(__file__).with_name("data") / "pyvrp-reference.json"
 REFERENCE_SETTINGS = {"n": 20, "instances": 32, "seed": 1234, "seconds": 0.2}
 
 
+def _reference_file(instances: int, seed: int) -> Path:
+    """Where the cached PyVRP lengths of ``generate_cvrp(instances, 20, C, seed)`` live."""
+    s = REFERENCE_SETTINGS
+    if (instances, seed) == (s["instances"], s["seed"]):
+        return REFERENCE_FILE
+    return REFERENCE_FILE.with_name(f"pyvrp-reference-{instances}x{seed}.json")
+
+
+def _fingerprint(instances: int, n: int, seed: int) -> str:
+    """A hash of the customers of ``generate_cvrp(instances, n, C, seed)`` (the same at every
+    ``C``): a cached reference is only read for the instances it was solved on."""
+    import hashlib
+
+    b = generate_cvrp(instances, n, 10, seed=seed)
+    xy = np.round(b.xy.double().numpy() * 1e6).astype(np.int64)
+    q = b.demand.numpy().astype(np.int64)
+    return hashlib.sha256(xy.tobytes() + q.tobytes()).hexdigest()[:16]
+
+
+def _stored(caps, instances, n, seed, seconds, first) -> list | None:
+    """The cached lengths of the first ``first`` instances per capacity, or None."""
+    path = _reference_file(instances, seed)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    s = data["settings"]
+    if (s["n"], s["instances"], s["seed"], s["seconds"]) != (n, instances, seed, seconds):
+        return None
+    stored = data["lengths"]
+    if not all(len(stored.get(f"{c:g}", ())) >= first for c in caps):
+        return None
+    if "fingerprint" in data and data["fingerprint"] != _fingerprint(instances, n, seed):
+        raise RuntimeError(
+            f"{path.name} does not belong to generate_cvrp({instances}, {n}, C, seed={seed}) "
+            "(the instance generator changed?): rerun `python -m lab.cvrp.experiments "
+            f"--instances {instances} --seed {seed}`"
+        )
+    return [np.array(stored[f"{c:g}"][:first]) for c in caps]
+
+
 def reference_lengths(
     capacities: Sequence[float] = CAPACITIES,
     instances: int = 32,
@@ -253,16 +293,18 @@ def reference_lengths(
 ) -> list:
     """PyVRP lengths of the test instances (``generate_cvrp(instances, n, C, seed)``) per ``C``.
 
-    With ``cache`` and the shipped settings (``REFERENCE_SETTINGS``, any subset of its
-    capacities) the lengths come from ``REFERENCE_FILE`` (made by
-    ``python -m lab.cvrp.experiments``); otherwise PyVRP runs ``seconds`` per instance on the
-    first ``live`` instances (default all; the instances depend on ``instances``, since the
-    generator draws the whole batch).
+    With ``cache`` the lengths come from the file of these settings in ``lab/cvrp/data`` when
+    it holds every capacity (``REFERENCE_FILE`` for ``REFERENCE_SETTINGS``; the other sets of
+    the chapter in ``pyvrp-reference-<instances>x<seed>.json``, each made by
+    ``python -m lab.cvrp.experiments --instances ... --seed ...`` and checked against a hash of
+    the instances); otherwise PyVRP runs ``seconds`` per instance. Either way only the first
+    ``live`` instances (default all) are returned (the instances depend on ``instances``,
+    since the generator draws the whole batch).
 
     Returns
     -------
     list of numpy.ndarray
-        One ``(instances,)`` array per capacity, for ``gap_table(..., reference=...)``.
+        One ``(live,)`` array per capacity, for ``gap_table(..., reference=...)``.
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
@@ -273,17 +315,12 @@ def reference_lengths(
     n = check_int("n", n, 2)
     seed = check_int("seed", seed, 0)
     seconds = check_positive("seconds", seconds)
-    s = REFERENCE_SETTINGS
-    if (
-        cache
-        and (n, seed, seconds) == (s["n"], s["seed"], s["seconds"])
-        and instances == s["instances"]
-        and REFERENCE_FILE.exists()
-    ):
-        stored = json.loads(REFERENCE_FILE.read_text())["lengths"]
-        if all(f"{c:g}" in stored for c in caps):
-            return [np.array(stored[f"{c:g}"][:instances]) for c in caps]
     live = instances if live is None else check_int("live", live, 1, instances)
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be a bool (got {type(cache).__name__})")
+    stored = _stored(caps, instances, n, seed, seconds, live) if cache else None
+    if stored is not None:
+        return stored
     idx = list(range(live))
     return [
         reference_costs(generate_cvrp(instances, n, c, seed=seed).subset(idx), seconds)
@@ -467,20 +504,43 @@ def training_table(keys=None) -> list[dict]:
     return rows
 
 
-def main() -> int:  # pragma: no cover - the one-off command that wrote REFERENCE_FILE
-    """``python -m lab.cvrp.experiments``: recompute and store the PyVRP reference."""
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - one-off command
+    """``python -m lab.cvrp.experiments [--instances I --seed S --capacities C ...]``: solve
+    and store a PyVRP reference (default: the shipped ``REFERENCE_SETTINGS`` set)."""
+    import argparse
+
     s = REFERENCE_SETTINGS
-    ref = reference_lengths(CAPACITIES, s["instances"], s["n"], s["seed"], s["seconds"], False)
-    REFERENCE_FILE.parent.mkdir(exist_ok=True)
-    payload = {
-        "settings": {**s, "capacities": list(CAPACITIES)},
-        "command": "python -m lab.cvrp.experiments",
-        "lengths": {
-            f"{c:g}": [round(float(x), 6) for x in r] for c, r in zip(CAPACITIES, ref, strict=True)
-        },
-    }
-    REFERENCE_FILE.write_text(json.dumps(payload, indent=1) + "\n")
-    print(f"wrote {REFERENCE_FILE}")
+    p = argparse.ArgumentParser(prog="python -m lab.cvrp.experiments", description=main.__doc__)
+    p.add_argument("--instances", type=int, default=s["instances"])
+    p.add_argument("--seed", type=int, default=s["seed"])
+    p.add_argument("--capacities", type=float, nargs="+", default=list(CAPACITIES))
+    a = p.parse_args(argv)
+    caps = [int(c) if c == int(c) else c for c in a.capacities]
+    ref = reference_lengths(caps, a.instances, s["n"], a.seed, s["seconds"], False)
+    path = _reference_file(a.instances, a.seed)
+    path.parent.mkdir(exist_ok=True)
+    settings = {"n": s["n"], "instances": a.instances, "seed": a.seed, "seconds": s["seconds"]}
+    lengths = {f"{c:g}": [round(float(x), 6) for x in r] for c, r in zip(caps, ref, strict=True)}
+    if path == REFERENCE_FILE:  # the shipped file's layout, unchanged
+        payload = {
+            "settings": {**settings, "capacities": caps},
+            "command": "python -m lab.cvrp.experiments",
+            "lengths": lengths,
+        }
+        path.write_text(json.dumps(payload, indent=1) + "\n")
+    else:  # one line per capacity
+        command = (
+            f"python -m lab.cvrp.experiments --instances {a.instances} --seed {a.seed} "
+            "--capacities " + " ".join(f"{c:g}" for c in caps)
+        )
+        head = {
+            "settings": {**settings, "capacities": caps},
+            "fingerprint": _fingerprint(a.instances, s["n"], a.seed),
+            "command": command,
+        }
+        rows = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in lengths.items())
+        path.write_text(json.dumps(head, indent=1)[:-2] + ',\n "lengths": {\n' + rows + "\n }\n}\n")
+    print(f"wrote {path}")
     return 0
 
 
