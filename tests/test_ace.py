@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ import torch.nn as nn
 from lab import ace
 from lab.ace.converged import converged_run, load_converged
 from lab.ace.experiments import load_sweep, run_sweep, sweep_mse
+from lab.core.fixtures import official_fixture
 
 
 class _Const(nn.Module):
@@ -355,9 +355,9 @@ def test_cuda_matches_cpu_trajectory():
 
 
 # ----------------------------------------------------------------------------------------
-# Parity with the authors' code (tests/fixtures/official/ace_official.json)
+# Parity with the authors' code (lab/core/official/ace_official.json)
 # ----------------------------------------------------------------------------------------
-OFFICIAL = Path(__file__).parent / "fixtures" / "official" / "ace_official.json"
+OFFICIAL = official_fixture("ace_official.json")
 
 
 def test_official_fixture_has_its_provenance():

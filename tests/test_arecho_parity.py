@@ -6,13 +6,13 @@ provenance, the tokenizer, the two-step search and UniVERSA's loss, replayed by
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from lab import arecho as ar
+from lab.core.fixtures import official_fixture
 
-OFFICIAL = Path(__file__).parent / "fixtures" / "official" / "arecho_official.json"
+OFFICIAL = official_fixture("arecho_official.json")
 
 
 def test_official_fixture_provenance_is_complete():

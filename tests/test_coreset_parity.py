@@ -1,23 +1,23 @@
 """Tests of lab.coreset, second file: per-class selection (the paper's protocol) and parity
-with the official code (tests/fixtures/official/coreset_official.json), the Newton steps of the
+with the official code (lab/core/official/coreset_official.json), the Newton steps of the
 alignment study, and the stacked trainer of notebook 3 (tests/test_coreset.py holds the rest).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from lab import coreset as cs
+from lab.core.fixtures import official_fixture
 
 # ------------------------------------------------------------------------------------------
 # per-class selection (the paper's protocol) and parity with the official code
 # ------------------------------------------------------------------------------------------
-OFFICIAL = Path(__file__).parent / "fixtures" / "official" / "coreset_official.json"
+OFFICIAL = official_fixture("coreset_official.json")
 TIE = 1e-9  # relative: two marginal gains this close are the same gain (a tie)
 
 

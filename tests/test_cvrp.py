@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from lab import cvrp
+from lab.core.fixtures import official_fixture
 from lab.cvrp.store import CHECKPOINT_DIR, TRAIN_STEPS, checkpoint_file
 from lab.cvrp.train import build_and_train
 
@@ -457,9 +458,9 @@ def test_cached_reference_sets_belong_to_their_instances(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------
-# parity with the authors' code (tests/fixtures/official/cvrp_official.json)
+# parity with the authors' code (lab/core/official/cvrp_official.json)
 # ------------------------------------------------------------------------------------------
-OFFICIAL = CHECKPOINT_DIR.parents[2] / "tests" / "fixtures" / "official" / "cvrp_official.json"
+OFFICIAL = official_fixture("cvrp_official.json")
 
 
 def test_official_fixture_has_its_provenance():

@@ -22,6 +22,7 @@ import scipy.linalg
 import torch
 
 from lab import halo
+from lab.core.fixtures import official_fixture
 from lab.halo import fwht_cpu
 from lab.halo.formats import round_minifloat
 
@@ -485,9 +486,9 @@ def test_triton_kernels_in_interpreter():
 
 
 # ------------------------------------------------------------------------------------------
-# Parity with the official code (tests/fixtures/official/halo_official.json)
+# Parity with the official code (lab/core/official/halo_official.json)
 # ------------------------------------------------------------------------------------------
-OFFICIAL = ROOT / "tests/fixtures/official/halo_official.json"
+OFFICIAL = official_fixture("halo_official.json")
 #: the official products are bfloat16 (the GEMM's output, then one rotation in bfloat16 for
 #: E_X and G at levels 1, 2): two roundings of 2^-8 relative at most
 PRODUCT_TOL = 2.0**-7

@@ -358,7 +358,7 @@ def test_cuda_train_matches_shapes(data):
 
 
 # ------------------------------------------------------------------ parity with the authors' code
-# tests/fixtures/official/medro_official.json: MEDRO, GroupDRO and MEDRO_gate of
+# lab/core/official/medro_official.json: MEDRO, GroupDRO and MEDRO_gate of
 # jyjeongku/MEDRO (SubpopBench/subpopbench/learning/algorithms.py) on a shared tabular instance
 PARITY_TOL = 1e-12  # float64; measured: at most 3e-15 (round-off)
 

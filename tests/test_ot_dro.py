@@ -343,7 +343,7 @@ def test_lazy_import_is_cheap():
 
 
 # ------------------------------------------------------------------ parity with the authors' code
-# tests/fixtures/official/ot_dro_official.json: AdaDROLoss and the two ReferenceDistributionFilter
+# lab/core/official/ot_dro_official.json: AdaDROLoss and the two ReferenceDistributionFilter
 # variants of h305142/AdaDRO on shared instances (float64)
 def _official():
     from lab.ot_dro import official

@@ -46,7 +46,7 @@ the non-equivariant branches:
 
 * The dual step uses the slack measured *before* the primal step (simultaneous GDA, as
   Cooper's ``SimultaneousOptimizer``). The official loop does the same: on the parity fixture
-  (``tests/fixtures/official/ace_official.json``) our equality-mode coefficients and multipliers
+  (``lab/core/official/ace_official.json``) our equality-mode coefficients and multipliers
   equal the authors' bit for bit, with Adam or SGD and with or without the augmented term.
 * The resilient cost is $\tfrac\rho2\lVert u\rVert^2$ and the multipliers ascend on
   $|\gamma_i| - u_i$ (the paper's form). The official loop prices $\rho\lVert u\rVert^2$,

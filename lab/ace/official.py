@@ -1,6 +1,6 @@
 """Parity with the authors' code: our `ACE` engine replayed on the official-code fixture.
 
-``tests/fixtures/official/ace_official.json`` holds the homotopy coefficients, multipliers and
+``lab/core/official/ace_official.json`` holds the homotopy coefficients, multipliers and
 slacks of the authors' primal-dual loop (``run_epoch`` and ``compute_slacks`` of
 ``Steerable-E3-GNN/nbody/train_nbody.py`` in ``andreimano/ACE``, run in a scratch folder
 outside this project) on a small shared instance: a two-layer homotopy model
@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.core.fixtures import official_fixture
+
 __all__ = ["OFFICIAL_FIXTURE", "official_parity"]
 
-#: the authors' primal-dual loop on a shared instance (``tests/fixtures/official/``)
-OFFICIAL_FIXTURE = Path(__file__).resolve().parents[2] / "tests/fixtures/official/ace_official.json"
+#: the authors' primal-dual loop on a shared instance (``lab/core/official/``)
+OFFICIAL_FIXTURE = official_fixture("ace_official.json")
 
 
 def official_parity(path: str | Path | None = None) -> dict[str, dict[str, np.ndarray]]:

@@ -40,7 +40,7 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
   lower threshold: ``MetricTokenizer(representative="lower")``); our thresholds are the
   interior percentiles (the official ones add the training minimum and maximum and use
   linear interpolation; with ``n_bins = token_size - 2`` on a sample where interpolation lands
-  on data points the two coincide, see ``tests/fixtures/official/arecho_official.json``); no
+  on data points the two coincide, see ``lab/core/official/arecho_official.json``); no
   per-metric pad token and no ``<eos>``; a categorical metric keeps one token per class (the
   official thresholds path merges its top two classes); the formulas of the non-linear
   spacings are ours (the names follow the official options).

@@ -1,6 +1,6 @@
 """Parity with the official code: our tokenizer, decoder and loss on the official-code fixture.
 
-``tests/fixtures/official/arecho_official.json`` holds the outputs of four official functions
+``lab/core/official/arecho_official.json`` holds the outputs of four official functions
 (``ftshijt/espnet``, branch ``universa_plus``), run in a scratch folder outside this project on
 a small shared instance: the metric tokenizer (``create_tokenizer`` of
 ``train_metric_tokenizer.py``, ``metric2token`` / ``tokenseq2metric`` of
@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.fixtures import official_fixture
+
 from .reference import MetricTokenizer
 
 __all__ = ["OFFICIAL_FIXTURE", "official_parity", "OfficialToyDecoder", "official_tokenizer"]
 
-#: the official functions' outputs on a shared instance (``tests/fixtures/official/``)
-OFFICIAL_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "tests/fixtures/official/arecho_official.json"
-)
+#: the official functions' outputs on a shared instance (``lab/core/official/``)
+OFFICIAL_FIXTURE = official_fixture("arecho_official.json")
 
 
 def _load(path: str | Path | None) -> dict[str, Any]:

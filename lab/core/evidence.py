@@ -158,7 +158,7 @@ def diagnosis(kind: str, evidence: str = "", **data: Any) -> Diagnosis:
         - ``"noise-floor"``: the paper's margin is below what the seeds resolve; needs ``se=``
           (the standard error, computed);
         - ``"official-code"``: the official implementation agrees on our instance; needs
-          ``fixture=`` (the path of its recorded outputs under ``tests/fixtures/official/``);
+          ``fixture=`` (the path of its recorded outputs under ``lab/core/official/``);
         - ``"deviation"``: needs ``deviation=``, the name of an entry of the chapter's
           "Deviations from the paper" list;
         - ``"open"``: none of these yet (allowed, counted and shown on the scorecard).

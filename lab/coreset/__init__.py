@@ -75,7 +75,7 @@ See: book/coreset/01-facility-location.ipynb
 - The similarity of facility location is eq. (2), ``d_max - d`` (CRAIG's); the official
   selection (CREST's ``get_orders_and_weights`` through submodlib) uses ``exp(-d / m)`` with
   ``m`` the feature dimension. Both are available (``similarity="exp"`` reproduces the official
-  picks, ``tests/fixtures/official/coreset_official.json``); the chapter's runs use eq. (2).
+  picks, ``lab/core/official/coreset_official.json``); the chapter's runs use eq. (2).
   Selection is per class with the budget split equally, as the official code does.
 - The Newton-step error of ``alignment_study`` compares the steps inside the range of the
   coreset Hessian (a coreset of ``B`` points gives a Hessian of rank at most ``B (c - 1)``,

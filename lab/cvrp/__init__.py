@@ -73,7 +73,7 @@ tour).
 * ``experiments.py``: the drivers (computed and cached here): ``gap_table``, ``seed_gaps``,
   ``training_table``, ``expert_lengths``, ``expert_table``, ``solve_all``, ``shipped_models``.
 * ``parity.py``: ``official_parity``, our model on the official fixture
-  (``tests/fixtures/official/cvrp_official.json``).
+  (``lab/core/official/cvrp_official.json``).
 * ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint(name, seed)``) and
   the script that made them (``python -m lab.cvrp.train --name ... --seed ...``).
 * ``figures.py``: plotly figure builders (they only draw).

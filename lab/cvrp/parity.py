@@ -1,4 +1,4 @@
-"""Parity with the official code: replay ``tests/fixtures/official/cvrp_official.json``.
+"""Parity with the official code: replay ``lab/core/official/cvrp_official.json``.
 
 The fixture holds the official MVMoE-style CVRP model of CIAM-Group/Rethinking_Constraint_Tightness
 (``SINGLE_Encoder``, ``SINGLE_Decoder``, ``CVRPEnv``) run in float64 on a small instance with

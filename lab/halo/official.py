@@ -1,7 +1,7 @@
 """Parity with the authors' code: our quantizers, Hadamard transform and HALO products
 replayed on the official-code fixture.
 
-``tests/fixtures/official/halo_official.json`` holds the outputs of the official ``qllmt``
+``lab/core/official/halo_official.json`` holds the outputs of the official ``qllmt``
 package (``IST-DASLab/HALO``: the quantizers of ``qllmt/functional/quantization.py``,
 ``right_had`` of ``qllmt/functional/hadamard.py`` and the autograd functions
 ``HaloFnLevel0``, ``HaloFnLevel1WithQFSDPBackwardXH``, ``HaloFnLevel2WithQFSDPBackwardXH``),
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lab.core.fixtures import official_fixture
+
 __all__ = ["OFFICIAL_FIXTURE", "official_parity"]
 
-#: the official qllmt functions on a shared instance (``tests/fixtures/official/``)
-OFFICIAL_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "tests/fixtures/official/halo_official.json"
-)
+#: the official qllmt functions on a shared instance (``lab/core/official/``)
+OFFICIAL_FIXTURE = official_fixture("halo_official.json")
 
 
 def _rel(ours, official) -> float:

@@ -5,7 +5,7 @@ Jeong, Kahng, Kim. *Multi-Expert Distributionally Robust Optimization for Out-of
 Generalization.* NeurIPS 2025. [OpenReview Lz5BUjArK4](https://openreview.net/forum?id=Lz5BUjArK4).
 Official code: the GitHub repository jyjeongku/MEDRO (built on SubpopBench); its ``MEDRO``,
 ``GroupDRO`` and ``MEDRO_gate`` classes were run on a shared instance and our kernels reproduce
-them to round-off (`official_parity`, ``tests/fixtures/official/medro_official.json``).
+them to round-off (`official_parity`, ``lab/core/official/medro_official.json``).
 
 ## Method (Sec. 3.5, Algorithm 1 in App. A.3)
 

@@ -1,6 +1,6 @@
 """Parity with the authors' code: our MEDRO kernels replayed on the official-code fixture.
 
-``tests/fixtures/official/medro_official.json`` holds what the authors' SubpopBench classes
+``lab/core/official/medro_official.json`` holds what the authors' SubpopBench classes
 (``MEDRO``, ``GroupDRO`` and ``MEDRO_gate`` of ``SubpopBench/subpopbench/learning/algorithms.py``
 in ``jyjeongku/MEDRO``, run in a scratch folder outside this project) computed on a small shared
 tabular instance: the adversary's weights and the loss after each of 12 SGD steps, the final
@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.core.fixtures import official_fixture
+
 __all__ = ["OFFICIAL_FIXTURE", "official_parity"]
 
-#: the authors' MEDRO / GroupDRO / gate on a shared instance (``tests/fixtures/official/``)
-OFFICIAL_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "tests/fixtures/official/medro_official.json"
-)
+#: the authors' MEDRO / GroupDRO / gate on a shared instance (``lab/core/official/``)
+OFFICIAL_FIXTURE = official_fixture("medro_official.json")
 
 
 def _network(init: dict, n_heads: int):

@@ -1,6 +1,6 @@
 """Parity with the authors' code: our AdaDRO kernels replayed on the official-code fixture.
 
-``tests/fixtures/official/ot_dro_official.json`` holds what the authors' loss and filters
+``lab/core/official/ot_dro_official.json`` holds what the authors' loss and filters
 (``AdaDROLoss`` in ``losses/adadro_loss.py``, ``ReferenceDistributionFilter`` in
 ``utils/filtering_o1.py`` and ``utils/filtering.py`` of ``h305142/AdaDRO``, run in a scratch
 folder outside this project) computed on small shared instances, float64, with its provenance.
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.core.fixtures import official_fixture
+
 __all__ = ["OFFICIAL_FIXTURE", "OFFICIAL_GUARD", "official_parity"]
 
-#: the authors' loss and filters on shared instances (``tests/fixtures/official/``)
-OFFICIAL_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "tests/fixtures/official/ot_dro_official.json"
-)
+#: the authors' loss and filters on shared instances (``lab/core/official/``)
+OFFICIAL_FIXTURE = official_fixture("ot_dro_official.json")
 #: the constant the official ``compute_worst_case_distribution`` adds to ``lam * eps`` (and to
 #: the normalisers): ``exponent / (lam * eps + 1e-8)``
 OFFICIAL_GUARD = 1e-8
