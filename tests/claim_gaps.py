@@ -20,14 +20,6 @@ by a better measurement.
 """
 
 GAPS: dict[str, set[str]] = {
-    "actor_critic": {
-        "fragile:tuned-half-faster",
-    },
-    "koala": {
-        "fragile:beats-koalav",
-        "fragile:step-grows-ema-r",
-        "margin:lr-drop-response",
-    },
     "halo": {
         "diagnosis:int8-halo2-near-bf16",
         "fragile:fp6-halo1",

@@ -446,3 +446,22 @@ def test_precomputed_widget_values_are_memo_reads():
     assert ac.precompute_schedules(K=200, runs=2, seed=1) == 28
     assert hasattr(ac.precompute_schedules, "clear")  # memoised in experiments.py
     assert len(figures.schedule_figure(0.666667, 0.0, 0.1, 1.0, K=200, runs=2, seed=1).data) == 5
+
+
+def test_run_grid_run_seed_draws_the_runs_not_the_mdp():
+    from lab.actor_critic import experiments as ex
+
+    c = [(0.5, 0.666667, 0.1, 1.0)]
+    ((h, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False)
+    ((same, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False, run_seed=7)
+    assert same is h  # run_seed = seed is the default's run (one stored entry)
+    ((other, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False, run_seed=8)
+    assert other.J_star == h.J_star  # the same MDP
+    assert not np.array_equal(other.gaps, h.gaps)  # other random numbers
+    mdp8 = ac.random_mdp(6, 3, 0.9, 8)
+    ((h8, _),) = ex.run_grid(c, K=200, runs=3, seed=8, with_pg=False)
+    assert h8.J_star != h.J_star and h8.J_star == pytest.approx(
+        ac.optimal_values(mdp8)[0] @ mdp8.rho
+    )
+    with pytest.raises(ValueError, match="run_seed"):
+        ex.run_grid(c, K=200, runs=3, seed=7, run_seed=-1)

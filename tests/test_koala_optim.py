@@ -413,3 +413,41 @@ def test_step_times_ekf_is_dense_and_bounded():
     assert st.seconds["ekf"] > 0
     with pytest.raises(ValueError, match="ekf"):
         koala.step_times(((100, 100),), optimizers=("ekf",))
+
+
+def test_batched_seed_runs_are_the_runs_of_one_seed():
+    """seed_runs(batched=True) (every seed's network in one batch) gives each seed the run
+    train_digits gives it: float64, to rounding (the batched products add in another order),
+    the learning-rate drop included."""
+    cases = (
+        ("koalav", {"lr_drop_epoch": 2}),
+        ("koalapp", {"lr_drop_epoch": 2}),
+        ("koalapp_vanilla", {"r": 1.0}),
+        ("sgd", {"momentum": 0.0}),
+        ("adam", {}),
+    )
+    for name, kw in cases:
+        many = koala.seed_runs(name, (0, 3), epochs=2, batched=True, dtype="float64", **kw)
+        for s, run in zip((0, 3), many, strict=True):
+            one = koala.train_digits(name, epochs=2, seed=s, dtype="float64", **kw)
+            np.testing.assert_allclose(run.train_loss, one.train_loss, rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(run.test_acc, one.test_acc, atol=1e-7, err_msg=name)
+            np.testing.assert_allclose(run.step_size, one.step_size, rtol=1e-10, err_msg=name)
+            assert run.finite and run.steps == one.steps and run.optimizer == name
+
+
+def test_batched_seed_runs_validate():
+    with pytest.raises(ValueError, match="optimizer"):
+        koala.seed_runs("rmsprop", (0, 1), batched=True)
+    with pytest.raises(ValueError, match="momentum"):
+        koala.seed_runs("adam", (0, 1), batched=True, momentum=0.5)
+    with pytest.raises(ValueError, match="seeds"):
+        koala.seed_runs("koalav", (1, 1), batched=True)
+    with pytest.raises(ValueError, match="known"):
+        koala.seed_runs("koalav", (0, 1), batched=True, known={0: None})
+    with pytest.raises(TypeError, match="batched"):
+        koala.seed_runs("koalav", (0, 1), batched="yes")
+    with pytest.raises(ValueError, match="lr"):
+        koala.seed_runs("koalapp", (0, 1), batched=True, lr=-1.0)
+    with pytest.raises(TypeError, match="seeds"):
+        koala.experiments.train_digits_seeds("koalav", 3)

@@ -279,10 +279,11 @@ _GRID: dict[tuple, tuple] = {}  # the runs run_grid made, keyed like cached_run'
 
 
 def _grid_key(p_actor, p_critic, c_actor, c_critic, K, runs, seed, n_states, gamma, with_pg,
-              critic_cap) -> tuple:  # fmt: skip
+              critic_cap, run_seed=None) -> tuple:  # fmt: skip
     cap = None if critic_cap is None else float(critic_cap)
+    draws = int(seed) if run_seed is None else int(run_seed)  # the runs' random numbers
     return (float(p_actor), float(p_critic), float(c_actor), float(c_critic), int(K), int(runs),
-            int(seed), int(n_states), float(gamma), bool(with_pg), cap)  # fmt: skip
+            int(seed), int(n_states), float(gamma), bool(with_pg), cap, draws)  # fmt: skip
 
 
 def run_grid(
@@ -294,6 +295,7 @@ def run_grid(
     gamma: float = 0.9,
     with_pg: bool = True,
     critic_cap: float | None = None,
+    run_seed: int | None = None,
 ) -> list[tuple[ACHistory, PGHistory | None]]:
     """:func:`cached_run` for many schedules in one batched computation (what a widget reads).
 
@@ -304,6 +306,10 @@ def run_grid(
     ``with_pg``) are batched the same way. Each run is stored, so that a later
     ``cached_run(*config, K, runs, seed, ...)`` returns it without computing; schedules already
     stored are not recomputed. Returns the ``(history, pg)`` pairs in the order of ``configs``.
+
+    ``seed`` draws the MDP (``random_mdp(n_states, 3, gamma, seed)``) and, unless ``run_seed``
+    is given, the runs' random numbers too; ``run_seed`` draws the runs alone, so that the runs
+    of one MDP can be repeated on another seed set (the registered seed shift, ``lab.seeds``).
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
@@ -325,13 +331,17 @@ def run_grid(
     seed = check_int("seed", seed, 0, 2**32 - 1)
     n_states = check_int("n_states", n_states, 1, 10**4)
     with_pg = bool(with_pg)
-    keys = [_grid_key(*c, K, runs, seed, n_states, gamma, with_pg, critic_cap) for c in configs]
+    if run_seed is not None:
+        run_seed = check_int("run_seed", run_seed, 0, 2**32 - 1)
+    keys = [_grid_key(*c, K, runs, seed, n_states, gamma, with_pg, critic_cap, run_seed)
+            for c in configs]  # fmt: skip
     todo = list(dict.fromkeys(k for k in keys if k not in _GRID))
     if todo:
         mdp = random_mdp(n_states, 3, gamma, seed)
         actors = [StepSchedule(k[2], k[0]) for k in todo]
         critics = [StepSchedule(k[3], k[1], cap=critic_cap) for k in todo]
-        hists = ac_many_schedules(mdp, K, actors, critics, runs, seed, eval_points=60)
+        draws = seed if run_seed is None else run_seed
+        hists = ac_many_schedules(mdp, K, actors, critics, runs, draws, eval_points=60)
         pgs = [None] * len(todo)
         if with_pg:  # the exact ascent depends on the actor's schedule only
             pg_keys = list(dict.fromkeys((k[0], k[2]) for k in todo))

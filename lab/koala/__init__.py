@@ -99,7 +99,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``fast.py`` | torch: ``koalapp_foreach_`` (multi-tensor; on CPU host-side flags and ``torch._foreach_*`` ops, on CUDA one flat buffer without host syncs), ``init_state``, the per-tensor loop |
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
-| ``training.py`` | ``train_digits`` (``TrainRun``): the digits MLP of notebook 2 with any of the five optimizers |
+| ``training.py`` | ``train_digits`` (``TrainRun``): the digits MLP of notebook 2 with any of the five optimizers; ``train_digits_seeds``: the same runs for many seeds in one batch (stacked weights), what ``seed_runs(batched=True)`` calls |
 | ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
 | ``figures.py`` | plotly figures for the widgets |
 | ``counting.py`` | ``step_counts`` (``StepCounts``): the work and memory traffic of one optimizer step, counted per aten op by ``OpCounter`` (a ``TorchDispatchMode``; on the meta device, so a dense-covariance EKF of a 1.9M-weight MLP is counted without allocating): the cost the claim ``koala/step-cost`` decides on |
