@@ -20,10 +20,7 @@ by a better measurement.
 """
 
 GAPS: dict[str, set[str]] = {
-    "halo": {
-        "diagnosis:int8-halo2-near-bf16",
-        "fragile:fp6-halo1",
-    },
+    "halo": {},
     "medro": {
         "fragile:code-loss-vs-groupdro",
         "fragile:worst-group-vs-multihead",

@@ -302,6 +302,19 @@ def test_shared_alignment_errors_are_alignment_errors_bit_for_bit():
         assert shared[m] == cs.alignment_errors(W, X, y, idx, w, sigma=0.2, draws=3, seed=7)
 
 
+def test_alignment_study_without_hessians_keeps_the_gradient_errors():
+    X, y, _, _ = cs.digits_split()
+    kw = dict(noise=0.4, pool_size=60, budget=10, K=3, sigma=0.2, eval_draws=2, seed=5)
+    full = cs.alignment_study(X, y, trials=2, **kw)
+    grad = cs.alignment_study(X, y, trials=3, hessians=False, **kw)
+    for m in cs.METHODS:  # the first trials are the same pools, selections and draws
+        assert np.array_equal(grad.grad[m][:2], full.grad[m])
+        assert np.array_equal(grad.share[m][:2], full.share[m])
+        assert np.isnan(grad.hess[m]).all() and np.isnan(grad.newton[m]).all()
+    with pytest.raises(TypeError, match="hessians"):
+        cs.alignment_study(X, y, trials=1, hessians="no", **kw)
+
+
 def test_alignment_study_memoises_the_fit_on_the_data():
     from lab.coreset import experiments as ex
 

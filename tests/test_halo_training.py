@@ -109,6 +109,17 @@ def _gain_mlp():
     ))  # fmt: skip
 
 
+@pytest.mark.parametrize(("fmt", "k"), [("fp6_e2m3", 4096), ("fp6_e3m2", 256), ("fp8_e4m3", 64)])
+def test_qmatmul_minifloat_accumulation_is_exact(fmt, k):
+    """FP6 E2M3 codes accumulate in float32 (every partial sum an integer count of 1/64
+    below 2^24 for k < 4660): bit for bit the float64 accumulation; the others in float64."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(9, k, generator=g) * torch.logspace(0, 2, k)
+    qa, qb = halo.quantize(a, fmt), halo.quantize(torch.randn(7, k, generator=g), fmt)
+    acc = qa.values(torch.float64) @ qb.values(torch.float64).T
+    assert torch.equal(halo.qmatmul(qa, qb), acc.to(torch.float32) * qa.scale * qb.scale)
+
+
 def test_halo_wrap_and_inject():
     model = _gain_mlp()
     x = torch.randn(10, 16)

@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+)
 from lab.core.memo import memo
 from lab.core.progress import progress
 from lab.core.rates import mean_ci
@@ -66,9 +73,8 @@ def digits_split(test_size: int = 597, seed: int = 0):
     return tuple(digits(test_size=test_size, seed=seed, standardize=False, dtype="float64"))
 
 
-def _alignment_trial(
-    t, X, y, flipped, W, rng, pool_size, budget, K, sigma, eval_draws, seed, out, pool_noise
-):
+def _alignment_trial(t, X, y, flipped, W, rng, sizes, K, sigma, eval_draws, seed, out, pool_noise):
+    pool_size, budget, hessians = sizes
     pool = balanced_pool(y, pool_size, rng)
     Xp, yp, fp = X[pool], y[pool], flipped[pool]
     pool_noise.append(fp.mean())
@@ -82,16 +88,18 @@ def _alignment_trial(
             logreg_posterior_features(W, Xp, yp, K, sigma, seed + 200 + t), yp, budget
         ),
     }
-    errs = _alignment_errors_shared(W, Xp, yp, sel, sigma, eval_draws, seed + 300 + t)
+    errs = _alignment_errors_shared(W, Xp, yp, sel, sigma, eval_draws, seed + 300 + t, hessians)
     for m, (idx, w) in sel.items():
         for k in ("grad", "hess", "newton", "rank"):
             out[k][m].append(errs[m][k])
         out["share"][m].append(noisy_share(fp, idx, w))
 
 
-def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, l2=1e-2, newton="range"):
+def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, hessians=True, l2=1e-2,
+                             newton="range"):  # fmt: skip
     """``alignment_errors`` of several coresets of one pool, bit for bit, computing what they
-    share (the posterior draws' full gradients, the pool's Hessian and Newton step) once."""
+    share (the posterior draws' full gradients, the pool's Hessian and Newton step) once;
+    ``hessians=False``: the gradient errors only (Hessian and Newton errors NaN, rank 0)."""
     rng = np.random.default_rng(seed)
     gams = {}
     for m, (_, w) in sel.items():
@@ -106,6 +114,9 @@ def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, l2=1e-2, newton="
         for m, (idx, _) in sel.items():
             num[m] += np.sum((gams[m] @ Gk[idx] - full) ** 2)  # eq. (5)
         den += np.sum(full**2)
+    if not hessians:
+        nan = {"hess": np.nan, "newton": np.nan, "rank": 0}
+        return {m: {"grad": float(num[m] / den), **nan} for m in sel}
     H = logreg_hessian(W, X, y)
     g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
     gfull = g.mean(axis=0)
@@ -184,12 +195,16 @@ def alignment_study(
     fit_steps: int = 30,
     eval_draws: int = 8,
     seed: int = 0,
+    hessians: bool = True,
 ) -> AlignmentStudy:
     """Random vs CRAIG vs posterior coresets on logistic regression with exact Hessians.
 
     Labels are corrupted (symmetric noise), ``w_bar`` is ``fit_steps`` of full-batch GD on the
     noisy data, and each trial draws a class-balanced pool, selects three coresets of size
-    ``budget`` and scores them with ``alignment_errors`` (fresh posterior draws).
+    ``budget`` and scores them with ``alignment_errors`` (fresh posterior draws, the same for
+    the three). ``hessians=False`` scores the gradient error and the share only (``hess`` and
+    ``newton`` NaN), a tenth of the cost; trial ``t`` draws the same pool, selections and
+    posterior draws either way, so its gradient errors are the same.
 
     See: book/coreset/02-label-noise.ipynb
     """
@@ -203,6 +218,7 @@ def alignment_study(
     sigma = check_positive("sigma", sigma, allow_zero=True)
     trials = check_int("trials", trials, 1)
     seed = check_int("seed", seed, 0)
+    sizes = (pool_size, budget, check_bool("hessians", hessians))
     y, flipped = corrupt_labels(y_clean, noise, C, seed)
     W = _fitted_weights(X, y, C, check_int("fit_steps", fit_steps, 0))
     out = {k: {m: [] for m in METHODS} for k in ("grad", "hess", "newton", "rank", "share")}
@@ -211,20 +227,7 @@ def alignment_study(
     with threadpool_limits(1):  # small dense algebra: one BLAS thread is faster on 2 cores
         for t in progress(range(trials), desc="trials"):
             _alignment_trial(
-                t,
-                X,
-                y,
-                flipped,
-                W,
-                rng,
-                pool_size,
-                budget,
-                K,
-                sigma,
-                eval_draws,
-                seed,
-                out,
-                pool_noise,
+                t, X, y, flipped, W, rng, sizes, K, sigma, eval_draws, seed, out, pool_noise
             )
     arr = {k: {m: np.asarray(v) for m, v in d.items()} for k, d in out.items()}
     return AlignmentStudy(

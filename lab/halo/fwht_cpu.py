@@ -40,6 +40,7 @@ See: book/halo/02-fwht-kernel.ipynb
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import math
 import os
@@ -498,8 +499,9 @@ def _isas() -> list[str]:
     return [name for name, code in _ISA_CODES.items() if mask >> code & 1]
 
 
+@functools.cache
 def _l3_bytes() -> int | None:
-    """The L3 (last-level) cache size in bytes, from sysfs; ``None`` where unknown."""
+    """The L3 (last-level) cache size in bytes, from sysfs, read once; ``None`` where unknown."""
     try:
         for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
             if (idx / "level").read_text().strip() == "3":

@@ -57,15 +57,7 @@ CONFIGS = ("native", "avx2", "baseline", "seed+1000")
 #: failing, and fails when a listed claim no longer differs (take it off): the list only
 #: shrinks. A flip is fixed by the measurement (more seeds, a larger effect), never by seeds
 #: chosen to agree.
-KNOWN_FLIPS: dict[str, str] = {
-    "coreset/gradient-alignment": "a real but small effect: 6 pools give not reproduced natively "
-    "(−0.0016 ± 0.0036) and reproduced under the seed shift (−0.0107 ± 0.0031); 16 pools still "
-    "end 0.2 and 1.9 SE from 0 under the two seed sets: it needs more pools than the notebook's "
-    "budget (2026-12-06)",
-    # found by the first seed-shift check (2026-12-06), not yet fixed by their measurement
-    "halo/fp6-halo1": "the 5-seed interval of the FP6 gap ends at 0.104 natively and 0.093 "
-    "under the seed shift, against the 0.10 line of the qualitative tier (mean 0.07 ± 0.01)",
-}
+KNOWN_FLIPS: dict[str, str] = {}
 
 
 def configuration_env(config: str) -> dict[str, str]:
