@@ -20,7 +20,6 @@ by a better measurement.
 """
 
 GAPS: dict[str, set[str]] = {
-    "halo": {},
     "medro": {
         "fragile:code-loss-vs-groupdro",
         "fragile:worst-group-vs-multihead",
