@@ -395,12 +395,19 @@ def test_official_parity_rejects_bad_paths(tmp_path):
 # The stored long runs (lab/ace/data/converged.json)
 # ----------------------------------------------------------------------------------------
 def test_stored_converged_runs_regenerate_short():
-    """One stored robustness entry (the strict model, 600 steps) comes back from its command."""
+    """One stored robustness entry (the strict model, 600 steps) comes back from its command.
+
+    Tolerance 5e-3 (relative): 600 float32 steps carry the CPU's rounding into the result; the
+    stored entry came back within 8e-4 natively, 3.4e-3 under the AVX2 numerics mode and 7e-4
+    under the baseline one (Intel AVX-512 machine), while the entry of the next seed differs by
+    6.4% (test MSE) and 1.3% (degradation): a wrong command still fails."""
     stored = load_converged()
     key = "robustness|strict|0.5|64|0"
     fresh = converged_run("robustness", "strict", 0.5, 64, 0)
     for field in ("test_mse", "degradation"):
-        np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=1e-3)
+        np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=5e-3)
+        other = stored["runs"]["robustness|strict|0.5|64|1"][field]
+        assert abs(other / stored["runs"][key][field] - 1) > 1e-2  # the tolerance can fail
     assert set(stored["runs"]) == {
         "|".join([k, m, f"{e:g}", str(n), str(s)]) for k, m, e, n, s in ace.converged_jobs()
     }

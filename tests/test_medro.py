@@ -218,12 +218,12 @@ def test_train_runs_start_from_trains_initial_parameters(data):
 
 
 def test_train_runs_match_train_run_by_run(data, batched):
-    """Tolerance: parameters within 1e-5 (absolute), the recorded adversary weights and risks
-    within 1e-5, test accuracies within one test row. Measured on CPU (torch 2.13, MKL, one
-    thread): every difference is exactly 0 (bit-equal), since each batched product runs the same
-    BLAS kernel per run with the same reduction length and every other operation is elementwise
-    or a per-run reduction. The slack is for a BLAS that rounds batched products differently;
-    a wrong pairing (seed order) differs by ~1e-1 and fails."""
+    """Tolerance: parameters within 2e-3 (absolute), the recorded adversary weights and risks
+    within 1e-3, test accuracies within one test row. With the machine's native kernels every
+    difference is 0 (bit-equal); under the AVX2 and baseline numerics modes the batched products
+    run other kernels than the one-run products, and 300 float32 steps carry that rounding to
+    2.9e-4 and 3.5e-4 in the parameters, 1.7e-5 in the weights and 1.3e-4 in the risks, at most one test
+    row (measured, Intel AVX-512 machine). A wrong pairing (seed order) differs by 0.26."""
     runs, refs = batched
     n_test = len(data.test.y)
     for res, ref, s in zip(runs, refs, BATCH["seeds"], strict=True):
@@ -233,18 +233,18 @@ def test_train_runs_match_train_run_by_run(data, batched):
             ref.gamma,
             s,
         )
-        assert float((_flat(res.model) - _flat(ref.model)).abs().max()) <= 1e-5
+        assert float((_flat(res.model) - _flat(ref.model)).abs().max()) <= 2e-3
         assert res.weights.shape == ref.weights.shape and res.risks.shape == ref.risks.shape
-        assert np.abs(res.weights - ref.weights).max() <= 1e-5
-        assert np.abs(res.risks - ref.risks).max() <= 1e-5
+        assert np.abs(res.weights - ref.weights).max() <= 1e-3
+        assert np.abs(res.risks - ref.risks).max() <= 1e-3
         a, b = medro.group_accuracy(res, data.test), medro.group_accuracy(ref, data.test)
-        assert abs(a["average"] - b["average"]) <= 1 / n_test
+        assert round(abs(a["average"] - b["average"]) * n_test) <= 1  # test rows
         assert not res.model.training
     # the check can fail: the same runs paired with the wrong seeds are far apart
     swapped = float((_flat(runs[3].model) - _flat(refs[2].model)).abs().max())
-    assert swapped > 1e-3  # seeds 0 / 0 but medro-code vs groupdro_heads
+    assert swapped > 1e-2  # seeds 0 / 0 but medro-code vs groupdro_heads
     medro_0 = medro.train(data, "medro", seed=1, gamma=0.1)  # run 0 has seed 2
-    assert float((_flat(runs[0].model) - _flat(medro_0.model)).abs().max()) > 1e-3
+    assert float((_flat(runs[0].model) - _flat(medro_0.model)).abs().max()) > 1e-2
 
 
 def test_compare_and_sweep_use_the_batched_runs(data, monkeypatch):
