@@ -390,7 +390,14 @@ def test_exponent_study_runs_the_exact_gradient_baseline():
 # ------------------------------------------------------------------------------------------
 # the widgets' precomputed runs (issue 21)
 def test_run_grid_equals_cached_run_exactly():
+    """The grid's runs are the one-run driver's: bit-equal with the machine's native kernels;
+    under the baseline numerics mode (other BLAS kernels) within 1.8e-15 relative (measured),
+    so the comparison allows 64 ulps of float64."""
     from lab.actor_critic import experiments as ex
+
+    def same(a, b):
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        return a.shape == b.shape and np.allclose(a, b, rtol=64 * np.finfo(float).eps, atol=0)
 
     configs = [(0.666667, 0.666667, 0.1, 1.0), (0.5, 0.0, 10.0, 0.01), (1.0, 1.0, 0.001, 3.0)]
     grid = ex.run_grid(configs, K=300, runs=3, seed=5, with_pg=True)
@@ -402,9 +409,9 @@ def test_run_grid_equals_cached_run_exactly():
         pg0 = ac.exact_pg_ascent(ac.random_mdp(6, 3, 0.9, 5), 300, ac.StepSchedule(c[2], c[0]),
                                  eval_points=60)  # fmt: skip
         for name in ("k", "samples", "gaps", "critic_errors", "optimal_action_prob", "theta", "Q"):
-            assert np.array_equal(getattr(h, name), getattr(h0, name)), name
+            assert same(getattr(h, name), getattr(h0, name)), name
         for name in ("k", "gap", "grad_norm", "optimal_action_prob", "theta"):
-            assert np.array_equal(getattr(pg, name), getattr(pg0, name)), name
+            assert same(getattr(pg, name), getattr(pg0, name)), name
         # cached_run reads the stored run (the same objects)
         again = ex.cached_run(*c, 300, 3, 5)
         assert again[0] is h and again[1] is pg

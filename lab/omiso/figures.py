@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_int, check_positive, check_real
 from lab.omiso.array import UtahArraySim
 from lab.omiso.experiments import (
     DRIFT_Q,
@@ -180,7 +180,10 @@ def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
     """
     import plotly.graph_objects as go
 
-    q_proc = float(q_proc)
+    drift = check_real("drift", drift)
+    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
+    if not any(np.isclose(x, drift) for x in DRIFTS):
+        raise ValueError(f"drift must be one of the simulated levels {list(DRIFTS)}, got {drift!r}")
     level = next((x for x in DRIFTS if np.isclose(x, drift)), None)
     d = drift_sessions(DRIFT_Q if level is not None else q_proc)
     fig = go.Figure()
