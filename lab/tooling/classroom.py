@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -316,6 +317,9 @@ def _score(assignment: Assignment, outcome: Outcome, res, limits: sandbox.Limits
         raise _Zero("the run was interrupted before this submission finished")
     if res.timed_out:
         raise _Zero(f"timed out after {limits.timeout:g} s (infinite loop?)")
+    if res.returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU):
+        # RLIMIT_CPU equals the wall-clock limit: a busy loop can reach either one first
+        raise _Zero(f"timed out: used its {limits.cpu_s:g} s of CPU time (infinite loop?)")
     if res.memory_exceeded:
         raise _Zero(
             f"used more than {limits.memory_mb:g} MB of memory (all its processes together)"
