@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -104,7 +105,8 @@ def disk_memo(fn: F | None = None, *, verbose: int = 0) -> Any:
     if not callable(fn):
         raise TypeError(f"disk_memo decorates a function, got {type(fn).__name__}")
 
-    def keyed(_context: tuple, *args: Any, **kwargs: Any) -> Any:
+    def keyed(_context: tuple, call: tuple) -> Any:
+        args, kwargs = call
         return fn(*args, **kwargs)
 
     # joblib names the entry after the function it caches: give the wrapper fn's identity
@@ -121,11 +123,16 @@ def disk_memo(fn: F | None = None, *, verbose: int = 0) -> Any:
             state["fn"] = joblib.Memory(location, verbose=verbose).cache(keyed)
         return state["fn"]
 
+    signature = inspect.signature(fn)
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not _enabled():
             return fn(*args, **kwargs)
-        return cached()(context_key(fn), *args, **kwargs)
+        # one key per call whatever its spelling: f(3) and f(n=3) share an entry (as memo's)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return cached()(context_key(fn), (bound.args, bound.kwargs))
 
     def clear() -> None:
         """Forget this function's entries on disk."""
