@@ -180,7 +180,7 @@ def test_a_control_is_judged_by_the_claims_own_rule():
     c = _paper_claim(C)
     c.record(0.901, control=claims.control("rate at the initial sharpness", 0.95, text="0.950"))
     d = c.recorded.as_dict()
-    assert d["schema"] == claims.RECORD_SCHEMA == 3
+    assert d["schema"] == claims.RECORD_SCHEMA == 4
     assert d["controls"] == [
         {
             "name": "rate at the initial sharpness",

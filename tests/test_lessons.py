@@ -1,7 +1,7 @@
 """A converted chapter is a lesson first (issue "A book that teaches"): the structure its lesson
 page, reproduction page, notebooks and assignment must have, measured by lab.tooling.lessons.
 
-A chapter joins ``CONVERTED`` when it passes this test and the statistician's and run layer's
+A chapter joins ``CONVERTED`` (tests/converted.py) when it passes this test and the statistician's and run layer's
 items for it (CONTRIBUTING.md, "Converting a chapter"); the list only grows.
 """
 
@@ -11,14 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from converted import CONVERTED
 
 from lab.tooling import lessons
 from lab.tooling.chapters import chapter_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the chapters converted to lessons (objectives, equations, takeaways, a reproduction page,
-#: thin notebooks with recaps, an assignment of mixed kinds)
-CONVERTED: tuple[str, ...] = ()
 
 BOOKKEEPING_MAX = 0.15
 REPRODUCTION_MAX = 0.25

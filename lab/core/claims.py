@@ -36,12 +36,11 @@ See: ``book/eos/01-three-regimes.ipynb`` and CONTRIBUTING.md ("Claims").
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .evidence import (
@@ -52,9 +51,11 @@ from .evidence import (
     _text,
     control,
     diagnosis,
+    judge_rival,
     revision,
     rivals_as_good,
 )
+from .record import CLAIM_MIME, RECORD_SCHEMA, Record, margin_text
 from .rules import (
     NOT_MEASURED,
     NOT_REPRODUCED,
@@ -110,6 +111,7 @@ __all__ = [
     "format_value",
     "holds",
     "is_paper_sourced",
+    "judge_rival",
     "margin_text",
     "mismatch_mode",
     "paired",
@@ -118,12 +120,6 @@ __all__ = [
     "rule",
     "within",
 ]
-
-CLAIM_MIME = "application/vnd.optlab.claim+json"
-#: version of a record's payload: 2 added ``controls``, ``diagnosis`` and ``flags``; 3 added
-#: ``margin`` (distance to the nearest tier boundary) and ``mismatch`` (a verdict that differs
-#: from the book's, shown as a warning card outside the book's build)
-RECORD_SCHEMA = 3
 
 #: ``LAB_CLAIMS_MISMATCH``: ``error`` (the book's own build: make test, make book, .ci/run) raises
 #: :class:`ClaimMismatch`; ``warn`` (the default: a reader's kernel, Colab, Binder) records the
@@ -189,25 +185,6 @@ def _verdicts_defined_here() -> bool:
         return True
 
 
-def margin_text(margin: dict | None) -> str:
-    """A record's margin in words: "margin 3.1 SE to the nearest tier boundary", "margin 12%
-    (relative) ...", "exact (a check that ran)" or "margin unknown"."""
-    if margin is not None and not isinstance(margin, dict):
-        raise TypeError(
-            f"margin must be a record's margin dict or None, got {type(margin).__name__}"
-        )
-    if not margin:
-        return "margin unknown"
-    if margin.get("unit") == "exact":
-        return "exact (a check that ran)"
-    if margin.get("unit") == "unmeasured":
-        return "nothing measured"
-    value = margin.get("value")
-    if margin.get("unit") == "se":
-        return f"margin {format_value(value, 2)} SE to the nearest tier boundary"
-    return f"margin {format_value(100 * value, 2)}% (relative) to the nearest tier boundary"
-
-
 def is_paper_sourced(source: str) -> bool:
     """True unless the claim is the chapter's own (``"ours"``) or a contrast with other work
     (``"contrast: ..."``)."""
@@ -218,113 +195,6 @@ def is_paper_sourced(source: str) -> bool:
 # ----------------------------------------------------------------------------------------
 # Claims and records
 # ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Record:
-    """What a notebook recorded about one claim (the payload the book renders).
-
-    ``controls`` holds each control's ``name``, ``measured``, ``text`` and ``verdict`` (decided
-    by the claim's rule); ``diagnosis`` is ``{"kind", "evidence", "data"}`` for a verdict other
-    than reproduced (None otherwise or when none was given); ``flags`` lists what the rule's
-    reading of the value calls for (``sign-test``: a threshold at 0 or 1 on one number).
-    """
-
-    chapter: str
-    id: str
-    statement: str
-    source: str
-    paper: str
-    measured: Any
-    text: str
-    rule: str
-    verdict: str
-    expected: str
-    size: str
-    notes: str = ""
-    controls: list = field(default_factory=list)
-    diagnosis: dict | None = None
-    flags: list = field(default_factory=list)
-    margin: dict | None = None
-    mismatch: list = field(default_factory=list)
-    revised: list = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        """``<chapter>/<id>``, unique in the book."""
-        return f"{self.chapter}/{self.id}"
-
-    def as_dict(self) -> dict:
-        """The JSON payload (the ``application/vnd.optlab.claim+json`` output)."""
-        return {**asdict(self), "key": self.key, "schema": RECORD_SCHEMA}
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return {
-            CLAIM_MIME: self.as_dict(),
-            "text/plain": self.summary(),
-            "text/html": self._html(),
-        }
-
-    def _beside(self) -> str:
-        """The control(s) and what the rule said, or the diagnosis (one line, or empty)."""
-        if self.controls:
-            return "; ".join(
-                f"control {c['name']}: {c['text']} ({c['verdict']})" for c in self.controls
-            )
-        if self.diagnosis:
-            return f"diagnosis {self.diagnosis['kind']}: {self.diagnosis['evidence']}"
-        return ""
-
-    def margin_text(self) -> str:
-        """The margin in words (see :func:`margin_text`)."""
-        return margin_text(self.margin)
-
-    def _warning(self) -> str:
-        """The mismatch in words: this run's verdict against the book's build (or empty)."""
-        if not self.mismatch:
-            return ""
-        return (
-            f"this run: {self.verdict}; the book's build: {self.expected}; rule: {self.rule}; "
-            f"{self.margin_text()}. Your machine's numerics, seeds or size differ from the "
-            "book's build (`lab claims --compare` shows what)."
-        )
-
-    def summary(self) -> str:
-        """One line: the claim, what was measured and the verdict."""
-        beside = self._beside()
-        warning = self._warning()
-        return (
-            (f"WARNING {warning}\n" if warning else "")
-            + f"claim {self.key} [{self.source}]: {self.statement}\n"
-            f"  paper: {self.paper or '—'} | measured ({self.size}): {self.text}\n"
-            f"  verdict: {self.verdict} (expected: {self.expected}) | rule: {self.rule} | "
-            f"{self.margin_text()}"
-            + (f"\n  {beside}" if beside else "")
-            + "".join(
-                f"\n  rule revised {r['date']}: {r['old']} -> {r['new']} (known: {r['known']})"
-                for r in self.revised
-            )
-        )
-
-    def _html(self) -> str:
-        e = html.escape
-        beside = self._beside()
-        return (
-            f'<div class="optlab-claim" id="claim-{e(self.chapter)}-{e(self.id)}" '
-            'style="border-left:4px solid #888;padding:4px 10px;margin:6px 0">'
-            f"<b>Claim {e(self.id)}</b> ({e(self.source)}): {e(self.statement)}<br>"
-            f"paper: {e(self.paper or '—')} · measured ({e(self.size)}): {e(self.text)}<br>"
-            f"<b>{e(self.verdict)}</b> <small>rule: {e(self.rule)}; "
-            f"{e(self.margin_text())}</small>"
-            + (f"<br><small>{e(beside)}</small>" if beside else "")
-            + (
-                '<div class="optlab-claim-warning" style="background:#fff3cd;color:#664d03;'
-                f'padding:4px 8px;margin-top:4px">⚠ {e(self._warning())}</div>'
-                if self.mismatch
-                else ""
-            )
-            + "</div>"
-        )
-
-
 def _controls(control: Any) -> list[Control]:
     if control is None:
         return []
@@ -355,10 +225,28 @@ class Claim:
     display: bool = True
     recorded: Record | None = None
     revised: tuple = ()
+    equivalence: float | None = None
+    no_rival: str = ""
+    deviations: tuple[str, ...] | None = None
 
     def verdict_for(self, measured: Any) -> str:
         """The verdict the rule gives ``measured`` (nothing is recorded)."""
         return self.rule.decide(measured)
+
+    def _judge(self, c: Control) -> dict:
+        """A control's record: its value and verdict under the claim's rule, and with paired
+        differences, the interval judgement (:func:`lab.core.evidence.judge_rival`)."""
+        out = {
+            "name": c.name,
+            "measured": _jsonable(c.measured),
+            "text": c.text,
+            "verdict": self.rule.decide(c.measured),
+        }
+        if c.paired is not None:
+            judged = judge_rival(c.paired, self.equivalence)
+            out["as_good"] = judged.pop("as_good")
+            out["paired"] = judged
+        return out
 
     def record(
         self,
@@ -385,8 +273,10 @@ class Claim:
         notes
             An optional sentence shown under the claim (what was tried, the size used).
         control
-            The nearest rival(s) (:func:`control`), judged by the same rule. A paper-sourced
-            claim that reproduces needs one that does not (the contract test enforces it).
+            The nearest rival(s) (:func:`control`), judged by the same rule and, when measured
+            with ``paired=`` differences, by their interval (a rival at least as good is
+            reported on the card and the scorecard). A paper-sourced claim that reproduces
+            needs a rival that its rule rejects or that is judged by paired differences.
         diagnosis
             Why a verdict other than reproduced came out (:func:`diagnosis`); ignored when the
             verdict is reproduced.
@@ -396,7 +286,9 @@ class Claim:
         ClaimMismatch
             When the computed verdict differs from the expected one (at the default size; at
             ``full`` size only when ``expect_full`` was given, otherwise a warning), or when a
-            reproduced paper claim's control reproduces too.
+            reproduced paper claim's unpaired control reproduces too.
+        ValueError
+            When a ``deviation`` diagnosis names no registered deviation of the chapter.
         """
         if text is not None and not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
@@ -409,15 +301,14 @@ class Claim:
             )
         verdict = self.rule.decide(measured)
         expected = self.expect_full if (self.full and self.expect_full) else self.expect
-        judged = [
-            {
-                "name": c.name,
-                "measured": _jsonable(c.measured),
-                "text": c.text,
-                "verdict": self.rule.decide(c.measured),
-            }
-            for c in controls
-        ]
+        judged = [self._judge(c) for c in controls]
+        if diagnosis is not None and diagnosis.kind == "deviation" and self.deviations is not None:
+            if diagnosis.data["deviation"] not in self.deviations:
+                raise ValueError(
+                    f"claim {self.chapter}/{self.id}: the deviation "
+                    f"{diagnosis.data['deviation']!r} is not one of the chapter's registered "
+                    f"deviations {list(self.deviations)}"
+                )
         flags = self.rule.flags(measured)
         problems = []
         if verdict != expected:
@@ -427,7 +318,7 @@ class Claim:
                 f"{self.rule.text}). Update the expected verdict and the page's prose on purpose; "
                 "never move the rule."
             )
-        rivals = [c for c in judged if c["verdict"] == REPRODUCED]
+        rivals = [c for c in judged if c["verdict"] == REPRODUCED and "paired" not in c]
         if verdict == REPRODUCED and is_paper_sourced(self.source) and rivals:
             problems.append(
                 f"claim {self.chapter}/{self.id}: the rule also reproduces the control "
@@ -455,6 +346,7 @@ class Claim:
             margin=self.rule.margin(measured),
             mismatch=[] if strict else problems,
             revised=[dict(r) for r in self.revised],
+            no_rival=self.no_rival if not judged else "",
         )
         self.recorded = rec
         if self.display:
@@ -491,6 +383,9 @@ class Chapter:
         paper: str = "",
         expect_full: str | None = None,
         revised: Sequence[dict] = (),
+        equivalence: float | None = None,
+        no_rival: str = "",
+        deviations: Sequence[str] | None = None,
     ) -> Claim:
         """Declare a claim before measuring it.
 
@@ -513,6 +408,14 @@ class Chapter:
         revised
             Disclosed changes of the rule, seeds or size (:func:`revision`), oldest first;
             the card shows them.
+        equivalence
+            The registered equivalence margin (> 0) within which a rival measured with paired
+            differences counts as "as good" (:func:`lab.core.evidence.judge_rival`).
+        no_rival
+            Why no honest rival exists at our size (shown on the card when no control is
+            recorded, counted on the scorecard).
+        deviations
+            The chapter's registered deviation names (a ``deviation`` diagnosis must name one).
         """
         if not isinstance(id, str) or not _NAME.match(id):
             raise ValueError(f"id must be lowercase letters, digits and dashes, got {id!r}")
@@ -531,7 +434,16 @@ class Chapter:
             isinstance(r, dict) and set(r) == {"date", "old", "new", "known"} for r in revised
         ):
             raise TypeError("revised must be a list of claims.revision(...) entries")
+        if equivalence is not None and not (
+            isinstance(equivalence, (int, float)) and not _is_bool(equivalence) and equivalence > 0
+        ):
+            raise ValueError(f"equivalence must be a number > 0 or None, got {equivalence!r}")
+        if not isinstance(no_rival, str):
+            raise TypeError(f"no_rival must be a string, got {type(no_rival).__name__}")
         c = Claim(
+            equivalence=None if equivalence is None else float(equivalence),
+            no_rival=no_rival.strip(),
+            deviations=None if deviations is None else tuple(deviations),
             revised=tuple(revised),
             chapter=self.slug,
             id=id,

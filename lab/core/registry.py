@@ -60,6 +60,15 @@ class Spec:
     paper_margin
         The paper's margin for this claim (one number, in the measured quantity's units), or
         None; ``paper_margin_source`` says where it comes from ("Table 2").
+    rival
+        The claim's nearest rival in one sentence: what the control is and why it is the
+        nearest (the reproduction page's "Rivals" list); the notebook records it as a control.
+    no_rival
+        Instead of ``rival``: why no honest rival exists at our size (counted on the scorecard).
+    equivalence
+        The equivalence margin (> 0, the measured quantity's units) registered before the run:
+        a rival measured with paired differences inside it is "as good";
+        ``equivalence_source`` says how it was set ("half of Table 2's gap").
     """
 
     id: str
@@ -75,6 +84,10 @@ class Spec:
     paper_margin: float | None = None
     paper_margin_source: str = ""
     revised: tuple[dict, ...] = field(default=())
+    rival: str = ""
+    no_rival: str = ""
+    equivalence: float | None = None
+    equivalence_source: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.notebook, str) or not _NOTEBOOK.match(self.notebook):
@@ -94,6 +107,13 @@ class Spec:
         object.__setattr__(self, "revised", tuple(dict(r) for r in self.revised))
         if self.paper_margin is not None and not self.paper_margin_source:
             raise ValueError(f"claim {self.id!r}: a paper_margin needs its paper_margin_source")
+        for name in ("rival", "no_rival", "equivalence_source"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"claim {self.id!r}: {name} must be a string")
+        if self.rival and self.no_rival:
+            raise ValueError(f"claim {self.id!r}: give rival or no_rival, not both")
+        if self.equivalence is not None and not self.equivalence_source:
+            raise ValueError(f"claim {self.id!r}: an equivalence margin needs equivalence_source")
 
     def snapshot(self) -> dict[str, Any]:
         """What a revision must disclose when it changes: the registered fields, as text."""
@@ -105,6 +125,7 @@ class Spec:
             "seeds": list(self.seeds),
             "size": self.size,
             "paper_margin": self.paper_margin,
+            "equivalence": self.equivalence,
             "revisions": len(self.revised),
         }
 
@@ -115,6 +136,7 @@ class Registry:
 
     slug: str
     specs: dict[str, Spec]
+    deviations: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, cid: str) -> Spec:
         try:
@@ -146,6 +168,9 @@ class Registry:
                     paper=s.paper,
                     expect_full=s.expect_full,
                     revised=s.revised,
+                    equivalence=s.equivalence,
+                    no_rival=s.no_rival,
+                    deviations=tuple(self.deviations),
                 )
         return C
 
@@ -169,8 +194,12 @@ class Registry:
         return out
 
 
-def registry(slug: str, *specs: Spec) -> Registry:
-    """A chapter's registry from its specs (ids unique; checked like a declaration)."""
+def registry(slug: str, *specs: Spec, deviations: dict[str, str] | None = None) -> Registry:
+    """A chapter's registry from its specs (ids unique; checked like a declaration).
+
+    ``deviations`` maps a short name ("float64-for-float32") to one sentence: what the chapter
+    does differently from the paper and why. The reproduction page renders them
+    (``{deviations}``); a ``deviation`` diagnosis must name one."""
     if not isinstance(slug, str) or not re.match(r"^[a-z][a-z0-9_]*$", slug):
         raise ValueError(f"slug must be a chapter slug such as 'eos', got {slug!r}")
     out: dict[str, Spec] = {}
@@ -185,6 +214,13 @@ def registry(slug: str, *specs: Spec) -> Registry:
     for s in out.values():
         probe.claim(
             s.id, s.statement, source=s.source, rule=s.rule, expect=s.expect, paper=s.paper,
-            expect_full=s.expect_full, revised=s.revised,
+            expect_full=s.expect_full, revised=s.revised, equivalence=s.equivalence,
+            no_rival=s.no_rival,
         )  # fmt: skip
-    return Registry(slug, out)
+    devs = dict(deviations or {})
+    for k, v in devs.items():
+        if not isinstance(k, str) or not re.match(r"^[a-z0-9][a-z0-9-]*$", k):
+            raise ValueError(f"a deviation's name must be lowercase words with dashes, got {k!r}")
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"deviation {k!r} needs a sentence saying what differs and why")
+    return Registry(slug, out, devs)

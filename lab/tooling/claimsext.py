@@ -36,8 +36,10 @@ from lab.core.claims import (
     NOT_REPRODUCED,
     QUALITATIVE,
     REPRODUCED,
+    format_value,
     margin_text,
 )
+from lab.tooling.registryext import chapter_registry
 
 __all__ = ["ClaimRenderer", "setup"]
 
@@ -88,8 +90,19 @@ def control_text(rec: dict) -> str:
     parts = []
     for c in rec.get("controls") or []:
         said = "rival at least as good" if id(c) in as_good else "rule rejects"
+        if "as_good" in c and id(c) not in as_good:
+            said = "rival judged"
         short = VERDICT_SHORT.get(c.get("verdict"), c.get("verdict", ""))
-        parts.append(f"{said}: {c.get('name', '')}, {c.get('text', '')} ({short})")
+        pair = c.get("paired")
+        paired = (
+            f"; method - rival {format_value(pair['mean'], 3)} [{format_value(pair['lo'], 3)}, "
+            f"{format_value(pair['hi'], 3)}] over {pair['n']}: {pair['judgement']}"
+            if pair
+            else ""
+        )
+        parts.append(f"{said}: {c.get('name', '')}, {c.get('text', '')} ({short}{paired})")
+    if rec.get("no_rival") and not rec.get("controls"):
+        parts.append(f"no rival at this size: {rec['no_rival']}")
     dx = rec.get("diagnosis")
     if dx:
         parts.append(f"{dx.get('kind', '')}: {dx.get('evidence', '')}")
@@ -111,15 +124,23 @@ def _card_html(rec: dict) -> str:
     notes = f'<div class="optlab-claim-notes">{e(rec["notes"])}</div>' if rec.get("notes") else ""
     paper = e(rec.get("paper") or "—")
     beside_html = ""
-    if rec.get("controls"):
+    if rec.get("controls") or rec.get("no_rival"):
         only = dict(rec, diagnosis=None)
         beside_html += (
             f'<div class="optlab-claim-control"><b>control</b>: {e(control_text(only))}</div>'
         )
     if rec.get("diagnosis"):
-        only = dict(rec, controls=[])
+        only = dict(rec, controls=[], no_rival="")
+        dx = rec["diagnosis"]
+        link = ""
+        name = (dx.get("data") or {}).get("deviation")
+        reg = chapter_registry(rec["chapter"]) if dx.get("kind") == "deviation" else None
+        if reg is not None and name in reg.deviations:
+            anchor = f"deviation-{rec['chapter']}-{dx['data']['deviation']}"
+            link = f' (<a href="reproduction.html#{e(anchor)}">the deviation</a>)'
         beside_html += (
-            f'<div class="optlab-claim-diagnosis"><b>diagnosis</b>: {e(control_text(only))}</div>'
+            f'<div class="optlab-claim-diagnosis"><b>diagnosis</b>: {e(control_text(only))}'
+            f"{link}</div>"
         )
     flags = "".join(
         f'<div class="optlab-claim-flag">{e(FLAG_TEXT.get(f, f))}</div>'

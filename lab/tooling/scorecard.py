@@ -21,7 +21,14 @@ from lab.tooling.claimsext import (
     table_node,
 )
 
-__all__ = ["DIAGNOSIS_ORDER", "chapter_title", "controlled", "rival_as_good", "scorecard_nodes"]
+__all__ = [
+    "DIAGNOSIS_ORDER",
+    "chapter_title",
+    "controlled",
+    "rival_as_good",
+    "scorecard_nodes",
+    "without_rival",
+]
 
 
 def chapter_title(env: Any, slug: str) -> str:
@@ -34,11 +41,28 @@ def controlled(recs: list[dict]) -> tuple[int, int]:
     from lab.core.claims import is_paper_sourced
 
     paper = [r for r in recs if r["verdict"] == REPRODUCED and is_paper_sourced(r["source"])]
-    ok = [r for r in paper if any(c["verdict"] != REPRODUCED for c in r.get("controls") or [])]
+    ok = [
+        r
+        for r in paper
+        if any(c["verdict"] != REPRODUCED or "as_good" in c for c in r.get("controls") or [])
+    ]
     return len(ok), len(paper)
 
 
-DIAGNOSIS_ORDER = ("scale", "noise-floor", "official-code", "deviation", "open", "missing")
+def without_rival(recs: list[dict]) -> list[dict]:
+    """The records that say why no honest rival exists at our size (``no_rival``)."""
+    return [r for r in recs if r.get("no_rival") and not r.get("controls")]
+
+
+DIAGNOSIS_ORDER = (
+    "scale",
+    "noise-floor",
+    "tight-null",
+    "official-code",
+    "deviation",
+    "open",
+    "missing",
+)
 
 
 def rival_as_good(recs: list[dict]) -> list[dict]:
@@ -79,6 +103,7 @@ def scorecard_nodes(app: Any, fromdoc: str, recs: list[dict]):
             f"{ok} of {paper}",
             f"{diagnosed} of {len(negatives)}",
             str(len(rival_as_good(crecs))),
+            str(len(without_rival(crecs))),
         ]
         rows.append([[ref], *cells])
     ok, paper = controlled(recs)
@@ -92,6 +117,7 @@ def scorecard_nodes(app: Any, fromdoc: str, recs: list[dict]):
             [nodes.strong(text=f"{ok} of {paper}")],
             [nodes.strong(text=f"{diagnosed} of {len(negatives)}")],
             [nodes.strong(text=str(len(rival_as_good(recs))))],
+            [nodes.strong(text=str(len(without_rival(recs))))],
         ]
     )
     container += table_node(
@@ -105,9 +131,10 @@ def scorecard_nodes(app: Any, fromdoc: str, recs: list[dict]):
             "controlled",
             "diagnosed",
             "rival as good",
+            "no rival at this size",
         ],
         rows,
-        [22, 9, 9, 9, 9, 7, 11, 11, 9],
+        [20, 8, 8, 8, 8, 7, 10, 10, 9, 9],
         ["optlab-scorecard-summary"],
     )
     # claims whose rival does as well under the same rule: a finding, listed by name
