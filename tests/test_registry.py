@@ -11,7 +11,7 @@ import pytest
 
 from lab.core import claims
 from lab.core.registry import Spec, registry
-from lab.tooling.release import registered
+from lab.tooling.release import changes, registered, released
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASED = ROOT / "tests" / "fixtures" / "registry"
@@ -98,3 +98,52 @@ def test_registries_match_the_last_release(slug):
     if not snapshot.exists():
         pytest.skip(f"{slug}: registered since the last release (no snapshot)")
     assert not reg.unrevised_changes(json.loads(snapshot.read_text()))
+
+
+@pytest.mark.parametrize("slug", registered())
+def test_registries_new_since_the_release_match_its_verdict_file(slug):
+    """A chapter registered after the release (no snapshot yet) is checked against the release's
+    records (lab/tooling/released.json): a rule or expected verdict that moved needs a revision
+    made since."""
+    last = released()
+    if last is None or (RELEASED / f"{slug}.json").exists():
+        pytest.skip("no release, or checked against its snapshot")
+    reg = importlib.import_module(f"lab.{slug}.claims").CLAIMS
+    moved = []
+    for cid, spec in reg.specs.items():
+        then = last["claims"].get(f"{slug}/{cid}")
+        if then is None:
+            continue
+        changed = [
+            k
+            for k, now in (("rule", spec.rule.text), ("expected", spec.expect))
+            if now != then[k if k == "rule" else "expected"]
+        ]
+        if changed and len(spec.revised) <= then["revisions"]:
+            moved.append(f"{slug}/{cid}: {', '.join(changed)} changed without a revision")
+    assert not moved, moved
+
+
+def test_changes_since_the_release_list_verdicts_with_their_reason():
+    last = {
+        "version": "0.1.0",
+        "date": "2026-12-06",
+        "claims": {
+            "eos/a": {"verdict": "reproduced", "revisions": 0},
+            "eos/b": {"verdict": "reproduced", "revisions": 1},
+            "eos/gone": {"verdict": "reproduced", "revisions": 0},
+        },
+    }
+    rev = claims.revision("2026-12-07", old="3 seeds", new="64 seeds", known="1.5 SE")
+    recs = [
+        {"key": "eos/a", "verdict": "reproduced", "revised": []},
+        {"key": "eos/b", "verdict": "not reproduced at this size", "revised": [rev, rev]},
+        {"key": "eos/new", "verdict": "reproduced", "revised": []},
+    ]
+    rows = {r["key"]: r for r in changes(recs, last)}
+    assert set(rows) == {"eos/b", "eos/new", "eos/gone"}
+    assert rows["eos/b"]["reason"] == "revised 2026-12-07: 3 seeds -> 64 seeds"
+    assert rows["eos/gone"]["reason"] == "claim removed" and rows["eos/new"]["old"] == ""
+    assert changes(recs, {}) == []
+    with pytest.raises(TypeError, match="recs must be a list"):
+        changes({}, last)

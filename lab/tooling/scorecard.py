@@ -23,6 +23,7 @@ from lab.tooling.claimsext import (
 
 __all__ = [
     "DIAGNOSIS_ORDER",
+    "changes_nodes",
     "chapter_title",
     "controlled",
     "rival_as_good",
@@ -70,6 +71,45 @@ def rival_as_good(recs: list[dict]) -> list[dict]:
     from lab.core.claims import rivals_as_good
 
     return [r for r in recs if rivals_as_good(r)]
+
+
+def changes_nodes(app: Any, fromdoc: str, recs: list[dict]) -> list:
+    """ "Changed since the last release": every claim whose verdict differs from the release's
+    (lab/tooling/released.json), with the disclosed reason."""
+    from lab.tooling.release import changes, released
+
+    last = released()
+    if not last:
+        return [
+            nodes.rubric(text="Changed since the last release"),
+            nodes.paragraph(text="No release yet."),
+        ]
+    rows = changes(recs, last)
+    out = [
+        nodes.rubric(
+            text=f"Changed since the last release ({last['version']}, {last['date']}): {len(rows)}"
+        )
+    ]
+    if not rows:
+        out.append(nodes.paragraph(text="No verdict changed."))
+        return out
+    out.append(
+        table_node(
+            ["claim", "then", "now", "why"],
+            [
+                [
+                    [link_node(app, fromdoc, r["record"], r["key"])] if r["record"] else r["key"],
+                    VERDICT_SHORT.get(r["old"], r["old"] or "—"),
+                    VERDICT_SHORT.get(r["new"], r["new"] or "—"),
+                    r["reason"],
+                ]
+                for r in rows
+            ],
+            [30, 12, 12, 46],
+            ["optlab-scorecard-summary", "optlab-scorecard-changes"],
+        )
+    )
+    return out
 
 
 def scorecard_nodes(app: Any, fromdoc: str, recs: list[dict]):
@@ -157,6 +197,7 @@ def scorecard_nodes(app: Any, fromdoc: str, recs: list[dict]):
         )
     else:
         container += nodes.paragraph(text="None in this build.")
+    container += changes_nodes(app, fromdoc, recs)
     # why what did not reproduce did not: counts by diagnosis
     container += nodes.rubric(text=f"Why {len(negatives)} claims did not reproduce (in full)")
     kinds = {k: [r for r in negatives if diagnosis_of(r) == k] for k in DIAGNOSIS_ORDER}
