@@ -420,9 +420,13 @@ def test_bad_inputs(xy):
     with pytest.raises(TypeError, match="loss_fn must be callable"):
         eos.sharpness_hvp(3.0, torch.ones(2))
     with pytest.raises(ValueError, match="eta must be > 0"):
-        eos.mlp_digits_gd(0.0, steps=2)
+        eos.NetworkSettings(0.0, steps=2)
     with pytest.raises(ValueError, match="n_samples must be"):
-        eos.mlp_digits_gd(0.1, steps=2, n_samples=1000)
+        eos.mlp_digits_gd(eos.NetworkSettings(0.1, steps=2, n_samples=1000))
+    with pytest.raises(TypeError, match="settings must be a NetworkSettings"):
+        eos.mlp_digits_gd(0.1)
+    with pytest.raises(ValueError, match="classes must be two different"):
+        eos.NetworkSettings(0.1, classes=(3, 3))
 
 
 def test_fit_power_law_and_rate_on_synthetic_data():

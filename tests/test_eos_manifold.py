@@ -94,12 +94,11 @@ def test_sharpness_hvp_on_a_small_network():
 
 
 def test_mlp_digits_gd_small_and_deterministic():
-    a = eos.mlp_digits_gd(
-        0.2, steps=40, width=8, n_samples=60, track_every=20, seed=1, device="cpu"
-    )
-    b = eos.mlp_digits_gd(
-        0.2, steps=40, width=8, n_samples=60, track_every=20, seed=1, device="cpu"
-    )
+    settings = eos.NetworkSettings(0.2, steps=40, width=8, n_samples=60, track_every=20, seed=1)
+    a = eos.mlp_digits_gd(settings, "cpu")
+    eos.mlp_digits_gd.clear()  # recompute, not the memo's copy
+    b = eos.mlp_digits_gd(settings, "cpu")
+    assert b is not a and b is eos.mlp_digits_gd(settings, "cpu")
     assert a.loss.shape == (41,) and a.sharpness_steps.tolist() == [0, 20, 40]
     assert a.n_params == 64 * 8 + 8 + 8 * 2 + 2
     np.testing.assert_array_equal(a.loss, b.loss)
@@ -110,7 +109,7 @@ def test_mlp_digits_gd_small_and_deterministic():
 @pytest.mark.slow
 def test_mlp_digits_hovers_at_the_edge_of_stability():
     eta = 0.2
-    run = eos.mlp_digits_gd(eta, steps=1000, track_every=50, device="cpu")
+    run = eos.mlp_digits_gd(eos.NetworkSettings(eta, steps=1000, track_every=50), "cpu")
     assert run.sharpness[0] < 0.8 * 2 / eta  # starts well below 2/eta: progressive sharpening
     late = run.sharpness[run.sharpness_steps >= 300]
     assert np.all(np.abs(late / (2 / eta) - 1) < 0.12)  # then hovers at 2/eta
@@ -123,7 +122,7 @@ def test_regime_figure_badge_and_constant_trace_count():
 
     titles, n_traces = [], set()
     for eta in (0.7, 0.85, 1.0, 1.05, 1.3):
-        fig = figures.regime_figure(eta, steps=500)
+        fig = figures.regime_figure(eos.regime_run(eos.RegimeSettings(eta, steps=500)))
         titles.append(fig.layout.title.text)
         n_traces.add(len(fig.data))
     assert n_traces == {6}  # the static twin needs the same traces for every slider step
@@ -132,27 +131,37 @@ def test_regime_figure_badge_and_constant_trace_count():
     ):
         assert f"<b>{word}" in title, title
     with pytest.raises(ValueError, match="eta must be > 0"):
-        figures.regime_figure(0.0)
+        eos.RegimeSettings(0.0)
+    with pytest.raises(TypeError, match="result must be a RegimeRun"):
+        figures.regime_figure(0.85)
 
 
 def test_cobweb_and_critical_fit_figures():
     from lab.eos import figures
 
-    assert "stable fixed point" in figures.cobweb_figure(0.9).layout.title.text
-    assert "stable 2-cycle" in figures.cobweb_figure(1.1).layout.title.text
-    assert "period 4" in figures.cobweb_figure(1.3).layout.title.text
-    fig = figures.critical_fit_figure("xy", (3.0, 4.0), steps=10_000)
+    def web(eta):
+        return figures.cobweb_figure(eos.cobweb(eos.CobwebSettings(eta))).layout.title.text
+
+    assert "stable fixed point" in web(0.9)
+    assert "stable 2-cycle" in web(1.1)
+    assert "period 4" in web(1.3)
+    short = eos.CriticalSettings("xy", steps=10_000)
+    fig = figures.critical_fit_figure(eos.critical_fit(short, (3.0, 4.0)))
     assert "k^−0.5" in fig.layout.title.text
-    with pytest.raises(ValueError, match="model_name must be one of"):
-        eos.critical_run("nope")
+    with pytest.raises(ValueError, match="model must be one of"):
+        eos.CriticalSettings("nope")
     with pytest.raises(ValueError, match="window must span"):
-        figures.critical_fit_figure("xy", (3.0, 3.1), steps=10_000)
+        eos.critical_fit(short, (3.0, 3.1))
+    with pytest.raises(TypeError, match="fit must be a CriticalFit"):
+        figures.critical_fit_figure("xy")
 
 
 def test_network_figure_from_a_short_run():
     from lab.eos import figures
 
-    run = eos.mlp_digits_gd(0.2, steps=20, width=4, n_samples=20, track_every=10)
+    run = eos.mlp_digits_gd(
+        eos.NetworkSettings(0.2, steps=20, width=4, n_samples=20, track_every=10)
+    )
     fig = figures.network_figure(run, 20)
     assert len(fig.data) == 2 and "2/η = 10.0" in fig.layout.title.text
 
@@ -447,16 +456,22 @@ def test_euclidean_tangent_hessian_misses_the_curvature_of_m():
 
 
 def test_critical_and_regime_runs_are_cached_drivers():
-    a = eos.critical_run("xy", 2000, eta_factor=0.99)
-    assert a is eos.critical_run("xy", 2000, eta_factor=0.99)
+    a = eos.critical_run(eos.CriticalSettings("xy", 2000, eta_factor=0.99))
+    assert a is eos.critical_run(eos.CriticalSettings("xy", 2000, eta_factor=0.99))
     assert a.eta == pytest.approx(0.99)
     assert set(eos.CRITICAL_MODELS) == {"xy", "depth-3 product", "depth-4 product, y = 2"}
     with pytest.raises(ValueError, match="eta_factor must lie in"):
-        eos.critical_run("xy", 100, eta_factor=2.0)
-    regime, run = eos.regime_run(0.85, steps=300)
-    assert regime == "subcritical" and run.steps_run == 300
+        eos.CriticalSettings("xy", 100, eta_factor=2.0)
+    with pytest.raises(TypeError, match="settings must be a CriticalSettings"):
+        eos.critical_run("xy")
+    result = eos.regime_run(eos.RegimeSettings(0.85, steps=300))
+    assert result.regime == "subcritical" and result.run.steps_run == 300
+    assert result is eos.regime_run(eos.RegimeSettings(0.85, steps=300))
     with pytest.raises(ValueError, match="eta must be > 0"):
-        eos.regime_run(-1.0)
+        eos.RegimeSettings(-1.0)
+    # the settings path runs the same numbers as the checked public kernels
+    ref = eos.gd(eos.XYModel(), eos.point_on_manifold(eos.XYModel(), 2.6, 1e-3), 0.85, 300)
+    np.testing.assert_array_equal(result.run.w, ref.w)
 
 
 def test_attractor_period_doubling_cascade_and_chaos():

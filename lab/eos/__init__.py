@@ -89,10 +89,12 @@ $\sqrt{(\eta - 1)(\eta + 3)}/(2\eta)$ in the residual) and period-doubles at $\e
 | ``geometry.py`` | App. B: ``flattest_constants``, ``riemannian_hessian``, ``convexity_modulus``, ``geodesic_ball_points``, ``euclidean_tangent_hessian`` (a control) |
 | ``regimes.py`` | Sec. 5: ``classify_regime``, ``regime_thresholds``, ``period_two_orbit``; beyond: ``attractor`` |
 | ``fast.py`` | torch: ``gd`` (batched, CPU/CUDA, same kernel as ``reference.gd``), ``sharpness_hvp`` |
-| ``experiments.py`` | drivers for the notebooks: rate fits, ``manifold_runs`` (Figs 2-4), ``drift_law`` (chords over one period), ``critical_run`` |
+| ``settings.py`` | frozen settings, validated once: ``RegimeSettings``, ``CriticalSettings`` (and ``CRITICAL_MODELS``), ``CobwebSettings``, ``NetworkSettings`` |
+| ``experiments.py`` | drivers for the notebooks, on settings: rate fits, ``manifold_runs`` (Figs 2-4), ``drift_law`` (chords over one period), ``critical_run``/``critical_fit``, ``regime_run``, ``cobweb`` |
 | ``outcomes.py`` | what the claims judge, for a run and its control alike: ``tail_rates``, ``subcritical_outcome``, ``supercritical_outcome`` |
-| ``network.py`` | notebook 3: ``mlp_digits_gd`` (full-batch GD on a small MLP, sharpness by HVPs) |
-| ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels) |
+| ``network.py`` | notebook 3: ``mlp_digits_gd(NetworkSettings)`` (full-batch GD on a small MLP, sharpness by HVPs) |
+| ``results.py`` | the drivers' result dataclasses (``ManifoldRuns``, ``DriftLaw``, ``RegimeRun``, ``CriticalFit``, ``Cobweb``, ``MLPRun``) |
+| ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels); imports only ``results`` |
 
 See: book/eos/01-three-regimes.ipynb
 """

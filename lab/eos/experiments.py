@@ -8,7 +8,6 @@ See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,18 +19,16 @@ from lab.core.rates import exponential_fit, power_law_fit
 from lab.eos.geometry import tangent_basis
 from lab.eos.models import ProductModel, ScalarModel, XYModel, check_model, check_point
 from lab.eos.reference import (
-    gd,
     manifold_coordinates,
-    point_on_manifold,
     project_to_manifold,
     run_gd,
     sharpness_of,
+    start_point,
 )
+from lab.eos.results import Cobweb, CriticalFit, DriftLaw, ManifoldRuns, RegimeRun
+from lab.eos.settings import CRITICAL_MODELS, CobwebSettings, CriticalSettings, RegimeSettings
 
 __all__ = [
-    "ManifoldRuns",
-    "DriftLaw",
-    "CRITICAL_MODELS",
     "envelope",
     "fit_power_law",
     "fit_linear_rate",
@@ -39,7 +36,9 @@ __all__ = [
     "manifold_runs",
     "drift_law",
     "critical_run",
+    "critical_fit",
     "regime_run",
+    "cobweb",
 ]
 
 
@@ -55,7 +54,10 @@ def envelope(r: Any) -> np.ndarray:
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    r = check_array("r", r, ndim=1, min_size=2)
+    return _envelope(check_array("r", r, ndim=1, min_size=2))
+
+
+def _envelope(r: np.ndarray) -> np.ndarray:
     a = np.abs(r)
     return np.maximum(a[:-1], a[1:])
 
@@ -209,58 +211,6 @@ def starts_on_manifold(
     return out
 
 
-@dataclass
-class ManifoldRuns:
-    """GD runs from several starts, in the coordinates of Sec. 4 (``manifold_runs``).
-
-    Attributes
-    ----------
-    eta : float
-    t : ndarray of int, shape (K,)
-        Recorded steps: every step up to ``dense``, then about ``n_log`` log-spaced ones.
-    distance : ndarray, shape (n, K)
-        ``‖θ∥_t - θ∥*‖``, distance of the projection to the flattest minimiser (the paper's
-        left panels; a chord, equal to the geodesic distance to first order).
-    perp : ndarray, shape (n, K)
-        Signed normal coordinate ``θ⊥_t`` (centre panels plot ``|θ⊥_t|``).
-    sharpness : ndarray, shape (n, K)
-        ``λ(θ∥_t)`` (right panels plot ``λ(θ∥_t) - λ*``).
-    residual : ndarray, shape (n, steps + 1)
-        ``f(θ_t) - y`` at every step.
-    lambda_star : float
-    theta_star : ndarray
-    diverged : ndarray of bool, shape (n,)
-
-    See: book/eos/02-rates-and-bifurcation.ipynb
-    """
-
-    eta: float
-    t: np.ndarray
-    distance: np.ndarray
-    perp: np.ndarray
-    sharpness: np.ndarray
-    residual: np.ndarray
-    lambda_star: float
-    theta_star: np.ndarray = field(repr=False)
-    diverged: np.ndarray = field(repr=False)
-
-    @property
-    def gap(self) -> np.ndarray:
-        """Sharpness suboptimality ``λ(θ∥_t) - λ*``."""
-        return self.sharpness - self.lambda_star
-
-    def exit_times(self) -> np.ndarray:
-        """Per start, the first recorded ``τ`` with ``η λ(θ∥_t) < 2`` for every later recorded
-        ``t`` (Thm 5.1); ``-1`` when the run is still unstable at its end."""
-        stable = self.eta * self.sharpness < 2.0
-        out = np.full(stable.shape[0], -1)
-        for i, row in enumerate(stable):
-            if row[-1]:
-                bad = np.nonzero(~row)[0]
-                out[i] = self.t[bad[-1] + 1] if bad.size else self.t[0]
-        return out
-
-
 def manifold_runs(
     model: ScalarModel,
     eta: float,
@@ -308,7 +258,7 @@ def manifold_runs(
     res = np.full((n, steps + 1), np.nan)
     diverged = np.zeros(n, bool)
     for i, w0 in enumerate(starts):
-        run = gd(model, w0, eta, steps)
+        run = run_gd(model, w0, eta, steps)
         diverged[i] = run.diverged
         res[i, : run.residual.size] = run.residual
         ok = t <= run.steps_run
@@ -318,46 +268,6 @@ def manifold_runs(
         lam[i, ok] = sharpness_of(model, par)
     lam_star, _ = model.flattest()
     return ManifoldRuns(eta, t, dist, perp, lam, res, float(lam_star), star, diverged)
-
-
-@dataclass
-class DriftLaw:
-    """The drift along ``M`` against Thm 4.1's prediction, chord by chord (``drift_law``).
-
-    Thm 4.1: ``θ∥_{t+1} ≈ exp_{θ∥_t}(-κ (θ⊥_t)² ∇_M λ(θ∥_t))`` with ``κ = η / (2c(η, θ∥))``.
-    Over a chord of ``period`` steps the predicted step is ``-κ Σ_s (θ⊥_s)² ∇_M λ``.
-
-    Attributes
-    ----------
-    t : ndarray of int
-        First step of each chord.
-    kappa : ndarray
-        Measured ``κ_t = -<θ∥_{t+period} - θ∥_t, ∇_M λ> / (Σ_s |θ⊥_s|^power ‖∇_M λ‖²)``: constant
-        if the drift is proportional to ``Σ |θ⊥|^power`` and along ``-∇_M λ``.
-    cosine : ndarray
-        Cosine between the chord and ``-∇_M λ(θ∥_t)`` (1: Riemannian gradient descent on λ).
-    perp : ndarray
-        ``θ⊥_t`` at the first step of each chord.
-    period : int
-        Steps per chord: 2 is one period of the oscillation (the one-step chords carry an
-        ``O(θ⊥)`` term that alternates with the sign of ``θ⊥`` and cancels over a period).
-    power : float
-        The exponent of ``|θ⊥|`` in the law (2 in Thm 4.1).
-
-    See: book/eos/02-rates-and-bifurcation.ipynb
-    """
-
-    t: np.ndarray
-    kappa: np.ndarray
-    cosine: np.ndarray
-    perp: np.ndarray
-    period: int = 2
-    power: float = 2.0
-
-    @property
-    def spread(self) -> float:
-        """``max κ / min κ - 1`` over the window (0 for an exact proportionality)."""
-        return float(self.kappa.max() / self.kappa.min() - 1.0)
 
 
 def _sharpness_gradients(model: ScalarModel, par: np.ndarray) -> np.ndarray:
@@ -435,53 +345,101 @@ def drift_law(
 
 
 # ---------------------------------------------------------------------------------------------
-# Critical runs on several models (notebook 2's widget and claim)
+# Critical runs on several models (notebook 2's widget and claim), the regime and cobweb widgets
 # ---------------------------------------------------------------------------------------------
-
-#: the models of the critical-rate widget: none is an isometry of another (``<u, v>`` is not
-#: here: its GD is the xy model's after a rotation, so it would repeat the xy numbers)
-CRITICAL_MODELS = {
-    "xy": lambda: XYModel(),
-    "depth-3 product": lambda: ProductModel(3),
-    "depth-4 product, y = 2": lambda: ProductModel(4, 2.0),
-}
 
 
 @memo(maxsize=16)
-def critical_run(
-    model_name: str,
-    steps: int = 100_000,
-    start_ratio: float = 1.15,
-    r0: float = 1e-3,
-    eta_factor: float = 1.0,
-):
-    """GD at ``eta_factor`` times the critical step ``2 / lambda_min`` from a minimiser
-    ``start_ratio`` times sharper than the flattest one (cached: the fit-window widget refits
-    without rerunning).
+def critical_run(settings: CriticalSettings):
+    """GD at ``settings.eta_factor`` times the critical step ``2 / lambda_min`` from a minimiser
+    ``settings.start_ratio`` times sharper than the flattest one (cached: the fit-window widget
+    refits without rerunning). Returns a ``Trajectory``.
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    if model_name not in CRITICAL_MODELS:
-        raise ValueError(f"model_name must be one of {list(CRITICAL_MODELS)} (got {model_name!r})")
-    eta_factor = check_range("eta_factor", eta_factor, 0.5, 1.5)
-    model = CRITICAL_MODELS[model_name]()
+    if not isinstance(settings, CriticalSettings):
+        raise TypeError(f"settings must be a CriticalSettings (got {type(settings).__name__})")
+    model = CRITICAL_MODELS[settings.model]()
     lam_min, _ = model.flattest()
-    w0 = point_on_manifold(model, start_ratio * lam_min, r0)
-    return gd(model, w0, eta_factor * 2.0 / lam_min, steps)
+    w0 = start_point(model, settings.start_ratio * lam_min, settings.r0)
+    return run_gd(model, w0, settings.eta_factor * 2.0 / lam_min, settings.steps)
+
+
+def critical_fit(settings: CriticalSettings, window: Any = (3.0, 5.0)) -> CriticalFit:
+    """Power laws of the distance to the flattest minimiser and of ``lambda - lambda_min`` on
+    the steps ``10**window[0] <= k <= 10**window[1]`` of ``critical_run(settings)``.
+
+    See: book/eos/02-rates-and-bifurcation.ipynb
+    """
+    run = critical_run(settings)
+    win = check_array("window", window, shape=(2,))
+    m = run.model
+    lam_min, _ = m.flattest()
+    k = run.k[1:]
+    lo, hi = 10 ** float(win[0]), min(10 ** float(win[1]), k[-1])
+    if not hi > lo * 1.5:
+        raise ValueError(
+            f"window must span more than a factor 1.5 of steps inside [1, {k[-1]}] (got {window})"
+        )
+    dist = m.distance_to_flattest(run.w[1:])
+    excess = run.sharpness[1:] - lam_min
+    p_dist, c_dist = fit_power_law(k, dist, window=(lo, hi))
+    p_exc, c_exc = fit_power_law(k, np.maximum(excess, 1e-300), window=(lo, hi))
+    return CriticalFit(
+        settings.model, run.eta, k, dist, excess, (lo, hi), (p_dist, c_dist), (p_exc, c_exc)
+    )
 
 
 @memo(maxsize=256)
-def regime_run(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int = 4000):
-    """``(classify_regime(...), gd(...))`` of the xy model from the minimiser of sharpness
-    ``lambda0`` offset by ``r0`` (cached: the step-size widget of notebook 1 redraws from it).
+def regime_run(settings: RegimeSettings) -> RegimeRun:
+    """One xy-model run from the minimiser of sharpness ``settings.lambda0`` offset by
+    ``settings.r0``, with ``classify_regime``'s verdict (cached: the step-size widget of
+    notebook 1 redraws from it).
 
     See: book/eos/01-three-regimes.ipynb
     """
     from lab.eos.regimes import regime_of
 
-    eta = check_positive("eta", eta)  # validated here, once: the run and the badge share it
-    steps = check_int("steps", steps, 1, 10_000_000)
+    if not isinstance(settings, RegimeSettings):
+        raise TypeError(f"settings must be a RegimeSettings (got {type(settings).__name__})")
     model = XYModel()
-    w0 = point_on_manifold(model, lambda0, r0)
-    run = run_gd(model, w0, eta, steps)  # one run serves the figure and the regime's probe
-    return regime_of(model, eta, w0, run=run), run
+    w0 = start_point(model, settings.lambda0, settings.r0)
+    run = run_gd(model, w0, settings.eta, settings.steps)  # one run: the figure and the probe
+    lam_min, _ = model.flattest()
+    env = np.append(_envelope(run.residual), abs(run.residual[-1]))
+    regime = regime_of(model, settings.eta, w0, run=run)
+    return RegimeRun(settings.eta, regime, run, float(lam_min), env)
+
+
+def cobweb(settings: CobwebSettings) -> Cobweb:
+    """The balanced xy map ``F(a) = a (1 + eta - eta a^2)`` on ``[0.55, 1.45]``, its second
+    iterate, and the cobweb of the orbit from ``settings.a0`` (stopped if it leaves
+    ``|a| <= 10``).
+
+    See: book/eos/02-rates-and-bifurcation.ipynb
+    """
+    if not isinstance(settings, CobwebSettings):
+        raise TypeError(f"settings must be a CobwebSettings (got {type(settings).__name__})")
+    model, eta = XYModel(), settings.eta
+
+    def F(a):
+        return model.balanced_map(a, eta)  # eq: a' = a (1 + eta - eta a^2)
+
+    a = np.linspace(0.55, 1.45, 300)
+    path_x, path_y = [settings.a0], [0.55]
+    cur = settings.a0
+    for _ in range(settings.iterations):
+        nxt = F(cur)
+        if not np.isfinite(nxt) or abs(nxt) > 10:
+            break
+        path_x += [cur, nxt]
+        path_y += [nxt, nxt]
+        cur = nxt
+    mult = 1 - 2 * eta  # F'(1) = 1 - 2 eta
+    if abs(mult) < 1:
+        state = "stable fixed point"
+    elif eta < np.sqrt(5) - 1:  # the 2-cycle's own multiplier reaches -1 at sqrt(5) - 1
+        state = "fixed point unstable: stable 2-cycle"
+    else:
+        state = "2-cycle unstable too: period 4 and beyond"
+    return Cobweb(eta, a, F(a), F(F(a)), np.array(path_x), np.array(path_y), mult, state)

@@ -144,6 +144,13 @@ def gd(
     steps = check_int("steps", steps, 1, 100_000_000)
     record_every = check_int("record_every", record_every, 1, steps)
     dev = resolve_device(device, w0, eta)
+    W, E = _batch_inputs(model, w0, eta, dtype, dev)
+    return _gd_batched(model, W, E, steps, record_every)
+
+
+def _batch_inputs(model: ScalarModel, w0: Any, eta: Any, dtype: Any, dev: Any):
+    """``w0`` and ``eta`` checked and broadcast to ``(B, D)`` and ``(B,)`` tensors."""
+    import torch
 
     if isinstance(w0, torch.Tensor):
         W = w0.detach().to(device=dev, dtype=dtype)
@@ -173,79 +180,108 @@ def gd(
         raise ValueError(
             f"eta must be a scalar or have shape ({B},) to match w0 (got {tuple(E.shape)})"
         )
-    W = W.contiguous().clone()
+    return W.contiguous().clone(), E
 
+
+@dataclass
+class _Run:
+    """The mutable state of a batched run: the iterate's components, residual, which rows are
+    still stepping, their step counts, the effective step (0 for frozen rows), the records."""
+
+    state: list
+    r: Any
+    alive: Any
+    steps_run: Any
+    eta_eff: Any
+    w_rec: Any
+    r_rec: Any
+    rec_index: dict
+
+
+def _gd_batched(model: ScalarModel, W: Any, E: Any, steps: int, record_every: int):
+    """``gd`` on validated tensors ``W`` (B, D) and ``E`` (B,).
+
+    Chunked fast path. Inside a chunk every row takes the plain update (9 tensor ops per step
+    for xy instead of ~18 with per-step freezing) and only the running max of ``|r|`` is
+    tracked. Rows frozen in an earlier chunk step with eta = 0, which leaves them unchanged.
+    Rows that crossed ``|r| > 1e6`` (or went non-finite) inside the chunk are rolled back to the
+    chunk start and replayed with the exact per-step rule of ``reference.gd`` (``_gd_exact``).
+    """
+    import torch
+
+    B, dtype, dev = W.shape[0], W.dtype, W.device
     rec_steps = list(range(0, steps + 1, record_every))
     if rec_steps[-1] != steps:
         rec_steps.append(steps)
-    n_rec = len(rec_steps)
-    w_rec = torch.empty((n_rec, B, model.dim), dtype=dtype, device=dev)
-    r_rec = torch.empty((n_rec, B), dtype=dtype, device=dev)
-
     state = [s.contiguous() for s in model._split(W)]
-    r = model._residual(state)  # eq: r = f(w) - y
-    alive = torch.ones(B, dtype=torch.bool, device=dev)  # like gd, w0 itself is not checked
-    steps_run = torch.zeros(B, dtype=torch.int64, device=dev)
-    w_rec[0] = W
-    r_rec[0] = r
-    rec_index = {k: j for j, k in enumerate(rec_steps)}
-
-    # Chunked fast path. Inside a chunk every row takes the plain update (9 tensor ops per
-    # step for xy instead of ~18 with per-step freezing) and only the running max of |r| is
-    # tracked. Rows frozen in an earlier chunk step with eta = 0, which leaves them unchanged.
-    # Rows that crossed |r| > 1e6 (or went non-finite) inside the chunk are rolled back to the
-    # chunk start and replayed with the exact per-step rule of ``reference.gd`` (_gd_exact).
+    r = model._residual(state)  # eq. (5): r = f(θ) - y
+    run = _Run(
+        state=state,
+        r=r,
+        alive=torch.ones(B, dtype=torch.bool, device=dev),  # like gd, w0 is not checked
+        steps_run=torch.zeros(B, dtype=torch.int64, device=dev),
+        eta_eff=E.clone(),
+        w_rec=torch.empty((len(rec_steps), B, model.dim), dtype=dtype, device=dev),
+        r_rec=torch.empty((len(rec_steps), B), dtype=dtype, device=dev),
+        rec_index={k: j for j, k in enumerate(rec_steps)},
+    )
+    run.w_rec[0] = W
+    run.r_rec[0] = r
     chunk = record_every * max(1, math.ceil(32 / record_every))
-    eta_eff = E.clone()
     k0 = 0
     while k0 < steps:
         n = min(chunk, steps - k0)
-        snap_state, snap_r, snap_run = [t.clone() for t in state], r.clone(), steps_run.clone()
-        r_max = torch.zeros_like(r)
-        for i in range(1, n + 1):
-            er = eta_eff * r
-            state = model._step(state, er)  # eq: w' = w - eta r grad f
-            r = model._residual(state)  # eq: r' = f(w') - y
-            r_max = torch.maximum(r_max, r.abs())  # NaN propagates, so NaN rows count as bad
-            j = rec_index.get(k0 + i)
-            if j is not None:
-                w_rec[j] = model._join(state)
-                r_rec[j] = r
-        bad = alive & ~(r_max <= DIVERGENCE_THRESHOLD)
-        steps_run = torch.where(alive, snap_run + n, snap_run)
-        if bool(bad.any()):
-            idx = torch.nonzero(bad).squeeze(1)
-            sub = _gd_exact(
-                model,
-                [t[idx] for t in snap_state],
-                snap_r[idx],
-                E[idx],
-                snap_run[idx],
-                n,
-            )
-            sub_state, sub_r, sub_alive, sub_run, sub_recs = sub
-            for t, st in zip(state, sub_state, strict=True):
-                t[idx] = st
-            r[idx] = sub_r
-            steps_run[idx] = sub_run
-            alive[idx] = sub_alive
-            eta_eff[idx] = torch.where(sub_alive, E[idx], torch.zeros_like(sub_r))
-            for i, (w_i, r_i) in sub_recs.items():
-                j = rec_index.get(k0 + i)
-                if j is not None:
-                    w_rec[j, idx] = w_i
-                    r_rec[j, idx] = r_i
+        _chunk(model, run, E, k0, n)
         k0 += n
     return BatchedTrajectory(
-        w=w_rec,
-        residual=r_rec,
-        loss=0.5 * r_rec * r_rec,
+        w=run.w_rec,
+        residual=run.r_rec,
+        loss=0.5 * run.r_rec * run.r_rec,
         steps_recorded=torch.tensor(rec_steps, dtype=torch.int64, device=dev),
-        diverged=~alive,
-        steps_run=steps_run,
+        diverged=~run.alive,
+        steps_run=run.steps_run,
         eta=E,
         model=model,
     )
+
+
+def _chunk(model: ScalarModel, run: _Run, E: Any, k0: int, n: int) -> None:
+    """Steps ``k0 + 1 .. k0 + n`` of every row, then the exact replay of the rows that crossed
+    the divergence threshold inside the chunk."""
+    import torch
+
+    snap_state = [t.clone() for t in run.state]
+    snap_r, snap_run = run.r.clone(), run.steps_run.clone()
+    state, r = run.state, run.r
+    r_max = torch.zeros_like(r)
+    for i in range(1, n + 1):
+        er = run.eta_eff * r
+        state = model._step(state, er)  # eq. (6): θ' = θ - η r ∇f(θ)
+        r = model._residual(state)  # eq. (5): r' = f(θ') - y
+        r_max = torch.maximum(r_max, r.abs())  # NaN propagates, so NaN rows count as bad
+        j = run.rec_index.get(k0 + i)
+        if j is not None:
+            run.w_rec[j] = model._join(state)
+            run.r_rec[j] = r
+    bad = run.alive & ~(r_max <= DIVERGENCE_THRESHOLD)
+    run.steps_run = torch.where(run.alive, snap_run + n, snap_run)
+    run.state, run.r = state, r
+    if not bool(bad.any()):
+        return
+    idx = torch.nonzero(bad).squeeze(1)
+    sub = _gd_exact(model, [t[idx] for t in snap_state], snap_r[idx], E[idx], snap_run[idx], n)
+    sub_state, sub_r, sub_alive, sub_run, sub_recs = sub
+    for t, st in zip(run.state, sub_state, strict=True):
+        t[idx] = st
+    run.r[idx] = sub_r
+    run.steps_run[idx] = sub_run
+    run.alive[idx] = sub_alive
+    run.eta_eff[idx] = torch.where(sub_alive, E[idx], torch.zeros_like(sub_r))
+    for i, (w_i, r_i) in sub_recs.items():
+        j = run.rec_index.get(k0 + i)
+        if j is not None:
+            run.w_rec[j, idx] = w_i
+            run.r_rec[j, idx] = r_i
 
 
 def sharpness_hvp(loss_fn: Any, params: Any, iters: int = 50, *, seed: int = 0) -> float:

@@ -1,7 +1,8 @@
 """Figures of the eos chapter (plotly, for ``lab.core.explore``; matplotlib for static panels).
 
-Kept out of the notebooks so that each notebook cell stays a sentence of code, and kept out
-of the reference kernels so that those read like the paper.
+Results in, figures out: every function takes a result of ``lab.eos.results`` (what a driver
+of ``experiments.py`` or ``network.py`` returned) and draws it; nothing here runs GD, fits or
+caches. A widget is ``figures.f(experiments.g(settings))``.
 
 See: book/eos/01-three-regimes.ipynb, book/eos/02-rates-and-bifurcation.ipynb
 """
@@ -10,12 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive
+from lab.core.checks import check_int
 from lab.core.style import INK, PALETTE
-from lab.eos.experiments import critical_run, envelope, fit_power_law, regime_run
-from lab.eos.models import XYModel
-from lab.eos.network import MLPRun
-from lab.eos.reference import distance_to_flattest, lambda_min
+from lab.eos.results import Cobweb, CriticalFit, ManifoldRuns, MLPRun, RegimeRun
 
 BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, YELLOW, BLACK = PALETTE
 GREY = INK  # reference curves (the manifold, y = x) in the book's ink colour
@@ -24,6 +22,7 @@ __all__ = [
     "REGIME_COLOURS",
     "cobweb_figure",
     "critical_fit_figure",
+    "manifold_curves_figure",
     "network_figure",
     "regime_figure",
 ]
@@ -43,124 +42,76 @@ def log_indices(n: int, points: int = 300) -> np.ndarray:
     return np.unique(np.geomspace(1, n - 1, points).astype(int))
 
 
-def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int = 4000):
-    """Four linked panels of one xy-model run: path on the plane, ``|r_k|``, sharpness, loss.
+def _require(name: str, value: object, kind: type) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
 
-    The title is the regime badge from ``classify_regime``.
-    """
+
+def _path_panel(fig, result: RegimeRun, colour: str) -> None:
+    """(a) the manifold xy = 1 near the run, the two minimisers of sharpness 2/η, the path."""
     import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
-    regime, run = regime_run(eta, lambda0, r0, steps)  # validates; lab.eos.experiments: cached
-    lam_min, _ = lambda_min(XYModel())
-    k = run.k
-    colour = REGIME_COLOURS[regime]
-
-    fig = make_subplots(
-        rows=2,
-        cols=2,
-        subplot_titles=(
-            "path in the (x, y) plane",
-            "|residual| r_k (log)",
-            "sharpness of the projected minimiser",
-            "loss (log)",
-        ),
-        horizontal_spacing=0.12,
-        vertical_spacing=0.16,
-    )
-    # (a) the manifold xy = 1 near the run, the two minimisers of sharpness 2/eta, the path
+    run, eta = result.run, result.eta
     xs = run.w[:, 0]
     lo, hi = min(xs.min(), 0.55) * 0.95, max(xs.max(), 1.9) * 1.05
     grid = np.linspace(lo, hi, 200)
-    fig.add_trace(
-        go.Scatter(
-            x=grid,
-            y=1 / grid,
-            mode="lines",
-            name="M: xy = 1",
-            line=dict(color=GREY, width=1.5),
-        ),
-        1,
-        1,
-    )
+    line = dict(color=GREY, width=1.5)
+    fig.add_trace(go.Scatter(x=grid, y=1 / grid, mode="lines", name="M: xy = 1", line=line), 1, 1)
     s = 2.0 / eta  # points of M with lambda = x^2 + 1/x^2 = 2/eta (exist when 2/eta >= 2)
     if s >= 2.0:
-        x2 = np.array([(s + np.sqrt(s * s - 4)) / 2, (s - np.sqrt(s * s - 4)) / 2])
-        px = np.sqrt(x2)
+        px = np.sqrt(np.array([(s + np.sqrt(s * s - 4)) / 2, (s - np.sqrt(s * s - 4)) / 2]))
     else:
         px = np.array([np.nan, np.nan])
+    marker = dict(symbol="x", size=10, color=VERMILLION)
     fig.add_trace(
-        go.Scatter(
-            x=px,
-            y=1 / px,
-            mode="markers",
-            name="λ = 2/η on M",
-            marker=dict(symbol="x", size=10, color=VERMILLION),
-        ),
-        1,
-        1,
+        go.Scatter(x=px, y=1 / px, mode="markers", name="λ = 2/η on M", marker=marker), 1, 1
     )
     idx = np.unique(np.geomspace(1, len(xs), 600).astype(int) - 1)
-    fig.add_trace(
-        go.Scatter(
-            x=xs[idx],
-            y=run.w[idx, 1],
-            mode="lines+markers",
-            name="GD path",
-            marker=dict(size=3, color=colour),
-            line=dict(width=0.8, color=colour),
-        ),
-        1,
-        1,
+    path = go.Scatter(
+        x=xs[idx],
+        y=run.w[idx, 1],
+        mode="lines+markers",
+        name="GD path",
+        marker=dict(size=3, color=colour),
+        line=dict(width=0.8, color=colour),
     )
-    # (b)-(d) on a log step axis, sampled at about 300 log-spaced steps: the transient lives in
-    # the first hundred steps, the rates in the tail
+    fig.add_trace(path, 1, 1)
+
+
+def _step_panels(fig, result: RegimeRun, colour: str) -> np.ndarray:
+    """(b)-(d) on a log step axis at about 300 log-spaced steps (the transient lives in the
+    first hundred steps, the rates in the tail); returns the sampled sharpness."""
+    import plotly.graph_objects as go
+
+    run, eta = result.run, result.eta
+    k = run.k
     ks = log_indices(len(k), 300)
-    env = np.append(envelope(run.residual), abs(run.residual[-1]))  # max over consecutive pairs
+    env = result.envelope  # max over consecutive pairs
+    line = dict(color=colour)
     fig.add_trace(
-        go.Scatter(
-            x=k[ks], y=env[ks] + 1e-300, mode="lines", name="|r_k|", line=dict(color=colour)
-        ),
-        1,
-        2,
+        go.Scatter(x=k[ks], y=env[ks] + 1e-300, mode="lines", name="|r_k|", line=line), 1, 2
     )
     ss = run.sharpness[ks]
-    fig.add_trace(
-        go.Scatter(x=k[ks], y=ss, mode="lines", name="λ(p_k)", line=dict(color=colour)), 2, 1
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=k[ks], y=run.loss[ks] + 1e-300, mode="lines", name="loss", line=dict(color=colour)
-        ),
-        2,
-        2,
-    )
+    fig.add_trace(go.Scatter(x=k[ks], y=ss, mode="lines", name="λ(p_k)", line=line), 2, 1)
+    loss = run.loss[ks] + 1e-300
+    fig.add_trace(go.Scatter(x=k[ks], y=loss, mode="lines", name="loss", line=line), 2, 2)
+    for y, dash, colour_, text, where in (
+        (2 / eta, "dash", VERMILLION, "2/η", "top right"),
+        (result.lambda_min, "dot", GREY, "λ_min", "bottom right"),
+    ):
+        fig.add_hline(
+            y=y,
+            line=dict(dash=dash, color=colour_),
+            row=2,
+            col=1,
+            annotation_text=text,
+            annotation_position=where,
+        )
+    return ss
 
-    fig.add_hline(
-        y=2 / eta,
-        line=dict(dash="dash", color=VERMILLION),
-        row=2,
-        col=1,
-        annotation_text="2/η",
-        annotation_position="top right",
-    )
-    fig.add_hline(
-        y=lam_min,
-        line=dict(dash="dot", color=GREY),
-        row=2,
-        col=1,
-        annotation_text="λ_min",
-        annotation_position="bottom right",
-    )
-    fig.update_yaxes(type="log", exponentformat="power", row=1, col=2)
-    fig.update_yaxes(type="log", exponentformat="power", row=2, col=2)
-    fig.update_xaxes(title_text="x", row=1, col=1)
-    fig.update_yaxes(title_text="y", row=1, col=1)
-    for r, c in ((1, 2), (2, 1), (2, 2)):
-        fig.update_xaxes(title_text="step k", type="log", exponentformat="power", row=r, col=c)
-    fig.update_yaxes(
-        range=[min(lam_min, ss.min()) - 0.05, max(2 / eta, ss.max()) + 0.1], row=2, col=1
-    )
+
+def _regime_title(result: RegimeRun) -> str:
+    run, eta, regime = result.run, result.eta, result.regime
     if run.diverged:
         end = f"diverged at step {run.steps_run}"
     elif regime == "divergent":
@@ -168,63 +119,76 @@ def regime_figure(eta: float, lambda0: float = 2.6, r0: float = 1e-3, steps: int
         end = "no period-2 orbit is stable here"
     else:
         end = f"final λ = {run.sharpness[-1]:.3f}"
-    fig.update_layout(
-        title_text=f"η = {eta:.3f}: <b>{regime}</b> (2/η = {2 / eta:.3f}, {end})",
-        height=620,
-        showlegend=False,
+    return f"η = {eta:.3f}: <b>{regime}</b> (2/η = {2 / eta:.3f}, {end})"
+
+
+def regime_figure(result: RegimeRun):
+    """Four linked panels of one xy-model run (``experiments.regime_run``): path on the plane,
+    ``|r_k|``, sharpness, loss. The title is the regime badge from ``classify_regime``.
+
+    See: book/eos/01-three-regimes.ipynb
+    """
+    _require("result", result, RegimeRun)
+    from plotly.subplots import make_subplots
+
+    colour = REGIME_COLOURS[result.regime]
+    titles = (
+        "path in the (x, y) plane",
+        "|residual| r_k (log)",
+        "sharpness of the projected minimiser",
+        "loss (log)",
     )
+    fig = make_subplots(
+        rows=2, cols=2, subplot_titles=titles, horizontal_spacing=0.12, vertical_spacing=0.16
+    )
+    _path_panel(fig, result, colour)
+    ss = _step_panels(fig, result, colour)
+    fig.update_yaxes(type="log", exponentformat="power", row=1, col=2)
+    fig.update_yaxes(type="log", exponentformat="power", row=2, col=2)
+    fig.update_xaxes(title_text="x", row=1, col=1)
+    fig.update_yaxes(title_text="y", row=1, col=1)
+    for r, c in ((1, 2), (2, 1), (2, 2)):
+        fig.update_xaxes(title_text="step k", type="log", exponentformat="power", row=r, col=c)
+    lam_min, eta = result.lambda_min, result.eta
+    fig.update_yaxes(
+        range=[min(lam_min, ss.min()) - 0.05, max(2 / eta, ss.max()) + 0.1], row=2, col=1
+    )
+    fig.update_layout(title_text=_regime_title(result), height=620, showlegend=False)
     return fig
 
 
-def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
-    """Cobweb of the balanced xy map ``a' = a (1 + eta - eta a^2)`` (the residual dynamics on
-    ``x = y = a``), with its second iterate: a fixed point at ``a = 1`` for ``eta < 1``, a flip
-    bifurcation at ``eta = 1``, a 2-cycle after it."""
+def cobweb_figure(web: Cobweb):
+    """Cobweb of the balanced xy map ``a' = a (1 + eta - eta a^2)`` (``experiments.cobweb``),
+    with its second iterate: a fixed point at ``a = 1`` for ``eta < 1``, a flip bifurcation at
+    ``eta = 1``, a 2-cycle after it.
+
+    See: book/eos/02-rates-and-bifurcation.ipynb
+    """
+    _require("web", web, Cobweb)
     import plotly.graph_objects as go
 
-    eta = check_positive("eta", eta)
-    iterations = check_int("iterations", iterations, 1, 10_000)
-    model = XYModel()
-
-    def F(a):
-        return model.balanced_map(a, eta)  # eq: a' = a (1 + eta - eta a^2)
-
-    a = np.linspace(0.55, 1.45, 300)
-    path_x, path_y = [a0], [0.55]
-    cur = a0
-    for _ in range(iterations):
-        nxt = F(cur)
-        if not np.isfinite(nxt) or abs(nxt) > 10:
-            break
-        path_x += [cur, nxt]
-        path_y += [nxt, nxt]
-        cur = nxt
+    a = web.a
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(x=a, y=a, mode="lines", name="a' = a", line=dict(color=GREY, dash="dot"))
     )
-    fig.add_trace(go.Scatter(x=a, y=F(a), mode="lines", name="F(a)", line=dict(color=BLUE)))
+    fig.add_trace(go.Scatter(x=a, y=web.image, mode="lines", name="F(a)", line=dict(color=BLUE)))
     fig.add_trace(
-        go.Scatter(x=a, y=F(F(a)), mode="lines", name="F(F(a))", line=dict(color=PURPLE, width=1))
+        go.Scatter(
+            x=a, y=web.second, mode="lines", name="F(F(a))", line=dict(color=PURPLE, width=1)
+        )
     )
     fig.add_trace(
         go.Scatter(
-            x=path_x,
-            y=path_y,
+            x=web.path_x,
+            y=web.path_y,
             mode="lines",
             name="GD iterates",
             line=dict(color=VERMILLION, width=1),
         )
     )
-    mult = 1 - 2 * eta  # F'(1) = 1 - 2 eta
-    if abs(mult) < 1:
-        state = "stable fixed point"
-    elif eta < np.sqrt(5) - 1:  # the 2-cycle's own multiplier reaches -1 at sqrt(5) - 1
-        state = "fixed point unstable: stable 2-cycle"
-    else:
-        state = "2-cycle unstable too: period 4 and beyond"
     fig.update_layout(
-        title_text=f"η = {eta:.3f}: F'(1) = 1 − 2η = {mult:+.2f} ({state})",
+        title_text=f"η = {web.eta:.3f}: F'(1) = 1 − 2η = {web.multiplier:+.2f} ({web.state})",
         xaxis=dict(title="a_k (on the balanced line x = y = a)", range=[0.55, 1.45]),
         yaxis=dict(title="a_{k+1}", range=[0.55, 1.45]),
         height=520,
@@ -233,58 +197,41 @@ def cobweb_figure(eta: float, a0: float = 1.08, iterations: int = 60):
     return fig
 
 
-def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: int = 100_000):
+def critical_fit_figure(fit: CriticalFit):
     """Log-log plot of the distance to the flattest minimiser and of ``lambda - lambda_min`` in
-    the critical regime, with power laws fitted on ``10**window[0] <= k <= 10**window[1]``."""
+    the critical regime, with the power laws of ``experiments.critical_fit`` on its window.
+
+    See: book/eos/02-rates-and-bifurcation.ipynb
+    """
+    _require("fit", fit, CriticalFit)
     import plotly.graph_objects as go
 
-    run = critical_run(model, steps)  # lab.eos.experiments: cached
-    m = run.model
-    lam_min, _ = lambda_min(m)
-    k = run.k[1:]
-    dist = distance_to_flattest(m, run.w[1:])
-    excess = run.sharpness[1:] - lam_min
-    lo, hi = 10 ** float(window[0]), min(10 ** float(window[1]), k[-1])
-    if not hi > lo * 1.5:
-        raise ValueError(
-            f"window must span more than a factor 1.5 of steps inside [1, {k[-1]}] (got {window})"
-        )
-    p_dist, c_dist = fit_power_law(k, dist, window=(lo, hi))
-    p_exc, c_exc = fit_power_law(k, np.maximum(excess, 1e-300), window=(lo, hi))
+    k, (lo, hi) = fit.k, fit.window
+    (p_dist, c_dist), (p_exc, c_exc) = fit.distance_fit, fit.excess_fit
     idx = np.unique(np.geomspace(1, len(k), 400).astype(int) - 1)
     kf = np.geomspace(lo, hi, 50)
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=k[idx], y=dist[idx], mode="lines", name="|w_k − w_flat|", line=dict(color=BLUE)
+    for y, name, colour in (
+        (fit.distance, "|w_k − w_flat|", BLUE),
+        (fit.excess, "λ_k − λ_min", GREEN),
+    ):
+        fig.add_trace(
+            go.Scatter(x=k[idx], y=y[idx], mode="lines", name=name, line=dict(color=colour))
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=k[idx], y=excess[idx], mode="lines", name="λ_k − λ_min", line=dict(color=GREEN)
+    for p, c, colour in ((p_dist, c_dist, VERMILLION), (p_exc, c_exc, PURPLE)):
+        fig.add_trace(
+            go.Scatter(
+                x=kf,
+                y=c * kf**-p,
+                mode="lines",
+                name=f"fit k^−{p:.3f}",
+                line=dict(color=colour, dash="dash", width=3),
+            )
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=kf,
-            y=c_dist * kf**-p_dist,
-            mode="lines",
-            name=f"fit k^−{p_dist:.3f}",
-            line=dict(color=VERMILLION, dash="dash", width=3),
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=kf,
-            y=c_exc * kf**-p_exc,
-            mode="lines",
-            name=f"fit k^−{p_exc:.3f}",
-            line=dict(color=PURPLE, dash="dash", width=3),
-        )
-    )
     fig.add_vrect(x0=lo, x1=hi, fillcolor=ORANGE, opacity=0.12, line_width=0)
     fig.update_layout(
-        title_text=f"{model}, η = 2/λ_min = {2 / lam_min:.4f}: distance ~ k^−{p_dist:.3f}, excess sharpness ~ k^−{p_exc:.3f}",
+        title_text=f"{fit.model}, η = 2/λ_min = {fit.eta:.4f}: distance ~ k^−{p_dist:.3f}, "
+        f"excess sharpness ~ k^−{p_exc:.3f}",
         xaxis=dict(type="log", title="step k"),
         yaxis=dict(type="log", title="error", exponentformat="power"),
         height=520,
@@ -295,8 +242,7 @@ def critical_fit_figure(model: str = "xy", window: tuple = (3.0, 5.0), steps: in
 
 def network_figure(run, steps: int | None = None):
     """Sharpness (with the ``2/eta`` line) and loss of one ``mlp_digits_gd`` run, side by side."""
-    if not isinstance(run, MLPRun):
-        raise TypeError(f"run must be an MLPRun from mlp_digits_gd (got {type(run).__name__})")
+    _require("run", run, MLPRun)
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -363,6 +309,8 @@ def manifold_curves_figure(runs: dict, *, title: str | None = None):
 
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a non-empty dict {regime name: ManifoldRuns}")
+    for name, run in runs.items():
+        _require(f"runs[{name!r}]", run, ManifoldRuns)
     fig, axes = plt.subplots(len(runs), 3, figsize=(11, 2.9 * len(runs)), squeeze=False)
     columns = ("‖θ∥ₜ − θ∥*‖", "|θ⊥ₜ|", "λ(θ∥ₜ) − λ*")
     for row, (name, run) in zip(axes, runs.items(), strict=True):

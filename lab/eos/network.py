@@ -7,64 +7,83 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive
+from lab.core.memo import memo
 from lab.core.runtime import resolve_device
 from lab.eos.fast import sharpness_hvp
+from lab.eos.results import MLPRun
+from lab.eos.settings import NetworkSettings
 
-__all__ = ["MLPRun", "mlp_digits_gd"]
-
-
-# ---------------------------------------------------------------------------------------------
-# The real-network contrast (notebook 3)
-# ---------------------------------------------------------------------------------------------
+__all__ = ["mlp_digits_gd"]
 
 
-@dataclass
-class MLPRun:
-    """History of ``mlp_digits_gd``.
+def _digits_data(settings: NetworkSettings, dev: Any):
+    """The first ``n_samples`` images of the two classes, pixels in ``[0, 1]``, one-hot
+    targets (torch, float64 on ``dev``), and the integer labels (numpy)."""
+    import torch
 
-    Attributes
-    ----------
-    loss : ndarray, shape (steps_run + 1,)
-        Full-batch MSE loss ``1/(2n) sum_i ||f(x_i) - y_i||^2``.
-    sharpness : ndarray
-        Top Hessian eigenvalue of the loss (HVP power iteration) at ``sharpness_steps``.
-    sharpness_steps : ndarray of int
-    accuracy : float
-        Final training accuracy.
-    diverged : bool
-    eta : float
-    n_params : int
+    from lab.core.data import digits
 
-    See: book/eos/03-real-network.ipynb
-    """
-
-    loss: np.ndarray
-    sharpness: np.ndarray
-    sharpness_steps: np.ndarray
-    accuracy: float
-    diverged: bool
-    eta: float
-    n_params: int
+    c0, c1 = settings.classes
+    split = digits(
+        (c0, c1), test_size=0, shuffle=False, standardize=False, dtype="float64"
+    )  # lab.core.data: pixels / 16 in [0, 1], scikit-learn's order, label 1 = classes[1]
+    n = settings.n_samples
+    if n > split.y_train.size:
+        raise ValueError(
+            f"n_samples must be <= {split.y_train.size} for classes {settings.classes!r} (got {n})"
+        )
+    x = torch.as_tensor(split.X_train[:n], dtype=torch.float64, device=dev)
+    yi = split.y_train[:n]
+    y = torch.nn.functional.one_hot(torch.as_tensor(yi), 2).to(torch.float64).to(dev)
+    return x, y, yi
 
 
-def mlp_digits_gd(
-    eta: float,
-    steps: int = 500,
-    width: int = 32,
-    n_samples: int = 200,
-    track_every: int = 25,
-    seed: int = 0,
-    device: Any = None,
-    *,
-    classes: tuple[int, int] = (3, 8),
-    hvp_iters: int = 20,
-) -> MLPRun:
+def _init_params(width: int, seed: int, dev: Any) -> tuple:
+    """PyTorch-default uniform initialisation of the 64-``width``-2 MLP, from ``seed``."""
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def layer(fan_in: int, fan_out: int):
+        bound = 1.0 / math.sqrt(fan_in)
+        w = (torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+        b = (torch.rand(fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+        return w.to(dev), b.to(dev)
+
+    return (*layer(64, width), *layer(width, 2))
+
+
+def _train(loss_fn: Any, params: tuple, settings: NetworkSettings):
+    """The GD loop: loss every step, sharpness every ``track_every`` steps; stops on
+    divergence. Returns ``(params, losses, sharpness, sharpness_steps, diverged)``."""
+    from torch.func import grad
+
+    g = grad(loss_fn)
+    losses, sharp, sharp_steps = [], [], []
+    eta, every = settings.eta, settings.track_every
+    for k in range(settings.steps + 1):
+        lv = float(loss_fn(params))
+        if not math.isfinite(lv) or lv > 1e6:
+            return params, losses, sharp, sharp_steps, True
+        losses.append(lv)
+        if every and k % every == 0:
+            sharp.append(
+                sharpness_hvp(loss_fn, params, iters=settings.hvp_iters, seed=settings.seed)
+            )
+            sharp_steps.append(k)
+        if k == settings.steps:
+            break
+        grads = g(params)
+        params = tuple(p - eta * gp for p, gp in zip(params, grads, strict=True))  # eq: GD
+    return params, losses, sharp, sharp_steps, False
+
+
+@memo(maxsize=32)
+def mlp_digits_gd(settings: NetworkSettings, device: Any = None) -> MLPRun:
     """Full-batch GD with MSE on a 64-``width``-2 tanh MLP, two digit classes from sklearn.
 
     The data are scikit-learn's bundled digits through ``lab.core.data.digits`` (no download):
@@ -81,25 +100,10 @@ def mlp_digits_gd(
 
     Parameters
     ----------
-    eta : float
-        Step size ``> 0``.
-    steps : int
-        GD steps ``>= 1``.
-    width : int
-        Hidden width ``>= 1``.
-    n_samples : int
-        Number of images, ``>= 2`` and at most the number of images of the two classes
-        (357 for 3 and 8).
-    track_every : int
-        Sharpness every this many steps (``0``: never).
-    seed : int
-        Initialisation seed.
+    settings : NetworkSettings
+        Step size, steps, width, samples, tracking, seed, classes (validated there).
     device : str or torch.device, optional
         Defaults to ``lab.device()``.
-    classes : (int, int)
-        The two digit classes.
-    hvp_iters : int
-        Power-iteration steps per sharpness estimate.
 
     Returns
     -------
@@ -108,46 +112,14 @@ def mlp_digits_gd(
     See: book/eos/03-real-network.ipynb
     """
     import torch
-    from torch.func import grad
 
-    from lab.core.data import digits
     from lab.core.runtime import small_problem_threads
 
-    eta = check_positive("eta", eta)
-    steps = check_int("steps", steps, 1, 10_000_000)
-    width = check_int("width", width, 1, 100_000)
-    n_samples = check_int("n_samples", n_samples, 2, 1797)
-    track_every = check_int("track_every", track_every, 0, 10_000_000)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    hvp_iters = check_int("hvp_iters", hvp_iters, 1, 10_000)
-    if not (isinstance(classes, tuple | list) and len(classes) == 2):
-        raise TypeError(f"classes must be a pair of digits (got {classes!r})")
-    c0 = check_int("classes[0]", classes[0], 0, 9)
-    c1 = check_int("classes[1]", classes[1], 0, 9)
-    if c0 == c1:
-        raise ValueError(f"classes must be two different digits (got {classes!r})")
+    if not isinstance(settings, NetworkSettings):
+        raise TypeError(f"settings must be a NetworkSettings (got {type(settings).__name__})")
     dev = resolve_device(device)
-
-    split = digits(
-        (c0, c1), test_size=0, shuffle=False, standardize=False, dtype="float64"
-    )  # lab.core.data: pixels / 16 in [0, 1], scikit-learn's order, label 1 = classes[1]
-    if n_samples > split.y_train.size:
-        raise ValueError(
-            f"n_samples must be <= {split.y_train.size} for classes {classes!r} (got {n_samples})"
-        )
-    x = torch.as_tensor(split.X_train[:n_samples], dtype=torch.float64, device=dev)
-    yi = split.y_train[:n_samples]
-    y = torch.nn.functional.one_hot(torch.as_tensor(yi), 2).to(torch.float64).to(dev)
-
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-
-    def init(fan_in: int, fan_out: int):
-        bound = 1.0 / math.sqrt(fan_in)
-        w = (torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-        b = (torch.rand(fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-        return w.to(dev), b.to(dev)
-
-    params = (*init(64, width), *init(width, 2))
+    x, y, yi = _digits_data(settings, dev)
+    params = _init_params(settings.width, settings.seed, dev)
     n_params = sum(p.numel() for p in params)
 
     def loss_fn(ps):
@@ -155,24 +127,9 @@ def mlp_digits_gd(
         out = torch.tanh(x @ w1 + b1) @ w2 + b2
         return 0.5 * ((out - y) ** 2).sum() / x.shape[0]  # eq: L = 1/(2n) sum ||f(x) - y||^2
 
-    g = grad(loss_fn)
-    losses, sharp, sharp_steps = [], [], []
-    diverged = False
     ctx = small_problem_threads(1) if dev.type == "cpu" else contextlib.nullcontext()
     with ctx:
-        for k in range(steps + 1):
-            lv = float(loss_fn(params))
-            if not math.isfinite(lv) or lv > 1e6:
-                diverged = True
-                break
-            losses.append(lv)
-            if track_every and k % track_every == 0:
-                sharp.append(sharpness_hvp(loss_fn, params, iters=hvp_iters, seed=seed))
-                sharp_steps.append(k)
-            if k == steps:
-                break
-            grads = g(params)
-            params = tuple(p - eta * gp for p, gp in zip(params, grads, strict=True))  # eq: GD
+        params, losses, sharp, sharp_steps, diverged = _train(loss_fn, params, settings)
         w1, b1, w2, b2 = params
         pred = (torch.tanh(x @ w1 + b1) @ w2 + b2).argmax(1).cpu().numpy()
     return MLPRun(
@@ -181,6 +138,6 @@ def mlp_digits_gd(
         sharpness_steps=np.array(sharp_steps, dtype=np.int64),
         accuracy=float(np.mean(pred == yi)),
         diverged=diverged,
-        eta=eta,
+        eta=settings.eta,
         n_params=int(n_params),
     )

@@ -18,8 +18,8 @@ import numpy as np
 
 from lab.core.checks import check_int, check_positive, check_range
 from lab.core.rates import exponential_fit
-from lab.eos.experiments import ManifoldRuns
 from lab.eos.models import ScalarModel, check_model
+from lab.eos.results import ManifoldRuns
 
 __all__ = ["TailRates", "tail_rates", "subcritical_outcome", "supercritical_outcome"]
 

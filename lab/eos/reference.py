@@ -273,8 +273,14 @@ def point_on_manifold(model: ScalarModel, sharpness: float, offset: float = 0.0)
     offset = check_range(
         "offset", offset, -abs(y), abs(y), low_inclusive=False, high_inclusive=False
     )
-    p = model.sharpness_point(max(sharpness, lam_min))
-    return p if offset == 0.0 else model.with_value(p, y + offset)
+    return start_point(model, sharpness, offset)
+
+
+def start_point(model: ScalarModel, sharpness: float, offset: float) -> np.ndarray:
+    """``point_on_manifold`` on arguments its caller has validated (a settings object)."""
+    lam_min, _ = model.flattest()
+    p = model.sharpness_point(max(sharpness, lam_min))  # the canonical minimiser of this λ
+    return p if offset == 0.0 else model.with_value(p, model.target + offset)
 
 
 def distance_to_flattest(model: ScalarModel, w: Any) -> float | np.ndarray:
