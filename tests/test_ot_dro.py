@@ -52,7 +52,7 @@ def test_no_overflow_tiny_eps():
 def test_envelope_gradient_and_bounds():
     loss, C = _rand()
     lt = torch.tensor(loss, requires_grad=True)
-    R = o.sinkhorn_dro_objective(lt, torch.tensor(C), 0.8, 0.4)
+    R = o.fast.sinkhorn_dro_objective(lt, torch.tensor(C), 0.8, 0.4)
     (g,) = torch.autograd.grad(R, lt)
     _, Q = o.fast.worst_case_weights(loss, C, 0.8, 0.4)
     assert np.allclose(g.numpy(), Q, atol=1e-10)
@@ -62,7 +62,7 @@ def test_envelope_gradient_and_bounds():
         loss = rng.normal(size=m) * 3
         C = rng.uniform(0, 3, size=(n, m))
         lam, eps = rng.uniform(0.1, 5), rng.uniform(0.01, 3)
-        R = float(o.sinkhorn_dro_objective(loss, C, lam, eps))
+        R = float(o.fast.sinkhorn_dro_objective(loss, C, lam, eps))
         upper = lam * eps * (np.logaddexp.reduce(loss / (lam * eps)) - math.log(m))
         assert loss.mean() - lam * C.mean() - 1e-9 <= R <= upper + 1e-9 <= loss.max() + 2e-9
 
@@ -73,7 +73,7 @@ def test_stopgrad_weighted_loss_equals_dual_gradient():
     X = torch.randn(9, 5, dtype=torch.float64)
     C = torch.rand(6, 9, dtype=torch.float64)
     loss_q = (X @ w) ** 2
-    R = o.sinkhorn_dro_objective(loss_q, C, 1.0, 0.2)
+    R = o.fast.sinkhorn_dro_objective(loss_q, C, 1.0, 0.2)
     (g1,) = torch.autograd.grad(R, w, retain_graph=True)
     _, Q = o.fast.worst_case_weights(loss_q.detach(), C, 1.0, 0.2)
     (g2,) = torch.autograd.grad((Q * loss_q).sum(), w)
@@ -94,6 +94,53 @@ def test_pair_worst_case_weights():
     pr, qr = o.reference.worst_case_weights(loss, C, 0.6, 0.2)
     pf, qf = o.fast.worst_case_weights(loss, C, 0.6, 0.2)
     assert np.abs(pr - pf).max() < 1e-12 and np.abs(qr - qf).max() < 1e-12
+
+
+def test_pair_sinkhorn_dro_objective():
+    """reference.sinkhorn_dro_objective (numpy, eq. 4) = fast.sinkhorn_dro_objective (torch),
+    at a tiny eps too (the max-shift keeps both finite)."""
+    for lam, eps in ((0.6, 0.2), (2.0, 1e-4)):
+        loss, C = _rand(n=9, m=14, seed=8)
+        r_ref = o.reference.sinkhorn_dro_objective(loss, C, lam, eps)
+        r_fast = float(o.fast.sinkhorn_dro_objective(loss, C, lam, eps))
+        assert isinstance(r_ref, float) and abs(r_ref - r_fast) < 1e-12 * max(1.0, abs(r_ref))
+
+
+def test_pair_implied_radius():
+    """reference.implied_radius (numpy, eq. 5) = fast.implied_radius (torch)."""
+    loss, C = _rand(n=9, m=14, seed=9)
+    pi, _ = o.reference.worst_case_weights(loss, C, 0.8, 0.3)
+    rho = o.reference.implied_radius(pi, C)
+    assert abs(rho - float(o.fast.implied_radius(pi, C))) < 1e-14
+    assert 0.0 <= rho <= C.max()
+
+
+def test_settings_are_frozen_and_validated_once():
+    """TrainSettings carries the run whole; AdaDROConfig is frozen; the sweep pairs seeds."""
+    import dataclasses
+
+    s = o.TrainSettings("erm", steps=3, calib_steps=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.steps = 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.cfg.lam = 2.0
+    sw = o.shift_sweep(s, ["erm", "erm_nu"], seeds=(0, 1))
+    assert sw.values("shifted", method="erm").shape == (2,)
+    again = o.shift_scores("erm", s, 1)
+    assert again["shifted"] == sw.values("shifted", method="erm")[1]
+
+
+def test_shift_figure_draws_results():
+    """figures take results: the shift figure draws a ShiftCurves without training."""
+    from lab.ot_dro import figures
+
+    curves = {m: np.linspace(0.9, 0.5, len(o.SHIFTS)) for m in ("erm", "erm_nu", "adadro")}
+    res = o.ShiftCurves(0.1, o.SHIFTS, curves)
+    assert len(figures.shift_figure(res, 0.5).data) == 4
+    with pytest.raises(TypeError, match="ShiftCurves"):
+        figures.shift_figure(0.1, 0.5)
+    with pytest.raises(ValueError, match="shift"):
+        figures.shift_figure(res, 1.5)
 
 
 def test_pair_entropic_plan():
@@ -118,7 +165,7 @@ def test_toy_drivers_cache_and_agree():
     assert np.array_equal(rho, res.rho_curve) and np.all(np.diff(rho) < 1e-12)
     from lab.ot_dro import figures
 
-    assert len(figures.plan_figure(1.0, 0.1).data) == 6  # plan, candidates, points, ρ, R, λ
+    assert len(figures.plan_figure(res).data) == 6  # plan, candidates, points, ρ, R, λ
 
 
 def test_entropic_plan_vs_reference_and_pot():
@@ -208,8 +255,8 @@ def test_refine_reference():
 
 def test_adadro_step_and_end_to_end_beats_erm():
     Xte, yte = o.make_spurious(2000, 0.1, seed=99)
-    m_erm, _ = o.train_method("erm", seed=0, steps=250)
-    m_ada, hist = o.train_method("adadro", seed=0, steps=250, log_every=50)
+    m_erm, _ = o.train_method(o.TrainSettings("erm", steps=250), seed=0)
+    m_ada, hist = o.train_method(o.TrainSettings("adadro", steps=250, log_every=50), seed=0)
     a_erm, a_ada = o.accuracy(m_erm, Xte, yte), o.accuracy(m_ada, Xte, yte)
     assert a_ada - a_erm >= 0.15, (a_erm, a_ada)
     assert len(hist["keep"]) > 0 and all(0 < k <= 1 for k in hist["keep"])
@@ -231,8 +278,8 @@ def test_adadro_step_detach_options():
 
 
 def test_determinism():
-    m1, _ = o.train_method("adadro", seed=3, steps=20)
-    m2, _ = o.train_method("adadro", seed=3, steps=20)
+    m1, _ = o.train_method(o.TrainSettings("adadro", steps=20), seed=3)
+    m2, _ = o.train_method(o.TrainSettings("adadro", steps=20), seed=3)
     for p, q in zip(m1.parameters(), m2.parameters(), strict=True):
         assert torch.equal(p, q)
 
@@ -262,7 +309,17 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="n_iter"):
         o.fast.entropic_plan(C, 0.1, n_iter=2.5)
     with pytest.raises(ValueError, match="method"):
-        o.train_method("groupdro")
+        o.TrainSettings("groupdro")
+    with pytest.raises(TypeError, match="settings"):
+        o.train_method("adadro")
+    with pytest.raises(ValueError, match="corrupt"):
+        o.TrainSettings(corrupt=1.5)
+    with pytest.raises(ValueError, match="tau"):
+        o.CalibrationSettings(tau=0.0)
+    with pytest.raises(ValueError, match="lam"):
+        o.reference.sinkhorn_dro_objective(loss, C, 0.0, 0.1)
+    with pytest.raises(ValueError, match="same shape"):
+        o.reference.implied_radius(np.ones((2, 3)), np.ones((3, 2)))
 
 
 @pytest.mark.cuda
@@ -279,12 +336,12 @@ def test_cuda_matches_cpu():
 
 
 def test_phase_one_calibration_runs_before_phase_two():
-    _, h0 = o.train_method("adadro", seed=0, steps=5, calib_steps=0)
-    _, h1 = o.train_method("adadro", seed=0, steps=5, calib_steps=30, log_every=1)
+    _, h0 = o.train_method(o.TrainSettings("adadro", steps=5, calib_steps=0), seed=0)
+    _, h1 = o.train_method(o.TrainSettings("adadro", steps=5, calib_steps=30, log_every=1), 0)
     assert h0["iot"] == [] and len(h1["iot"]) == 30
     assert np.mean(h1["iot"][-5:]) < h1["iot"][0]  # phase 1 lowers the IOT loss
     assert len(h1["robust"]) == 5 and all(math.isfinite(r) for r in h1["robust"])
-    _, he = o.train_method("erm", seed=0, steps=5, calib_steps=30)
+    _, he = o.train_method(o.TrainSettings("erm", steps=5, calib_steps=30), seed=0)
     assert he["iot"] == []  # ERM has no phase 1
 
 
@@ -298,7 +355,7 @@ def test_dro_descent_gradient_and_convergence():
     # finite-difference check of the gradient at w = 0 (the first recorded gradient norm)
     def F(w):
         loss = np.logaddexp(0.0, -y * (X @ w))
-        return float(o.sinkhorn_dro_objective(loss, C, 1.0, 0.3)) + 0.25 * float(w @ w)
+        return float(o.fast.sinkhorn_dro_objective(loss, C, 1.0, 0.3)) + 0.25 * float(w @ w)
 
     h = 1e-6
     g = np.array([(F(h * e) - F(-h * e)) / (2 * h) for e in np.eye(2)])

@@ -50,14 +50,15 @@ Deviations from the paper:
 
 | file | what it holds |
 |---|---|
-| ``reference.py`` | numpy float64: ``entropic_plan`` (Sinkhorn), ``worst_case_weights`` (eqs. 2-3) |
-| ``fast.py`` | batched torch, CPU/CUDA, the same names: ``entropic_plan``, ``worst_case_weights``, ``sinkhorn_dro_objective`` (eq. 4), ``implied_radius`` (eq. 5) |
-| ``conversions.py`` | numpy/torch argument conversions of the fast path (not API) |
+| ``reference.py`` | numpy float64, one problem: ``entropic_plan`` (Sinkhorn), ``worst_case_weights`` (eqs. 2-3), ``sinkhorn_dro_objective`` (eq. 4), ``implied_radius`` (eq. 5) |
+| ``fast.py`` | batched torch, CPU/CUDA, the same names |
 | ``calibration.py`` | the paper's objects: ``semantic_cost`` (eq. 1), ``iot_loss`` (eq. 6), ``refine_reference`` (eq. 7) |
-| ``official.py`` | ``official_parity``: our kernels replayed on the official-code fixture |
 | ``adadro.py`` | ``AdaDROConfig``, ``adadro_step`` (one phase-2 step) |
-| ``experiments.py`` | the toy task and drivers: ``make_spurious``, ``flip_spurious``, ``make_model``, ``train_method``, ``calibrate``, ``dro_descent``, ``nested_bias`` |
-| ``figures.py`` | results to figures |
+| ``task.py`` | the spurious-feature task and model of notebook 2: ``make_spurious``, ``flip_spurious``, ``make_model``, ``accuracy`` |
+| ``toy.py`` | notebook 1's 2-D toy: ``toy_2d``, ``toy_losses``, ``toy_cost`` |
+| ``experiments.py`` | settings (``TrainSettings``, ``CalibrationSettings``) and the drivers: ``train_method``, ``calibrate``, ``shift_sweep``, ``filter_run``, ``shift_curves``, ``toy_plan``, ``lam_curve``, ``dro_descent``, ``nested_bias`` |
+| ``official.py`` | ``official_parity``: our kernels replayed on the official-code fixture |
+| ``figures.py`` | results to figures (``plan_figure``, ``shift_figure``) |
 
 See: book/ot_dro/01-worst-case-plans.ipynb
 """

@@ -8,13 +8,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.core.checks import check_bool, check_choice, check_positive, check_range
-from lab.ot_dro.calibration import iot_loss, refine_reference, semantic_cost
-from lab.ot_dro.fast import implied_radius, sinkhorn_dro_objective, worst_case_weights
+from lab.ot_dro.calibration import (
+    iot_loss_unchecked,
+    refine_reference_unchecked,
+    semantic_cost_unchecked,
+)
+from lab.ot_dro.fast import (
+    implied_radius_unchecked,
+    sinkhorn_dro_objective_unchecked,
+    worst_case_weights_unchecked,
+)
 
 __all__ = ["AdaDROConfig", "adadro_step"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class AdaDROConfig:
     """Hyperparameters of one AdaDRO phase-2 step.
 
@@ -73,7 +81,6 @@ def adadro_step(model, batch_p, batch_nu, opt, cfg: AdaDROConfig | None = None) 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     cfg = AdaDROConfig() if cfg is None else cfg
     if not isinstance(cfg, AdaDROConfig):
@@ -82,65 +89,80 @@ def adadro_step(model, batch_p, batch_nu, opt, cfg: AdaDROConfig | None = None) 
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(opt, torch.optim.Optimizer):
         raise TypeError(f"opt must be a torch.optim.Optimizer, got {type(opt).__name__}")
-    pairs = []
-    for name, batch in (("batch_p", batch_p), ("batch_nu", batch_nu)):
-        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-            raise TypeError(
-                f"{name} must be a pair (features Tensor [N, d], labels LongTensor [N]), "
-                f"got {type(batch).__name__}"
-            )
-        x, y = batch
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            raise TypeError(
-                f"{name} must hold two tensors, got {type(x).__name__}, {type(y).__name__}"
-            )
-        if x.ndim != 2 or y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
-            raise ValueError(
-                f"{name} must be (features [N, d], integer labels [N]), got shapes "
-                f"{tuple(x.shape)}, {tuple(y.shape)} and labels of dtype {y.dtype}"
-            )
-        if x.shape[0] != y.shape[0]:
-            raise ValueError("features and labels must have the same number of rows")
-        if x.shape[0] == 0:
-            raise ValueError(f"{name} must be non-empty (no rows)")
-        pairs.append((x, y))
-    (xp, yp), (xq, yq) = pairs
+    xp, yp = _check_batch("batch_p", batch_p)
+    xq, yq = _check_batch("batch_nu", batch_nu)
+    return adadro_step_unchecked(model, xp, yp, xq, yq, opt, cfg, check_labels=True)
+
+
+def _check_batch(name, batch):
+    import torch
+
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(
+            f"{name} must be a pair (features Tensor [N, d], labels LongTensor [N]), "
+            f"got {type(batch).__name__}"
+        )
+    x, y = batch
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError(f"{name} must hold two tensors, got {type(x).__name__}, {type(y).__name__}")
+    if x.ndim != 2 or y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise ValueError(
+            f"{name} must be (features [N, d], integer labels [N]), got shapes "
+            f"{tuple(x.shape)}, {tuple(y.shape)} and labels of dtype {y.dtype}"
+        )
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("features and labels must have the same number of rows")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} must be non-empty (no rows)")
+    return x, y
+
+
+def adadro_step_unchecked(model, xp, yp, xq, yq, opt, cfg, check_labels=False) -> dict:
+    """:func:`adadro_step` on validated arguments (the training loop's step)."""
+    import torch
+    import torch.nn.functional as F
+
     zp, _ = model(xp)
     zq, logits_q = model(xq)
-    n_classes = logits_q.shape[-1]
-    for name, y in (("batch_p", yp), ("batch_nu", yq)):
-        if bool((y < 0).any()) or bool((y >= n_classes).any()):
-            raise ValueError(f"{name} labels must lie in 0..{n_classes - 1} (the model's classes)")
+    if check_labels:
+        n_classes = logits_q.shape[-1]
+        for name, y in (("batch_p", yp), ("batch_nu", yq)):
+            if bool((y < 0).any()) or bool((y >= n_classes).any()):
+                raise ValueError(
+                    f"{name} labels must lie in 0..{n_classes - 1} (the model's classes)"
+                )
     if cfg.filter_rule == "none":
         keep = torch.ones(xq.shape[0], dtype=torch.bool, device=xq.device)
-    else:
-        keep = refine_reference(zp, zq, cfg.omega, cfg.tau, cfg.filter_rule)
+    else:  # eq. (7)
+        keep = refine_reference_unchecked(zp, zq, cfg.omega, cfg.tau, cfg.filter_rule)
     loss_q = F.cross_entropy(logits_q[keep], yq[keep], reduction="none")
     if not bool(torch.isfinite(loss_q).all()):
         raise ValueError("candidate losses are not finite (NaN loss)")
-    if cfg.cost == "semantic":
-        C = semantic_cost(zp, yp, zq[keep], yq[keep], model.head.weight, cfg.alpha_x, cfg.alpha_y)
+    if cfg.cost == "semantic":  # eq. (1)
+        W = model.head.weight
+        C = semantic_cost_unchecked(zp, yp, zq[keep], yq[keep], W, cfg.alpha_x, cfg.alpha_y)
     else:
         C = torch.cdist(xp, xq[keep]) ** 2
     if cfg.detach_cost:
         C = C.detach()
-    pi, Q = worst_case_weights(loss_q.detach(), C.detach(), cfg.lam, cfg.eps)
+    pi, Q = worst_case_weights_unchecked(loss_q.detach(), C.detach(), cfg.lam, cfg.eps)
     if cfg.detach_cost:
         loss = (Q * loss_q).sum()  # stopgrad(Q) l: same gradient as R when C is detached
     else:  # the cost enters the objective: R's gradient (the official loss differentiates Q)
-        loss = sinkhorn_dro_objective(loss_q, C, cfg.lam, cfg.eps)
-    iot = iot_loss(zp, zq, cfg.tau) if cfg.kappa > 0 else torch.zeros((), device=xp.device)
+        loss = sinkhorn_dro_objective_unchecked(loss_q, C, cfg.lam, cfg.eps)
+    zero = torch.zeros((), device=xp.device)
+    iot = iot_loss_unchecked(zp, zq, cfg.tau) if cfg.kappa > 0 else zero  # eq. (6)
     opt.zero_grad()
     (loss + cfg.kappa * iot).backward()
     opt.step()
     with torch.no_grad():
-        robust = sinkhorn_dro_objective(loss_q.detach(), C.detach(), cfg.lam, cfg.eps)
+        robust = sinkhorn_dro_objective_unchecked(loss_q.detach(), C.detach(), cfg.lam, cfg.eps)
     return {
         "loss": float(loss.detach()),
         "robust": float(robust),
         "iot": float(iot.detach()),
         "keep": float(keep.float().mean()),
         "keep_mask": keep,
-        "rho": float(implied_radius(pi, C.detach())),
+        "rho": float(implied_radius_unchecked(pi, C.detach())),
         "Q": Q,
     }

@@ -12,17 +12,22 @@ from lab.core.checks import check_bool, check_choice, check_int, check_positive,
 __all__ = ["semantic_cost", "iot_loss", "refine_reference"]
 
 
-def _label_embed(y, W, name):
+def _check_labels(y, K, name):
     import torch
 
-    K = W.shape[0]
     if y.ndim == 1 and not torch.is_floating_point(y):
         if y.numel() and (int(y.min()) < 0 or int(y.max()) >= K):
             raise ValueError(f"{name} must hold class indices in [0, {K - 1}]")
-        return W[y]
+        return
     if y.ndim == 2 and y.shape[1] == K:
-        return y.to(W.dtype) @ W  # soft labels: label-weighted mixture of class rows
+        return
     raise ValueError(f"{name} must be class indices [n] or soft labels [n, {K}]")
+
+
+def _label_embed(y, W):
+    if y.ndim == 1:
+        return W[y]
+    return y.to(W.dtype) @ W  # soft labels: label-weighted mixture of class rows
 
 
 def semantic_cost(zp, yp, zq, yq, W, alpha_x: float = 1.0, alpha_y: float = 1.0):
@@ -51,7 +56,6 @@ def semantic_cost(zp, yp, zq, yq, W, alpha_x: float = 1.0, alpha_y: float = 1.0)
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     alpha_x = check_positive("alpha_x", alpha_x, allow_zero=True)
     alpha_y = check_positive("alpha_y", alpha_y, allow_zero=True)
@@ -66,9 +70,20 @@ def semantic_cost(zp, yp, zq, yq, W, alpha_x: float = 1.0, alpha_y: float = 1.0)
         raise ValueError(f"yq must have M = {zq.shape[0]} rows (got {yq.shape[0]})")
     if zq.shape[0] == 0:
         raise ValueError("zq must be non-empty (empty reference set)")
+    _check_labels(yp, W.shape[0], "yp")
+    _check_labels(yq, W.shape[0], "yq")
+    return semantic_cost_unchecked(zp, yp, zq, yq, W, alpha_x, alpha_y)
+
+
+def semantic_cost_unchecked(zp, yp, zq, yq, W, alpha_x, alpha_y):
+    """Eq. (1) on validated tensors (labels as indices or soft labels)."""
+    import torch.nn.functional as F
+
+    # eq. (1), feature term: 1 - cos(phi(x_i), phi(x'_j)), one normalised matmul
     cx = 1.0 - F.normalize(zp, dim=1) @ F.normalize(zq, dim=1).T
-    ep = F.normalize(_label_embed(yp, W, "yp"), dim=1)
-    eq_ = F.normalize(_label_embed(yq, W, "yq"), dim=1)
+    # eq. (1), label term: 1 - cos(W_{y_i}, W_{y'_j}) (soft labels: mixtures of class rows)
+    ep = F.normalize(_label_embed(yp, W), dim=1)
+    eq_ = F.normalize(_label_embed(yq, W), dim=1)
     cy = 1.0 - ep @ eq_.T
     return alpha_x * cx + alpha_y * cy
 
@@ -99,7 +114,6 @@ def iot_loss(za, zb, tau: float = 0.1, balanced: bool = False, n_iter: int = 200
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     tau = check_positive("tau", tau)
     balanced = check_bool("balanced", balanced)
@@ -110,6 +124,14 @@ def iot_loss(za, zb, tau: float = 0.1, balanced: bool = False, n_iter: int = 200
         raise ValueError(
             f"za and zb must be non-empty [N, k] of equal shape ({za.shape}, {zb.shape})"
         )
+    return iot_loss_unchecked(za, zb, tau, balanced, n_iter)
+
+
+def iot_loss_unchecked(za, zb, tau, balanced=False, n_iter=200):
+    """Eq. (6) on validated tensors."""
+    import torch
+    import torch.nn.functional as F
+
     n = za.shape[0]
     sim = F.normalize(za, dim=1) @ F.normalize(zb, dim=1).T
     K = sim / tau  # log-kernel of cost 1 - sim, up to a constant
@@ -123,7 +145,7 @@ def iot_loss(za, zb, tau: float = 0.1, balanced: bool = False, n_iter: int = 200
             u = log_m - torch.logsumexp(K + v[None, :], dim=1)
             v = log_m - torch.logsumexp(K + u[:, None], dim=0)
         log_gamma = K + u[:, None] + v[None, :]
-    # KL(I/N || gamma) = -(1/N) sum_i log(N gamma_ii) (+ const 0)
+    # eq. (6): KL(I/N || gamma) = -(1/N) sum_i log(N gamma_ii) (+ const 0)
     return -(torch.diagonal(log_gamma) + math.log(n)).mean()
 
 
@@ -155,7 +177,6 @@ def refine_reference(
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     omega = check_range("omega", omega, 0.0, 1.0)
     eps_f = check_positive("eps_f", eps_f)
@@ -169,16 +190,26 @@ def refine_reference(
         raise ValueError(f"zq must be a non-empty [M, k] tensor (got {tuple(zq.shape)})")
     if zp.ndim != 2 or zp.shape[1] != zq.shape[1]:
         raise ValueError(f"zp must be [N, {zq.shape[1]}] like zq (got {tuple(zp.shape)})")
+    if rule == "paired" and zp.shape[0] != zq.shape[0]:
+        raise ValueError(f"paired rule needs N = M (got {zp.shape[0]} and {zq.shape[0]})")
+    return refine_reference_unchecked(zp, zq, omega, eps_f, rule, min_keep)
+
+
+def refine_reference_unchecked(zp, zq, omega, eps_f, rule, min_keep=0.1):
+    """Eq. (7) on validated tensors."""
+    import torch
+    import torch.nn.functional as F
+
     with torch.no_grad():
         sim = F.normalize(zp, dim=1) @ F.normalize(zq, dim=1).T
         m = zq.shape[0]
         if rule == "paired":
-            if zp.shape[0] != m:
-                raise ValueError(f"paired rule needs N = M (got {zp.shape[0]} and {m})")
+            # eq. (7): the semi-relaxed plan g on the feature cosine at temperature eps_f
             g = torch.softmax(sim / eps_f, dim=1) / m
             self_ = torch.diagonal(g)
             off = g.masked_fill(torch.eye(m, dtype=torch.bool, device=g.device), -1.0)
             comp = off.max(dim=0).values if m > 1 else torch.zeros_like(self_)
+            # eq. (7): keep j iff g_jj >= omega mean_l g_ll + (1 - omega) max_{i != j} g_ij
             thr = omega * self_.mean() + (1 - omega) * comp
             keep = self_ >= thr
             score = self_

@@ -1,195 +1,136 @@
-"""The spurious-feature toy task (ours) and the drivers of the notebooks.
+"""The notebooks' drivers: settings validated once, training runs, sweeps over seeds, caches.
+
+Notebook 2 passes a :class:`TrainSettings` (or :class:`CalibrationSettings`) whole to the
+drivers; seed loops go through :func:`lab.core.sweep.sweep` and trained results are kept by
+:func:`lab.core.diskcache.disk_memo` (numbers only) or :func:`lab.core.memo.memo` (in process).
+Notebook 1's drivers: the 2-D toy's worst case and radius curves, gradient descent on the
+convex fixed-cost objective, the bias of the nested objective.
 
 See: book/ot_dro/02-calibration-and-shift.ipynb
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads
-from lab.ot_dro.adadro import AdaDROConfig, adadro_step
-from lab.ot_dro.calibration import iot_loss
-from lab.ot_dro.fast import implied_radius, sinkhorn_dro_objective, worst_case_weights
+from lab.ot_dro.adadro import AdaDROConfig, adadro_step_unchecked
+from lab.ot_dro.calibration import iot_loss_unchecked
+from lab.ot_dro.task import accuracy, flip_spurious, make_model, make_spurious
+from lab.ot_dro.toy import toy_2d, toy_cost, toy_losses
 
 __all__ = [
     "METHODS",
-    "make_spurious",
-    "flip_spurious",
-    "make_model",
-    "accuracy",
+    "SHIFTS",
+    "TrainSettings",
+    "CalibrationSettings",
     "train_method",
     "calibrate",
     "calibration_step",
-    "dro_descent",
-    "nested_bias",
-    "DescentRun",
-    "NestedBias",
-    "W_FIXED",
+    "shift_scores",
+    "shift_sweep",
+    "FilterRun",
+    "filter_run",
+    "shift_curve",
+    "ShiftCurves",
+    "shift_curves",
     "LAMS",
-    "SHIFTS",
-    "toy_2d",
-    "toy_losses",
-    "toy_cost",
     "lam_curve",
     "ToyPlan",
     "toy_plan",
-    "shift_curve",
-    "shift_accuracy",
+    "DescentRun",
+    "dro_descent",
+    "NestedBias",
+    "nested_bias",
 ]
 
 METHODS = ("erm", "erm_nu", "sinkhorn_dro", "adadro_nofilter", "adadro")
+SHIFTS = np.linspace(0.0, 1.0, 21)  # shift strengths of the shift widget
+LAMS = np.geomspace(0.05, 20, 30)  # the lambda grid of the radius panel
+#: the shifted test set (spurious agreement 0.1) and the in-distribution one (0.95)
+SHIFTED_TEST = (2000, 0.1, 99)
+IN_DISTRIBUTION_TEST = (2000, 0.95, 98)
 
 
-def make_spurious(
-    n: int, agree: float = 0.95, seed: int = 0, core_noise: float = 1.0, n_noise: int = 5
-):
-    """Binary task: 2 noisy core coordinates, 1 clean spurious coordinate, ``n_noise`` noise.
+@dataclass(frozen=True)
+class TrainSettings:
+    """One training run on the spurious task (validated once, here).
 
-    The spurious coordinate equals ``+-1`` and agrees with the label sign with probability
-    ``agree`` (0.95 in training; the shifted test uses a low value). Returns float32
-    ``X [n, 3 + n_noise]`` and int64 ``y [n]``.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    n = check_int("n", n, 1)
-    agree = check_range("agree", agree, 0.0, 1.0)
-    seed = check_int("seed", seed, 0)
-    core_noise = check_positive("core_noise", core_noise)
-    n_noise = check_int("n_noise", n_noise, 0)
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    s = 2.0 * y - 1.0
-    core = s[:, None] * np.array([1.0, 1.0]) + core_noise * rng.standard_normal((n, 2))
-    spur = np.where(rng.random(n) < agree, s, -s)[:, None]
-    noise = rng.standard_normal((n, n_noise))
-    X = np.concatenate([core, spur, noise], axis=1).astype(np.float32)
-    return X, y.astype(np.int64)
-
-
-def flip_spurious(X, corrupt: float = 0.0, seed: int = 0, p_flip: float = 0.5):
-    """The prior augmentation A: flip the sign of the spurious coordinate (index 2).
-
-    Each row is flipped with probability ``p_flip`` (0.5: the augmented set carries no
-    spurious signal; 1.0 flips every row and builds the *reversed* correlation). A fraction
-    ``corrupt`` of the rows is replaced by a harmful candidate (core coordinates negated: it
-    keeps its label but now looks like the other class) that the filter should drop. Returns
-    ``(X_aug, is_corrupt)``.
+    ``method`` one of :data:`METHODS`: ``erm`` (train set), ``erm_nu`` (ERM on the augmented
+    set nu = A(P)), ``sinkhorn_dro`` (worst-case weights on nu with squared-Euclidean input
+    cost, no IOT, no filter), ``adadro_nofilter`` and ``adadro`` (semantic cost + IOT, with the
+    paired filter). ``steps`` phase-2 Adam steps of ``batch`` rows out of ``n_train``; ``cfg``
+    the AdaDRO step's hyperparameters; ``corrupt`` the fraction of harmful candidates in nu;
+    ``lr`` Adam's step; ``log_every`` phase-2 steps between history entries (0: none);
+    ``calib_steps`` phase-1 (semantic calibration) steps of the AdaDRO methods (0 skips it).
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    corrupt = check_range("corrupt", corrupt, 0.0, 1.0)
-    p_flip = check_range("p_flip", p_flip, 0.0, 1.0)
-    try:
-        X = np.array(X, dtype=np.float32, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"X must be array-like of numbers (got {type(X).__name__}): {exc}"
-        ) from None
-    if X.ndim != 2 or X.shape[1] < 3:
-        raise ValueError(f"X must be [n, d] with d >= 3 (got shape {X.shape})")
-    if not np.isfinite(X).all():
-        raise ValueError("X must be finite (found NaN or inf)")
-    rng = np.random.default_rng(check_int("seed", seed, 0) + 12345)
-    flip = rng.random(X.shape[0]) < p_flip
-    X[flip, 2] = -X[flip, 2]
-    bad = rng.random(X.shape[0]) < corrupt
-    X[bad, :2] = -X[bad, :2]
-    return X, bad
+
+    method: str = "adadro"
+    steps: int = 300
+    batch: int = 128
+    n_train: int = 2000
+    cfg: AdaDROConfig = field(default_factory=AdaDROConfig)
+    corrupt: float = 0.0
+    lr: float = 3e-3
+    log_every: int = 0
+    calib_steps: int = 100
+
+    def __post_init__(self):
+        check_choice("method", self.method, METHODS)
+        check_int("steps", self.steps, 1)
+        check_int("batch", self.batch, 2)
+        check_int("n_train", self.n_train, 2)
+        if not isinstance(self.cfg, AdaDROConfig):
+            raise TypeError(f"cfg must be an AdaDROConfig (got {type(self.cfg).__name__})")
+        check_range("corrupt", self.corrupt, 0.0, 1.0)
+        check_positive("lr", self.lr)
+        check_int("log_every", self.log_every, 0)
+        check_int("calib_steps", self.calib_steps, 0)
 
 
-def make_model(d_in: int = 8, hidden: int = 32, k: int = 16, n_classes: int = 2, seed: int = 0):
-    """MLP encoder ``d_in -> hidden -> k`` plus a linear head; ``forward -> (z, logits)``.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    import torch
-    from torch import nn
-
-    d_in = check_int("d_in", d_in, 1)
-    hidden = check_int("hidden", hidden, 1)
-    k = check_int("k", k, 1)
-    n_classes = check_int("n_classes", n_classes, 2)
-    seed = check_int("seed", seed, 0)
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.enc = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, k))
-            self.head = nn.Linear(k, n_classes)
-
-        def forward(self, x):
-            z = self.enc(x)
-            return z, self.head(torch.relu(z))
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # local: the global generator is restored on exit
-        return Net()
-
-
-def accuracy(model, X, y) -> float:
-    """Classification accuracy of ``model`` on numpy ``X, y``.
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """Phase 1 alone (semantic calibration): ``steps`` Adam steps of ``batch`` rows out of
+    ``n_train``, IOT temperature ``tau``, step ``lr``, weight ``ce_weight`` of the label IOT.
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
+
+    steps: int = 150
+    tau: float = 0.1
+    batch: int = 128
+    n_train: int = 2000
+    lr: float = 3e-3
+    ce_weight: float = 1.0
+
+    def __post_init__(self):
+        check_int("steps", self.steps, 1)
+        check_positive("tau", self.tau)
+        check_int("batch", self.batch, 2)
+        check_int("n_train", self.n_train, 2)
+        check_positive("lr", self.lr)
+        check_positive("ce_weight", self.ce_weight, allow_zero=True)
+
+
+def _settings(settings, kind):
+    if not isinstance(settings, kind):
+        raise TypeError(f"settings must be a {kind.__name__} (got {type(settings).__name__})")
+    return settings
+
+
+def _task(n_train, corrupt, seed):
     import torch
 
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
-    try:
-        X = np.asarray(X, dtype=np.float32)
-        y = np.asarray(y)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"X and y must be array-like: {exc}") from None
-    if X.ndim != 2 or X.shape[0] == 0 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be [n, d] with n >= 1 and y [n] (got {X.shape}, {y.shape})")
-    with torch.no_grad():
-        _, logits = model(torch.as_tensor(X))
-        return float((logits.argmax(1).numpy() == y).mean())
-
-
-def train_method(
-    method: str,
-    seed: int = 0,
-    steps: int = 300,
-    batch: int = 128,
-    n_train: int = 2000,
-    cfg: AdaDROConfig | None = None,
-    corrupt: float = 0.0,
-    lr: float = 3e-3,
-    log_every: int = 0,
-    calib_steps: int = 100,
-):
-    """Train one method on the spurious task; return ``(model, history)``.
-
-    Methods: ``erm`` (train set), ``erm_nu`` (ERM on the augmented set nu = A(P)),
-    ``sinkhorn_dro`` (worst-case weights on nu with squared-Euclidean input cost, no IOT, no
-    filter), ``adadro_nofilter`` and ``adadro`` (semantic cost + IOT, with the paired filter).
-    The AdaDRO methods first run ``calib_steps`` phase-1 steps (semantic calibration: IOT
-    between P and nu plus CE, :func:`calibration_step`), then ``steps`` phase-2 steps; 0 skips
-    phase 1. ``history`` holds, per logged phase-2 step, the keep-rate, the clean/corrupt
-    keep-rates and the robust objective R of the batch.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    method = check_choice("method", method, METHODS)
-    steps = check_int("steps", steps, 1)
-    batch = check_int("batch", batch, 2)
-    cfg = AdaDROConfig() if cfg is None else cfg
-    if not isinstance(cfg, AdaDROConfig):
-        raise TypeError(f"cfg must be an AdaDROConfig (got {type(cfg).__name__})")
-    corrupt = check_range("corrupt", corrupt, 0.0, 1.0)
-    lr = check_positive("lr", lr)
-    log_every = check_int("log_every", log_every, 0)
-    seed = check_int("seed", seed, 0)
-    n_train = check_int("n_train", n_train, 2)
-    calib_steps = check_int("calib_steps", calib_steps, 0)
-    with small_problem_threads(1):
-        return _train(method, seed, steps, batch, n_train, cfg, corrupt, lr, log_every, calib_steps)
+    X, y = make_spurious(n_train, 0.95, seed)
+    Xq, bad = flip_spurious(X, corrupt, seed)
+    return torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq), bad
 
 
 def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float = 1.0) -> dict:
@@ -213,7 +154,6 @@ def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     tau = check_positive("tau", tau)
     ce_weight = check_positive("ce_weight", ce_weight, allow_zero=True)
@@ -224,9 +164,16 @@ def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float
     for name, t in (("x_a", x_a), ("x_b", x_b), ("y", y)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch tensor (got {type(t).__name__})")
+    return calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight)
+
+
+def calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight) -> dict:
+    """:func:`calibration_step` on validated arguments (the training loops' step)."""
+    import torch.nn.functional as F
+
     za, logits = model(x_a)
     zb, _ = model(x_b)
-    iot = iot_loss(za, zb, tau)
+    iot = iot_loss_unchecked(za, zb, tau)
     ce = F.cross_entropy(logits, y)
     opt.zero_grad()
     (iot + ce_weight * ce).backward()
@@ -234,40 +181,57 @@ def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float
     return {"iot": float(iot.detach()), "ce": float(ce.detach())}
 
 
-def _train(method, seed, steps, batch, n_train, cfg, corrupt, lr, log_every, calib_steps=0):
+def train_method(settings: TrainSettings, seed: int = 0):
+    """Train one method on the spurious task; return ``(model, history)``.
+
+    The AdaDRO methods first run ``settings.calib_steps`` phase-1 steps (semantic calibration:
+    IOT between P and nu plus CE, :func:`calibration_step`), then ``settings.steps`` phase-2
+    steps. ``history`` holds, per logged phase-2 step, the keep-rate, the clean/corrupt
+    keep-rates and the robust objective R of the batch, and the phase-1 IOT losses.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    settings = _settings(settings, TrainSettings)
+    seed = check_int("seed", seed, 0)
+    with small_problem_threads(1):
+        return _train(settings, seed)
+
+
+def _step_config(s: TrainSettings) -> AdaDROConfig:
+    if s.method == "sinkhorn_dro":
+        return replace(s.cfg, cost="euclidean", kappa=0.0, filter_rule="none")
+    if s.method == "adadro_nofilter":
+        return replace(s.cfg, filter_rule="none")
+    return s.cfg
+
+
+def _train(s: TrainSettings, seed: int):
     import torch
     import torch.nn.functional as F
 
-    X, y = make_spurious(n_train, 0.95, seed)
-    Xq, bad = flip_spurious(X, corrupt, seed)
-    Xt, yt, Xqt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq)
-    model = make_model(X.shape[1], seed=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    Xt, yt, Xqt, bad = _task(s.n_train, s.corrupt, seed)
+    model = make_model(Xt.shape[1], seed=seed)
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr)
     gen = torch.Generator().manual_seed(seed)
-    if method == "sinkhorn_dro":
-        cfg = AdaDROConfig(**{**cfg.__dict__, "cost": "euclidean", "kappa": 0.0})
-        cfg.filter_rule = "none"
-    elif method == "adadro_nofilter":
-        cfg = AdaDROConfig(**{**cfg.__dict__, "filter_rule": "none"})
+    cfg = _step_config(s)
     hist = {"step": [], "keep": [], "keep_clean": [], "keep_bad": [], "robust": [], "iot": []}
     badt = torch.as_tensor(bad)
-    if method in ("adadro", "adadro_nofilter"):
-        for _ in range(calib_steps):  # phase 1: semantic calibration on P and nu
-            idx = torch.randint(0, n_train, (batch,), generator=gen)
-            out = calibration_step(model, Xt[idx], Xqt[idx], yt[idx], opt, cfg.tau)
+    if s.method in ("adadro", "adadro_nofilter"):
+        for _ in range(s.calib_steps):  # phase 1: semantic calibration on P and nu
+            idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
+            out = calibration_step_unchecked(model, Xt[idx], Xqt[idx], yt[idx], opt, cfg.tau, 1.0)
             hist["iot"].append(out["iot"])
-    for t in range(steps):
-        idx = torch.randint(0, n_train, (batch,), generator=gen)
-        if method in ("erm", "erm_nu"):
-            xb = Xt[idx] if method == "erm" else Xqt[idx]
-            _, logits = model(xb)
+    for t in range(s.steps):
+        idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
+        if s.method in ("erm", "erm_nu"):
+            _, logits = model(Xt[idx] if s.method == "erm" else Xqt[idx])
             loss = F.cross_entropy(logits, yt[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
             continue
-        out = adadro_step(model, (Xt[idx], yt[idx]), (Xqt[idx], yt[idx]), opt, cfg)
-        if log_every and (t % log_every == 0 or t == steps - 1):
+        out = adadro_step_unchecked(model, Xt[idx], yt[idx], Xqt[idx], yt[idx], opt, cfg)
+        if s.log_every and (t % s.log_every == 0 or t == s.steps - 1):
             km, bb = out["keep_mask"], badt[idx]
             hist["step"].append(t)
             hist["keep"].append(out["keep"])
@@ -277,15 +241,7 @@ def _train(method, seed, steps, batch, n_train, cfg, corrupt, lr, log_every, cal
     return model, hist
 
 
-def calibrate(
-    steps: int = 150,
-    tau: float = 0.1,
-    seed: int = 0,
-    batch: int = 128,
-    n_train: int = 2000,
-    lr: float = 3e-3,
-    ce_weight: float = 1.0,
-):
+def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
     """Phase 1 (semantic calibration) on the spurious task: IOT between P and A(P) + CE.
 
     Returns ``(model_before, model_after, history)``; ``history["iot"]`` is the IOT loss per step.
@@ -296,29 +252,191 @@ def calibrate(
 
     import torch
 
-    steps = check_int("steps", steps, 1)
-    tau = check_positive("tau", tau)
-    batch = check_int("batch", batch, 2)
-    ce_weight = check_positive("ce_weight", ce_weight, allow_zero=True)
+    s = _settings(CalibrationSettings() if settings is None else settings, CalibrationSettings)
+    seed = check_int("seed", seed, 0)
     with small_problem_threads(1):
-        X, y = make_spurious(n_train, 0.95, seed)
-        Xq, _ = flip_spurious(X, 0.0, seed)
-        Xt, yt, Xqt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq)
-        model = make_model(X.shape[1], seed=seed)
+        Xt, yt, Xqt, _ = _task(s.n_train, 0.0, seed)
+        model = make_model(Xt.shape[1], seed=seed)
         before = copy.deepcopy(model)
-        opt = torch.optim.Adam(model.parameters(), lr=check_positive("lr", lr))
+        opt = torch.optim.Adam(model.parameters(), lr=s.lr)
         gen = torch.Generator().manual_seed(seed)
         hist = []
-        for _ in range(steps):
-            idx = torch.randint(0, n_train, (batch,), generator=gen)
-            out = calibration_step(model, Xt[idx], Xqt[idx], yt[idx], opt, tau, ce_weight)
+        for _ in range(s.steps):
+            idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
+            out = calibration_step_unchecked(
+                model, Xt[idx], Xqt[idx], yt[idx], opt, s.tau, s.ce_weight
+            )
             hist.append(out["iot"])  # feature + label IOT
     return before, model, {"iot": hist}
 
 
-# ----------------------------------------------------------------------------------------
-# convergence and the bias of the nested objective
-# ----------------------------------------------------------------------------------------
+@memo(maxsize=4)
+def _test_sets():
+    return make_spurious(*SHIFTED_TEST[:2], seed=SHIFTED_TEST[2]), make_spurious(
+        *IN_DISTRIBUTION_TEST[:2], seed=IN_DISTRIBUTION_TEST[2]
+    )
+
+
+@disk_memo
+def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
+    """Shifted-test (agreement 0.1) and in-distribution (0.95) accuracy of ``method`` trained
+    with ``settings`` (its ``method`` replaced) at ``seed``; kept on disk.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    model, _ = train_method(replace(_settings(settings, TrainSettings), method=method), seed)
+    (Xs, ys), (Xi, yi) = _test_sets()
+    return {"shifted": accuracy(model, Xs, ys), "in_distribution": accuracy(model, Xi, yi)}
+
+
+def shift_sweep(settings: TrainSettings, methods, seeds):
+    """:func:`shift_scores` of every method over ``seeds`` (paired seed by seed): a
+    :class:`lab.core.sweep.Sweep` with outputs ``shifted`` and ``in_distribution``.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    from functools import partial
+
+    from lab.core.sweep import sweep
+
+    settings = _settings(settings, TrainSettings)
+    methods = [check_choice("methods", m, METHODS) for m in methods]
+    run = partial(shift_scores, settings=settings)
+    return sweep(run, {"method": methods}, seeds=seeds, desc="methods")
+
+
+@dataclass(frozen=True)
+class FilterRun:
+    """Shifted-test accuracy per method with corrupt candidates, and the filtered AdaDRO run's
+    history (keep-rates of clean and corrupt candidates per logged step)."""
+
+    accuracy: dict
+    history: dict
+
+
+@disk_memo
+def filter_run(settings: TrainSettings, seed: int, methods=("erm_nu", "adadro_nofilter", "adadro")):
+    """Each of ``methods`` trained with ``settings`` (corrupt candidates, logged) at ``seed``.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    from lab.core.progress import progress
+
+    settings = _settings(settings, TrainSettings)
+    (Xs, ys), _ = _test_sets()
+    acc, hist = {}, None
+    for m in progress(methods, desc="corrupt"):
+        model, h = train_method(replace(settings, method=check_choice("methods", m, METHODS)), seed)
+        acc[m] = accuracy(model, Xs, ys)
+        hist = h if m == "adadro" else hist
+    return FilterRun(acc, hist)
+
+
+def shift_curve(model, shifts=SHIFTS, n: int = 1000):
+    """Accuracy of ``model`` on test sets whose spurious agreement is ``1 - shift``.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    return np.array([accuracy(model, *make_spurious(n, 1.0 - float(s), seed=99)) for s in shifts])
+
+
+@dataclass(frozen=True)
+class ShiftCurves:
+    """Accuracy over :data:`SHIFTS` of ERM, ERM on nu and AdaDRO (calibration temperature
+    ``tau``): what the shift widget draws."""
+
+    tau: float
+    shifts: np.ndarray
+    curves: dict
+
+
+@memo(maxsize=16)
+def _curve(method: str, tau: float, seed: int, steps: int):
+    s = TrainSettings(method=method, steps=steps, cfg=AdaDROConfig(tau=tau))
+    return shift_curve(train_method(s, seed)[0])
+
+
+def shift_curves(tau: float = 0.1, seed: int = 0, steps: int = 300) -> ShiftCurves:
+    """:func:`shift_curve` of ERM, ERM on nu (``tau = 0.1``) and AdaDRO (``tau``), each
+    trained once (cached: the shift widget of notebook 2 draws it).
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    tau = check_positive("tau", tau)
+    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
+    curves = {m: _curve(m, tau if m == "adadro" else 0.1, seed, steps) for m in METHODS_SHOWN}
+    return ShiftCurves(tau, SHIFTS, curves)
+
+
+METHODS_SHOWN = ("erm", "erm_nu", "adadro")
+
+
+# ---------------------------------------------------------------------------------------------
+# notebook 1: the 2-D toy's worst case, the convex fixed-cost objective, the nested bias
+# ---------------------------------------------------------------------------------------------
+@memo
+def lam_curve(lams, eps: float, seed: int = 0):
+    """Implied radius rho(lam) (eq. 5) and robust objective R(lam) (eq. 4) on the 2-D toy.
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    import torch
+
+    from lab.ot_dro.fast import (
+        implied_radius_unchecked,
+        sinkhorn_dro_objective_unchecked,
+        worst_case_weights_unchecked,
+    )
+
+    eps = check_positive("eps", eps)
+    lams = [check_positive("lams", lam) for lam in np.atleast_1d(lams)]
+    P, _, Q, yQ = toy_2d(seed=seed)
+    loss = torch.as_tensor(toy_losses(Q, yQ))
+    C = torch.as_tensor(toy_cost(P, Q))
+    rho = [float(implied_radius_unchecked(worst_case_weights_unchecked(loss, C, lam, eps)[0], C))
+           for lam in lams]  # fmt: skip
+    R = [float(sinkhorn_dro_objective_unchecked(loss, C, lam, eps)) for lam in lams]
+    return np.array(rho), np.array(R)
+
+
+@dataclass(frozen=True)
+class ToyPlan:
+    """The 2-D toy's worst case at one ``(lam, eps)``: points, losses, cost, plan ``pi``,
+    weights ``Q`` and implied radius ``rho``; ``rho_curve``/``R_curve`` over ``lams``."""
+
+    lam: float
+    eps: float
+    P: np.ndarray
+    yP: np.ndarray
+    Q: np.ndarray
+    yQ: np.ndarray
+    loss: np.ndarray
+    C: np.ndarray
+    pi: np.ndarray
+    Qw: np.ndarray
+    rho: float
+    lams: np.ndarray
+    rho_curve: np.ndarray
+    R_curve: np.ndarray
+
+
+@memo
+def toy_plan(lam: float = 1.0, eps: float = 0.1, seed: int = 0) -> ToyPlan:
+    """The worst-case plan of the 2-D toy at ``(lam, eps)`` and the radius curve of ``eps``
+    (cached: the widget of notebook 1 draws it).
+
+    See: book/ot_dro/01-worst-case-plans.ipynb
+    """
+    from lab.ot_dro.fast import implied_radius, worst_case_weights
+
+    P, yP, Q, yQ = toy_2d(seed=seed)
+    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
+    pi, Qw = worst_case_weights(loss, C, lam, eps)
+    rho_curve, R_curve = lam_curve(LAMS, float(eps), seed)
+    rho = float(implied_radius(pi, C))
+    return ToyPlan(lam, eps, P, yP, Q, yQ, loss, C, pi, Qw, rho, LAMS, rho_curve, R_curve)
+
+
 @dataclass
 class DescentRun:
     """Full-batch gradient descent on a Sinkhorn-DRO objective: ``grad_norm[t]``, ``objective[t]``."""
@@ -337,7 +455,7 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
     loss ``l_j(w) = log(1 + exp(-y_j <w, x_j>))`` of the candidates ``(X, y)`` (labels +-1) and
     a fixed cost ``C [N, M]``. ``F`` is convex and ``mu``-strongly convex; the step is ``1/L``
     with the bound ``L = max_j |x_j|^2 (1/4 + 1/(lam eps)) + mu``, so the gradient norm should
-    fall geometrically. Uses :func:`lab.ot_dro.reference.worst_case_weights` (``grad R = sum_j Q_j grad l_j``).
+    fall geometrically. ``grad R = sum_j Q_j grad l_j`` with ``Q`` of eq. (3).
 
     Returns
     -------
@@ -345,7 +463,10 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
-    from lab.ot_dro.reference import worst_case_weights
+    from lab.ot_dro.reference import (
+        sinkhorn_dro_objective_unchecked,
+        worst_case_weights_unchecked,
+    )
 
     lam, eps = check_positive("lam", lam), check_positive("eps", eps)
     mu = check_positive("mu", mu)
@@ -358,8 +479,8 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
     if X.ndim != 2 or X.shape[0] == 0 or y.shape != (X.shape[0],) or not np.isfinite(X).all():
         raise ValueError(f"X must be a finite [M, d] array and y [M] (got {X.shape}, {y.shape})")
     C = np.asarray(C, dtype=np.float64)
-    if C.ndim != 2 or C.shape[1] != X.shape[0]:
-        raise ValueError(f"C must be [N, M = {X.shape[0]}] (got {C.shape})")
+    if C.ndim != 2 or C.shape[1] != X.shape[0] or not np.isfinite(C).all():
+        raise ValueError(f"C must be a finite [N, M = {X.shape[0]}] array (got {C.shape})")
     L = float((X**2).sum(1).max()) * (0.25 + 1.0 / (lam * eps)) + mu
     lr = 1.0 / L
     w = np.zeros(X.shape[1])
@@ -367,10 +488,8 @@ def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, st
     for t in range(steps + 1):
         margin = y * (X @ w)
         loss = np.logaddexp(0.0, -margin)
-        _, Q = worst_case_weights(loss, C, lam, eps)
-        s = (loss[None, :] - lam * C) / (lam * eps)
-        smax = s.max(1, keepdims=True)
-        R = lam * eps * float(np.mean(smax[:, 0] + np.log(np.exp(s - smax).mean(1))))
+        _, Q = worst_case_weights_unchecked(loss, C, lam, eps)
+        R = sinkhorn_dro_objective_unchecked(loss, C, lam, eps)
         dl = -(y / (1.0 + np.exp(margin)))[:, None] * X  # grad l_j
         g = Q @ dl + mu * w
         gn[t], obj[t] = np.linalg.norm(g), R + 0.5 * mu * float(w @ w)
@@ -406,7 +525,7 @@ def nested_bias(
     """
     import torch
 
-    from lab.ot_dro.fast import sinkhorn_dro_objective
+    from lab.ot_dro.fast import sinkhorn_dro_objective_unchecked as objective
 
     lam, eps = check_positive("lam", lam), check_positive("eps", eps)
     reps = check_int("reps", reps, 2)
@@ -415,131 +534,16 @@ def nested_bias(
     C_pool = torch.as_tensor(np.asarray(C_pool, dtype=np.float64))
     if C_pool.ndim != 2 or loss_pool.shape != (C_pool.shape[1],):
         raise ValueError(f"C_pool must be [N, P] and loss_pool [P] (got {tuple(C_pool.shape)})")
+    if not bool(torch.isfinite(C_pool).all() and torch.isfinite(loss_pool).all()):
+        raise ValueError("loss_pool and C_pool must be finite (found NaN or inf)")
     Ms = np.asarray([check_int("M", int(m), 1) for m in np.atleast_1d(Ms)])
-    full = float(sinkhorn_dro_objective(loss_pool, C_pool, lam, eps))
+    full = float(objective(loss_pool, C_pool, lam, eps))
     gen = torch.Generator().manual_seed(seed)
     bias, se = [], []
     with small_problem_threads(1):
         for m in Ms:
             idx = torch.randint(0, C_pool.shape[1], (reps, int(m)), generator=gen)
-            vals = sinkhorn_dro_objective(loss_pool[idx], C_pool[:, idx].permute(1, 0, 2), lam, eps)
+            vals = objective(loss_pool[idx], C_pool[:, idx].permute(1, 0, 2), lam, eps)
             bias.append(float(vals.mean()) - full)
             se.append(float(vals.std()) / np.sqrt(reps))
     return NestedBias(Ms, np.array(bias), np.array(se), full)
-
-
-# ---------------------------------------------------------------------------------------------
-# Notebook 1's 2-D toy and the widgets' drivers (computed and cached here; figures.py draws)
-# ---------------------------------------------------------------------------------------------
-W_FIXED = np.array([1.5, 0.3])  # the fixed linear model of notebook 1 (mostly uses x1)
-LAMS = np.geomspace(0.05, 20, 30)  # the lambda grid of the radius panel
-SHIFTS = np.linspace(0.0, 1.0, 21)  # shift strengths of the shift widget
-
-
-def toy_2d(n: int = 40, m_per: int = 4, seed: int = 0):
-    """Notebook 1's toy: P = n labelled 2-D points; nu = m_per candidates per point.
-
-    Candidates are Gaussian jitters of their source, half of them with the second coordinate
-    flipped (an augmentation the model should not care about). Returns
-    ``(P [n, 2], yP [n], Q [n m_per, 2], yQ [n m_per])`` with labels in {-1, +1}.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    rng = np.random.default_rng(seed)
-    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    P = np.stack([y * 1.0, rng.normal(0, 1.0, n)], 1) + 0.5 * rng.standard_normal((n, 2))
-    src = np.repeat(np.arange(n), m_per)
-    Q = P[src] + 0.35 * rng.standard_normal((n * m_per, 2))
-    flip = np.tile(np.arange(m_per) % 2 == 1, n)
-    Q[flip, 1] = -Q[flip, 1]
-    return P, y, Q, y[src]
-
-
-def toy_losses(Q, yQ):
-    """Logistic loss ``log(1 + exp(-y w.x))`` of each candidate under the fixed model.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    return np.logaddexp(0.0, -yQ * (Q @ W_FIXED))
-
-
-def toy_cost(P, Q):
-    """Squared Euclidean cost between the training points and the candidates.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    P = check_array("P", P, ndim=2, min_size=1)
-    Q = check_array("Q", Q, ndim=2, shape=(None, P.shape[1]), min_size=1)
-    return ((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)
-
-
-@memo
-def lam_curve(lams, eps: float, seed: int = 0):
-    """Implied radius rho(lam) and robust objective R(lam) on the 2-D toy (cached).
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    P, _, Q, yQ = toy_2d(seed=seed)
-    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
-    rho = np.array([implied_radius(worst_case_weights(loss, C, lam, eps)[0], C) for lam in lams])
-    R = np.array([sinkhorn_dro_objective(loss, C, lam, eps) for lam in lams])
-    return rho, R
-
-
-@dataclass(frozen=True)
-class ToyPlan:
-    """The 2-D toy's worst case at one ``(lam, eps)``: points, losses, cost, plan ``pi``,
-    weights ``Q`` and implied radius ``rho``; ``rho_curve``/``R_curve`` over :data:`LAMS`."""
-
-    P: np.ndarray
-    yP: np.ndarray
-    Q: np.ndarray
-    yQ: np.ndarray
-    loss: np.ndarray
-    C: np.ndarray
-    pi: np.ndarray
-    Qw: np.ndarray
-    rho: float
-    rho_curve: np.ndarray
-    R_curve: np.ndarray
-
-
-@memo
-def toy_plan(lam: float = 1.0, eps: float = 0.1, seed: int = 0) -> ToyPlan:
-    """The worst-case plan of the 2-D toy at ``(lam, eps)`` and the radius curve of ``eps``
-    (cached: the widget of notebook 1 draws it).
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    P, yP, Q, yQ = toy_2d(seed=seed)
-    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
-    pi, Qw = worst_case_weights(loss, C, lam, eps)
-    rho_curve, R_curve = lam_curve(LAMS, float(eps), seed)
-    rho = float(implied_radius(pi, C))
-    return ToyPlan(P, yP, Q, yQ, loss, C, pi, Qw, rho, rho_curve, R_curve)
-
-
-def shift_curve(model, shifts=SHIFTS, n: int = 1000):
-    """Accuracy of ``model`` on test sets whose spurious agreement is ``1 - shift``.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    out = []
-    for s in shifts:
-        X, y = make_spurious(n, 1.0 - float(s), seed=99)
-        out.append(accuracy(model, X, y))
-    return np.array(out)
-
-
-@memo(maxsize=16)
-def shift_accuracy(method: str, tau: float, seed: int, steps: int):
-    """:func:`shift_curve` over :data:`SHIFTS` of ``method`` trained once with calibration
-    temperature ``tau`` (cached: the shift widget of notebook 2 draws it).
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    method = check_choice("method", method, METHODS)
-    cfg = AdaDROConfig(tau=check_positive("tau", tau))
-    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
-    model = train_method(method, seed=seed, steps=steps, cfg=cfg)[0]
-    return shift_curve(model)

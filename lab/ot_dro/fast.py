@@ -1,22 +1,87 @@
 """Batched torch (CPU or CUDA): entropic OT plans, worst-case weights, the Sinkhorn-DRO dual.
 
+The same names as :mod:`lab.ot_dro.reference` (eqs. 2-5), batched over leading axes: numpy in
+gives float64 numpy out, a tensor in gives a tensor out on its device. Each public function
+validates once and calls its ``*_unchecked`` kernel (what the chapter's training step calls).
+
 See: book/ot_dro/01-worst-case-plans.ipynb
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
 
 from lab.core.checks import check_bool, check_choice, check_int, check_positive
-from lab.ot_dro.conversions import (
-    as_output,
-    check_cost,
-    check_lam_eps,
-    prep_loss_cost,
-    to_torch,
-)
 
 __all__ = ["entropic_plan", "worst_case_weights", "sinkhorn_dro_objective", "implied_radius"]
+
+#: Sinkhorn sweeps between two convergence checks
+CHECK_EVERY = 10
+
+
+def to_torch(name: str, x: Any, dtype=None, device=None):
+    """Return ``(tensor, was_numpy)``; numpy becomes float64 on ``device`` (default CPU)."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        if not torch.is_floating_point(x):
+            x = x.to(torch.get_default_dtype())
+        if dtype is not None:
+            x = x.to(dtype)
+        if device is not None:
+            x = x.to(device)
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must be finite (found NaN or inf)")
+        return x, False
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be array-like of numbers (got {type(x).__name__}): {exc}"
+        ) from None
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    return torch.as_tensor(arr, dtype=dtype or torch.float64, device=device), True
+
+
+def _as_output(t, was_numpy: bool):
+    return t.detach().cpu().numpy() if was_numpy else t
+
+
+def _cost(C):
+    Ct, was_np = to_torch("C", C)
+    if Ct.ndim < 2:
+        raise ValueError(f"C must have shape [..., N, M] (got shape {tuple(Ct.shape)})")
+    if Ct.shape[-1] == 0 or Ct.shape[-2] == 0:
+        raise ValueError(f"C must be non-empty (got shape {tuple(Ct.shape)})")
+    return Ct, was_np
+
+
+def _dro_inputs(loss_q, C, lam, eps):
+    lam, eps = check_positive("lam", lam), check_positive("eps", eps)
+    Ct, was_np = _cost(C)
+    lt, _ = to_torch("loss_q", loss_q, dtype=Ct.dtype, device=Ct.device)
+    if lt.shape[-1] != Ct.shape[-1]:
+        raise ValueError(
+            f"loss_q must have last axis M = {Ct.shape[-1]} to match C (got {tuple(lt.shape)})"
+        )
+    return lt, Ct, lam, eps, was_np
+
+
+def _log_marginal(name, x, shape, like):
+    import torch
+
+    if x is None:
+        return torch.full(shape, -math.log(shape[-1]), dtype=like.dtype, device=like.device)
+    xt, _ = to_torch(name, x, dtype=like.dtype, device=like.device)
+    if xt.shape[-1] != shape[-1] or bool((xt <= 0).any()):
+        raise ValueError(
+            f"{name} must be positive with last axis {shape[-1]} (got shape {tuple(xt.shape)})"
+        )
+    return xt.log().expand(shape)
 
 
 def entropic_plan(
@@ -27,7 +92,6 @@ def entropic_plan(
     n_iter: int = 1000,
     tol: float = 1e-9,
     semi_relaxed: bool = False,
-    check_every: int = 10,
     return_iters: bool = False,
     method: str = "auto",
 ):
@@ -49,11 +113,9 @@ def entropic_plan(
         Maximum number of sweeps (>= 1).
     tol : float
         Stop once the L1 violation of the row marginal (every problem of the batch) is
-        below ``tol`` (checked every ``check_every`` sweeps).
+        below ``tol`` (checked every :data:`CHECK_EVERY` sweeps).
     semi_relaxed : bool
         Impose only the row marginal.
-    check_every : int
-        Sweeps between convergence checks.
     return_iters : bool
         Also return the number of sweeps run.
     method : {"auto", "log", "kernel"}
@@ -74,63 +136,60 @@ def entropic_plan(
     eps = check_positive("eps", eps)
     n_iter = check_int("n_iter", n_iter, 1)
     tol = check_positive("tol", tol, allow_zero=True)
-    check_every = check_int("check_every", check_every, 1)
     semi_relaxed = check_bool("semi_relaxed", semi_relaxed)
+    return_iters = check_bool("return_iters", return_iters)
     method = check_choice("method", method, ["auto", "log", "kernel"])
-    Ct, was_np = to_torch("C", C)
-    check_cost(Ct)
-    n, m = Ct.shape[-2], Ct.shape[-1]
-    dt, dev = Ct.dtype, Ct.device
-    if a is None:
-        log_a = torch.full(Ct.shape[:-1], -math.log(n), dtype=dt, device=dev)
-    else:
-        at, _ = to_torch("a", a, dtype=dt, device=dev)
-        if at.shape[-1] != n or bool((at <= 0).any()):
-            raise ValueError(f"a must be positive with last axis {n} (got shape {tuple(at.shape)})")
-        log_a = at.log().expand(Ct.shape[:-1])
-    if b is None:
-        log_b = torch.full(Ct.shape[:-2] + (m,), -math.log(m), dtype=dt, device=dev)
-    else:
-        bt, _ = to_torch("b", b, dtype=dt, device=dev)
-        if bt.shape[-1] != m or bool((bt <= 0).any()):
-            raise ValueError(f"b must be positive with last axis {m} (got shape {tuple(bt.shape)})")
-        log_b = bt.log().expand(Ct.shape[:-2] + (m,))
+    Ct, was_np = _cost(C)
+    log_a = _log_marginal("a", a, Ct.shape[:-1], Ct)
+    log_b = _log_marginal("b", b, Ct.shape[:-2] + (Ct.shape[-1],), Ct)
     K = -Ct / eps  # log-kernel
+    it = 0
     if semi_relaxed:
         P = torch.exp(log_a[..., :, None] + torch.log_softmax(K + log_b[..., None, :], dim=-1))
-        return (as_output(P, was_np), 0) if return_iters else as_output(P, was_np)
-    if method == "auto":
-        spread = float((Ct.amax(dim=(-2, -1)) - Ct.amin(dim=(-2, -1))).max()) / eps
-        method = "kernel" if spread < (200.0 if dt == torch.float64 else 30.0) else "log"
-    if method == "kernel":
-        # scaling form: P = diag(u) Kmat diag(v), Kmat = exp(-(C - min C)/eps)
-        Kmat = torch.exp(K - K.amax(dim=(-2, -1), keepdim=True))
-        a_, b_ = log_a.exp(), log_b.exp()
-        u, v = torch.ones_like(a_), torch.ones_like(b_)
-        it = 0
-        for it in range(1, n_iter + 1):
-            u = a_ / (Kmat @ v[..., None])[..., 0]  # rows match a
-            v = b_ / (Kmat.transpose(-2, -1) @ u[..., None])[..., 0]  # columns match b
-            if it % check_every == 0 or it == n_iter:
-                row = u * (Kmat @ v[..., None])[..., 0]
-                if float((row - a_).abs().sum(-1).max()) < tol:
-                    break
-        P = u[..., :, None] * Kmat * v[..., None, :]
-        return (as_output(P, was_np), it) if return_iters else as_output(P, was_np)
-    u = torch.zeros_like(log_a)  # u = f / eps
-    v = torch.zeros_like(log_b)  # v = g / eps
+    else:
+        if method == "auto":
+            spread = float((Ct.amax(dim=(-2, -1)) - Ct.amin(dim=(-2, -1))).max()) / eps
+            method = "kernel" if spread < (200.0 if Ct.dtype == torch.float64 else 30.0) else "log"
+        sinkhorn = _sinkhorn_scaling if method == "kernel" else _sinkhorn_log
+        P, it = sinkhorn(K, log_a, log_b, n_iter, tol)
+    return (_as_output(P, was_np), it) if return_iters else _as_output(P, was_np)
+
+
+def _sinkhorn_scaling(K, log_a, log_b, n_iter, tol):
+    """Scaling form ``P = diag(u) Kmat diag(v)``, ``Kmat = exp(-(C - min C)/eps)``."""
+    import torch
+
+    Kmat = torch.exp(K - K.amax(dim=(-2, -1), keepdim=True))
+    a_, b_ = log_a.exp(), log_b.exp()
+    u, v = torch.ones_like(a_), torch.ones_like(b_)
+    it = 0
+    for it in range(1, n_iter + 1):
+        u = a_ / (Kmat @ v[..., None])[..., 0]  # rows match a
+        v = b_ / (Kmat.transpose(-2, -1) @ u[..., None])[..., 0]  # columns match b
+        if it % CHECK_EVERY == 0 or it == n_iter:
+            row = u * (Kmat @ v[..., None])[..., 0]
+            if float((row - a_).abs().sum(-1).max()) < tol:
+                break
+    return u[..., :, None] * Kmat * v[..., None, :], it
+
+
+def _sinkhorn_log(K, log_a, log_b, n_iter, tol):
+    """Log-domain updates on ``u = f / eps``, ``v = g / eps`` (stable for any ``eps``)."""
+    import torch
+
+    u = torch.zeros_like(log_a)
+    v = torch.zeros_like(log_b)
     it = 0
     for it in range(1, n_iter + 1):
         # rows: u_i = log a_i - LSE_j (K_ij + v_j)
         u = log_a - torch.logsumexp(K + v[..., None, :], dim=-1)
         # columns: v_j = log b_j - LSE_i (K_ij + u_i)
         v = log_b - torch.logsumexp(K + u[..., :, None], dim=-2)
-        if it % check_every == 0 or it == n_iter:
+        if it % CHECK_EVERY == 0 or it == n_iter:
             row = torch.logsumexp(K + v[..., None, :] + u[..., :, None], dim=-1).exp()
             if float((row - log_a.exp()).abs().sum(-1).max()) < tol:
                 break
-    P = torch.exp(K + u[..., :, None] + v[..., None, :])
-    return (as_output(P, was_np), it) if return_iters else as_output(P, was_np)
+    return torch.exp(K + u[..., :, None] + v[..., None, :]), it
 
 
 def worst_case_weights(loss_q, C, lam: float, eps: float):
@@ -158,14 +217,17 @@ def worst_case_weights(loss_q, C, lam: float, eps: float):
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
+    lt, Ct, lam, eps, was_np = _dro_inputs(loss_q, C, lam, eps)
+    pi, Q = worst_case_weights_unchecked(lt, Ct, lam, eps)
+    return _as_output(pi, was_np), _as_output(Q, was_np)
+
+
+def worst_case_weights_unchecked(loss_q, C, lam, eps):
+    """Eqs. (2)-(3) on tensors of one dtype and device."""
     import torch
 
-    lam, eps = check_lam_eps(lam, eps)
-    lt, Ct, was_np = prep_loss_cost(loss_q, C)
-    logits = (lt[..., None, :] - lam * Ct) / (lam * eps)  # eq. (2)
-    pi = torch.softmax(logits, dim=-1)
-    Q = pi.mean(dim=-2)  # eq. (3)
-    return as_output(pi, was_np), as_output(Q, was_np)
+    pi = torch.softmax((loss_q[..., None, :] - lam * C) / (lam * eps), dim=-1)  # eq. (2)
+    return pi, pi.mean(dim=-2)  # eq. (3)
 
 
 def sinkhorn_dro_objective(loss_q, C, lam: float, eps: float):
@@ -185,13 +247,17 @@ def sinkhorn_dro_objective(loss_q, C, lam: float, eps: float):
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
+    lt, Ct, lam, eps, was_np = _dro_inputs(loss_q, C, lam, eps)
+    return _as_output(sinkhorn_dro_objective_unchecked(lt, Ct, lam, eps), was_np)
+
+
+def sinkhorn_dro_objective_unchecked(loss_q, C, lam, eps):
+    """Eq. (4) on tensors of one dtype and device."""
     import torch
 
-    lam, eps = check_lam_eps(lam, eps)
-    lt, Ct, was_np = prep_loss_cost(loss_q, C)
-    m = Ct.shape[-1]
-    lse = torch.logsumexp((lt[..., None, :] - lam * Ct) / (lam * eps), dim=-1) - math.log(m)
-    return as_output(lam * eps * lse.mean(dim=-1), was_np)
+    m = C.shape[-1]
+    lse = torch.logsumexp((loss_q[..., None, :] - lam * C) / (lam * eps), dim=-1) - math.log(m)
+    return lam * eps * lse.mean(dim=-1)
 
 
 def implied_radius(pi, C):
@@ -203,4 +269,9 @@ def implied_radius(pi, C):
     Ct, _ = to_torch("C", C, dtype=pt.dtype, device=pt.device)
     if pt.shape != Ct.shape:
         raise ValueError(f"pi and C must have the same shape (got {pt.shape} and {Ct.shape})")
-    return as_output((pt * Ct).sum(-1).mean(-1), was_np)
+    return _as_output(implied_radius_unchecked(pt, Ct), was_np)
+
+
+def implied_radius_unchecked(pi, C):
+    """Eq. (5) on tensors of one dtype and device."""
+    return (pi * C).sum(-1).mean(-1)

@@ -1,28 +1,33 @@
-"""Figure builders of the ``ot_dro`` chapter's widgets: they draw what ``experiments`` computes
-and caches (``toy_plan``, ``shift_accuracy``)."""
+"""Figure builders of the ``ot_dro`` chapter's widgets: results in, figure out. They draw what
+:mod:`lab.ot_dro.experiments` computes and caches (a ``ToyPlan`` from ``toy_plan``, a
+``ShiftCurves`` from ``shift_curves``); a widget is ``figures.f(experiments.g(...))``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
-from lab.ot_dro.experiments import LAMS, SHIFTS, shift_accuracy, toy_plan
+from lab.core.checks import check_int, check_range
 
 __all__ = ["plan_figure", "shift_figure"]
 
 
-def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: int = 0):
+def plan_figure(res, n_arrows: int = 60):
     """Training points, candidates sized by Q, and the heaviest worst-case transport lines.
 
-    Left: P (two classes), candidates (size ∝ Q), the ``n_arrows`` largest entries of π drawn
-    as lines from p to q. Right: ρ(λ) and R(λ) for this ε with the current λ marked.
+    ``res`` is a ``ToyPlan`` (:func:`lab.ot_dro.experiments.toy_plan`). Left: P (two classes),
+    candidates (size ∝ Q), the ``n_arrows`` largest entries of π drawn as lines from p to q.
+    Right: ρ(λ) and R(λ) for this ε with the current λ marked.
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    res = toy_plan(lam, eps, seed)
+    for name in ("P", "Q", "pi", "Qw", "lams", "rho_curve", "R_curve"):
+        if not hasattr(res, name):
+            raise TypeError(f"res must be a ToyPlan (toy_plan(...)), got {type(res).__name__}")
+    n_arrows = check_int("n_arrows", n_arrows, 1)
+    lam, eps = res.lam, res.eps
     P, yP, Q, yQ, loss, pi, Qw = res.P, res.yP, res.Q, res.yQ, res.loss, res.pi, res.Qw
     n = len(P)
     flat = np.argsort(pi.ravel())[::-1][:n_arrows]
@@ -62,8 +67,8 @@ def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: in
         1,
         1,
     )
-    fig.add_trace(go.Scatter(x=LAMS, y=res.rho_curve, name="ρ(λ) radius"), 1, 2)
-    fig.add_trace(go.Scatter(x=LAMS, y=res.R_curve, name="R(λ) robust loss"), 1, 2)
+    fig.add_trace(go.Scatter(x=res.lams, y=res.rho_curve, name="ρ(λ) radius"), 1, 2)
+    fig.add_trace(go.Scatter(x=res.lams, y=res.R_curve, name="R(λ) robust loss"), 1, 2)
     rho0 = res.rho
     fig.add_trace(
         go.Scatter(x=[lam], y=[rho0], mode="markers", marker=dict(size=12), name="current λ"),
@@ -81,25 +86,26 @@ def plan_figure(lam: float = 1.0, eps: float = 0.1, n_arrows: int = 60, seed: in
     return fig
 
 
-def shift_figure(tau: float = 0.1, shift: float = 0.9, seed: int = 0, steps: int = 300):
+def shift_figure(res, shift: float = 0.9):
     """Accuracy versus shift strength for ERM, ERM on ν and AdaDRO (calibration temperature τ).
 
-    Models are trained once and cached; the shift only changes the test set.
+    ``res`` is a ``ShiftCurves`` (:func:`lab.ot_dro.experiments.shift_curves`): models trained
+    once; the shift only changes the test set, marked by a dotted line at ``shift``.
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     import plotly.graph_objects as go
 
-    tau = check_positive("tau", tau)  # validated here, before any (cached) training
+    if not all(hasattr(res, n) for n in ("tau", "shifts", "curves")):
+        raise TypeError(f"res must be a ShiftCurves (shift_curves(...)), got {type(res).__name__}")
     shift = check_range("shift", shift, 0.0, 1.0)
-    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
     fig = go.Figure()
-    names = {"erm": "ERM", "erm_nu": "ERM on ν (augmented)", "adadro": f"AdaDRO (τ = {tau:g})"}
+    names = {"erm": "ERM", "erm_nu": "ERM on ν (augmented)", "adadro": f"AdaDRO (τ = {res.tau:g})"}
     title = []
     for m, label in names.items():
-        acc = shift_accuracy(m, float(tau) if m == "adadro" else 0.1, seed, steps)
-        fig.add_trace(go.Scatter(x=SHIFTS, y=acc, mode="lines", name=label))
-        a = float(np.interp(shift, SHIFTS, acc))
+        acc = res.curves[m]
+        fig.add_trace(go.Scatter(x=res.shifts, y=acc, mode="lines", name=label))
+        a = float(np.interp(shift, res.shifts, acc))
         title.append(f"{label.split(' (')[0]} {a:.2f}")
     fig.add_trace(
         go.Scatter(
