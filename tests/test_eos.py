@@ -565,3 +565,22 @@ def test_reference_equals_fast_path_bitwise(model):
         np.testing.assert_allclose(bt.w[:, i].numpy(), ref.w, rtol=0, atol=1e-12)
         if not isinstance(model, eos.InnerProductModel):  # same op order: bit for bit
             np.testing.assert_array_equal(bt.w[:, i].numpy(), ref.w)
+
+
+def test_the_worked_example_of_the_lesson_page():
+    """book/eos/index.md, "A worked example": the numbers a reader checks by hand."""
+    xy = eos.XYModel()
+    lam_star, flat = eos.lambda_min(xy)
+    assert lam_star == pytest.approx(2.0) and np.allclose(np.abs(flat), 1.0)
+    assert eos.sharpness_on_manifold(xy, [2.0, 0.5]) == pytest.approx(4.25)
+    x1, y1 = eos.gd(xy, [1.5, 0.7], 1.0, 1).w[1]
+    assert (x1, y1) == pytest.approx((1.465, 0.625), abs=1e-12)
+    d0, d1 = eos.imbalance(xy, [1.5, 0.7]), eos.imbalance(xy, [x1, y1])
+    assert (d0, d1) == pytest.approx((1.76, 1.7556), abs=1e-12)
+    assert d1 / d0 == pytest.approx(1 - 0.05**2, abs=1e-12)
+    k5 = eos.flattest_constants(5, 1.0)  # the paper's example: lambda* = 5, step 0.4, nu = 4
+    assert (k5.sharpness, k5.eta_critical, k5.nu) == pytest.approx((5.0, 0.4, 4.0))
+    # the balanced line: u' = (1 - 2 eta) u - 3 eta u^2 - eta u^3 with a = 1 + u
+    eta, u = 0.9, 0.07
+    a1 = xy.balanced_map(1 + u, eta)
+    assert a1 - 1 == pytest.approx((1 - 2 * eta) * u - 3 * eta * u**2 - eta * u**3, abs=1e-14)

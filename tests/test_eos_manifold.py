@@ -536,3 +536,36 @@ def test_bad_inputs_of_the_paper_functions():
         eos.attractor(eos.XYModel(), 0.0)
     with pytest.raises(ValueError, match="steps must be an integer in"):
         eos.attractor(eos.XYModel(), 1.0, max_period=64, steps=10)
+
+
+# -- the registry and the records' evidence (lab.eos.claims, lab.eos.evidence) -----------------
+def test_registry_names_a_rival_for_every_claim():
+    from lab.eos.claims import CLAIMS
+
+    assert CLAIMS.notebooks() == ("01", "02", "03")
+    for spec in CLAIMS.specs.values():
+        assert bool(spec.rival) != bool(spec.no_rival), spec.id
+    assert "window-end-xy" not in CLAIMS.specs  # a code check (notebook 2, test_eos), not a claim
+    assert set(CLAIMS.deviations) >= {"chord-distance", "euclidean-normal", "seeded-starts"}
+
+
+def test_settles_on_reads_the_closure_residuals():
+    from lab.eos.claims import settles_on
+
+    four = settles_on(4)
+    assert four.test([0.5, 0.1, 0.5, 0.0]) and not four.test([0.5, 0.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="period must be"):
+        settles_on(1)
+    with pytest.raises(TypeError, match="period must be"):
+        settles_on(None)
+
+
+def test_evidence_measures_a_rival_apart_from_the_claim():
+    from lab.eos import evidence
+
+    k5 = eos.flattest_constants(5, 1.0)
+    ball = evidence.convexity_on_ball(eos.ProductModel(5), k5, n=5, seed=0)
+    assert ball["measured"] >= 1.0 > ball["control"].measured  # curvature of M makes it convex
+    not_global, depth_two = evidence.convexity_far_and_depth_two()
+    assert not_global["measured"] < 0 < not_global["control"].measured
+    assert depth_two["measured"] > 2 - 1e-5 > depth_two["control"].measured

@@ -95,6 +95,8 @@ $\sqrt{(\eta - 1)(\eta + 3)}/(2\eta)$ in the residual) and period-doubles at $\e
 | ``network.py`` | notebook 3: ``mlp_digits_gd(NetworkSettings)`` (full-batch GD on a small MLP, sharpness by HVPs) |
 | ``results.py`` | the drivers' result dataclasses (``ManifoldRuns``, ``DriftLaw``, ``RegimeRun``, ``CriticalFit``, ``Cobweb``, ``MLPRun``) |
 | ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels); imports only ``results`` |
+| ``claims.py`` | the registry: every claim's statement, source, rule, expected verdict, seeds, size and rival (``CLAIMS``), and the deviations |
+| ``evidence.py`` | what each claim records: its measured value, the card's text and its measured rival (``C[id].record(**evidence.f(...))``) |
 
 See: book/eos/01-three-regimes.ipynb
 """
