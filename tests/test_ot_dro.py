@@ -457,3 +457,26 @@ def test_official_parity_rejects_bad_paths(tmp_path):
         _official().official_parity(3)
     with pytest.raises(FileNotFoundError):
         _official().official_parity(tmp_path / "missing.json")
+
+
+def test_worst_case_is_the_semi_relaxed_entropic_plan():
+    """The identity notebook 1 used to record as a claim (a code check now): with lam fixed,
+    pi = N x the semi-relaxed entropic plan for the cost C - l / lam at regularisation eps."""
+    loss, C = _rand(n=10, m=23, seed=4)
+    for lam, eps in ((1.0, 0.1), (0.4, 0.5)):
+        pi, _ = o.reference.worst_case_weights(loss, C, lam, eps)
+        plan = o.fast.entropic_plan(C - loss[None, :] / lam, eps, semi_relaxed=True)
+        assert np.abs(C.shape[0] * plan - pi).max() < 1e-12
+    rho = [o.reference.implied_radius(o.reference.worst_case_weights(loss, C, lam, 0.1)[0], C)
+           for lam in np.geomspace(0.05, 20, 15)]  # fmt: skip
+    assert np.all(np.diff(rho) < 1e-12)  # rho(lam) decreases: lam is the price of the radius
+
+
+def test_registry_rivals_and_deviations():
+    """Every registered claim names its rival; every deviation a diagnosis names is registered."""
+    from lab.ot_dro.claims import CLAIMS
+
+    assert CLAIMS.notebooks() == ("01", "02")
+    for spec in CLAIMS.specs.values():
+        assert spec.rival or spec.no_rival, spec.id
+    assert {"toy-task", "no-mlmc"} <= set(CLAIMS.deviations)

@@ -1,4 +1,5 @@
-"""The paper's calibration objects: semantic cost (eq. 1), inverse-OT loss (eq. 6), filter (eq. 7).
+"""The paper's calibration objects: semantic cost (eq. 1), inverse-OT loss (eq. 6), filter (eq. 7),
+and one phase-1 (semantic calibration) step.
 
 See: book/ot_dro/02-calibration-and-shift.ipynb
 """
@@ -9,7 +10,7 @@ import math
 
 from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_range
 
-__all__ = ["semantic_cost", "iot_loss", "refine_reference"]
+__all__ = ["semantic_cost", "iot_loss", "refine_reference", "calibration_step"]
 
 
 def _check_labels(y, K, name):
@@ -223,3 +224,51 @@ def refine_reference_unchecked(zp, zq, omega, eps_f, rule, min_keep=0.1):
             keep = torch.zeros_like(keep)
             keep[torch.topk(score, k_min).indices] = True
     return keep
+
+
+def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float = 1.0) -> dict:
+    """One phase-1 step: feature IOT (InfoNCE) between two views + label IOT (cross-entropy).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``model(x) -> (features, logits)``.
+    x_a, x_b : Tensor [N, d]
+        The two views (``x_b[i]`` the augmentation of ``x_a[i]``).
+    y : LongTensor [N]
+    opt : torch.optim.Optimizer
+    tau, ce_weight : float
+        InfoNCE temperature (> 0) and weight of the CE term (>= 0).
+
+    Returns
+    -------
+    dict with ``iot`` and ``ce``.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    import torch
+
+    tau = check_positive("tau", tau)
+    ce_weight = check_positive("ce_weight", ce_weight, allow_zero=True)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise TypeError(f"opt must be a torch optimizer (got {type(opt).__name__})")
+    for name, t in (("x_a", x_a), ("x_b", x_b), ("y", y)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor (got {type(t).__name__})")
+    return calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight)
+
+
+def calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight) -> dict:
+    """:func:`calibration_step` on validated arguments (the training loops' step)."""
+    import torch.nn.functional as F
+
+    za, logits = model(x_a)
+    zb, _ = model(x_b)
+    iot = iot_loss_unchecked(za, zb, tau)
+    ce = F.cross_entropy(logits, y)
+    opt.zero_grad()
+    (iot + ce_weight * ce).backward()
+    opt.step()
+    return {"iot": float(iot.detach()), "ce": float(ce.detach())}

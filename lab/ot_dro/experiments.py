@@ -3,8 +3,7 @@
 Notebook 2 passes a :class:`TrainSettings` (or :class:`CalibrationSettings`) whole to the
 drivers; seed loops go through :func:`lab.core.sweep.sweep` and trained results are kept by
 :func:`lab.core.diskcache.disk_memo` (numbers only) or :func:`lab.core.memo.memo` (in process).
-Notebook 1's drivers: the 2-D toy's worst case and radius curves, gradient descent on the
-convex fixed-cost objective, the bias of the nested objective.
+Notebook 1's drivers are in :mod:`lab.ot_dro.toy_runs`.
 
 See: book/ot_dro/02-calibration-and-shift.ipynb
 """
@@ -20,18 +19,20 @@ from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads
 from lab.ot_dro.adadro import AdaDROConfig, adadro_step_unchecked
-from lab.ot_dro.calibration import iot_loss_unchecked
+from lab.ot_dro.calibration import calibration_step_unchecked
 from lab.ot_dro.task import accuracy, flip_spurious, make_model, make_spurious
-from lab.ot_dro.toy import toy_2d, toy_cost, toy_losses
 
 __all__ = [
     "METHODS",
     "SHIFTS",
     "TrainSettings",
     "CalibrationSettings",
+    "CalibrationCosts",
+    "calibration_costs",
+    "calibration_scores",
+    "calibration_sweep",
     "train_method",
     "calibrate",
-    "calibration_step",
     "shift_scores",
     "shift_sweep",
     "FilterRun",
@@ -39,19 +40,10 @@ __all__ = [
     "shift_curve",
     "ShiftCurves",
     "shift_curves",
-    "LAMS",
-    "lam_curve",
-    "ToyPlan",
-    "toy_plan",
-    "DescentRun",
-    "dro_descent",
-    "NestedBias",
-    "nested_bias",
 ]
 
 METHODS = ("erm", "erm_nu", "sinkhorn_dro", "adadro_nofilter", "adadro")
 SHIFTS = np.linspace(0.0, 1.0, 21)  # shift strengths of the shift widget
-LAMS = np.geomspace(0.05, 20, 30)  # the lambda grid of the radius panel
 #: the shifted test set (spurious agreement 0.1) and the in-distribution one (0.95)
 SHIFTED_TEST = (2000, 0.1, 99)
 IN_DISTRIBUTION_TEST = (2000, 0.95, 98)
@@ -131,54 +123,6 @@ def _task(n_train, corrupt, seed):
     X, y = make_spurious(n_train, 0.95, seed)
     Xq, bad = flip_spurious(X, corrupt, seed)
     return torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq), bad
-
-
-def calibration_step(model, x_a, x_b, y, opt, tau: float = 0.1, ce_weight: float = 1.0) -> dict:
-    """One phase-1 step: feature IOT (InfoNCE) between two views + label IOT (cross-entropy).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        ``model(x) -> (features, logits)``.
-    x_a, x_b : Tensor [N, d]
-        The two views (``x_b[i]`` the augmentation of ``x_a[i]``).
-    y : LongTensor [N]
-    opt : torch.optim.Optimizer
-    tau, ce_weight : float
-        InfoNCE temperature (> 0) and weight of the CE term (>= 0).
-
-    Returns
-    -------
-    dict with ``iot`` and ``ce``.
-
-    See: book/ot_dro/02-calibration-and-shift.ipynb
-    """
-    import torch
-
-    tau = check_positive("tau", tau)
-    ce_weight = check_positive("ce_weight", ce_weight, allow_zero=True)
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
-    if not isinstance(opt, torch.optim.Optimizer):
-        raise TypeError(f"opt must be a torch optimizer (got {type(opt).__name__})")
-    for name, t in (("x_a", x_a), ("x_b", x_b), ("y", y)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch tensor (got {type(t).__name__})")
-    return calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight)
-
-
-def calibration_step_unchecked(model, x_a, x_b, y, opt, tau, ce_weight) -> dict:
-    """:func:`calibration_step` on validated arguments (the training loops' step)."""
-    import torch.nn.functional as F
-
-    za, logits = model(x_a)
-    zb, _ = model(x_b)
-    iot = iot_loss_unchecked(za, zb, tau)
-    ce = F.cross_entropy(logits, y)
-    opt.zero_grad()
-    (iot + ce_weight * ce).backward()
-    opt.step()
-    return {"iot": float(iot.detach()), "ce": float(ce.detach())}
 
 
 def train_method(settings: TrainSettings, seed: int = 0):
@@ -270,6 +214,108 @@ def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
     return before, model, {"iot": hist}
 
 
+def _mean_costs(C, y):
+    """Mean cost to the own copy (diagonal), to the same class and to the other class."""
+    import torch
+
+    same = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
+    return (
+        float(C.diagonal().mean()),
+        float(C[same].mean()),
+        float(C[y[:, None] != y[None, :]].mean()),
+    )
+
+
+@dataclass(frozen=True)
+class CalibrationCosts:
+    """The semantic cost (eq. 1) of ``n`` points ``X`` to their augmentations ``Xf`` before and
+    after phase 1: the matrices ``C_before``/``C_after``, and ``(own copy, same class, other
+    class)`` mean costs under the paper's cost (``semantic``), its feature term alone
+    (``feature``) and the squared-Euclidean input cost (``euclidean``); ``label_distance`` is
+    ``1 - cos(W_0, W_1)`` of the head's class rows before and after; ``iot`` phase 1's losses."""
+
+    before: object
+    after: object
+    X: object
+    Xf: object
+    y: object
+    C_before: object
+    C_after: object
+    semantic: dict
+    feature: dict
+    euclidean: tuple
+    label_distance: tuple
+    iot: list
+
+
+def calibration_costs(settings: CalibrationSettings | None = None, seed: int = 0, n: int = 256):
+    """Phase 1 (:func:`calibrate`), then the costs of ``n`` fresh points (seed 7) to their
+    augmentations under the uncalibrated and the calibrated encoder.
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from lab.ot_dro.calibration import semantic_cost_unchecked
+
+    n = check_int("n", n, 2)
+    before, after, hist = calibrate(settings, seed)
+    X, y = make_spurious(n, 0.95, seed=7)
+    Xf, _ = flip_spurious(X)
+    Xt, yt, Xft = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xf)
+
+    def cost(model, alpha_y):
+        with torch.no_grad():
+            zp, zq = model(Xt)[0], model(Xft)[0]
+            return semantic_cost_unchecked(zp, yt, zq, yt, model.head.weight, 1.0, alpha_y)
+
+    C0, C1 = cost(before, 1.0), cost(after, 1.0)
+    semantic = {"before": _mean_costs(C0, yt), "after": _mean_costs(C1, yt)}
+    feature = {k: _mean_costs(cost(m, 0.0), yt) for k, m in (("before", before), ("after", after))}
+    euclidean = _mean_costs(torch.cdist(Xt, Xft) ** 2, yt)
+    label = tuple(
+        float(1 - F.cosine_similarity(m.head.weight[0], m.head.weight[1], dim=0).detach())
+        for m in (before, after)
+    )
+    return CalibrationCosts(
+        before, after, Xt, Xft, yt, C0, C1, semantic, feature, euclidean, label, hist["iot"]
+    )
+
+
+@disk_memo
+def calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
+    """The cost ratios of :func:`calibration_costs` at ``seed``: ``own_copy`` (own copy over
+    same class, after), ``blocks_before``/``blocks_after`` (other class over same class, the
+    paper's cost) and ``feature_before``/``feature_after`` (the same, feature term alone).
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    c = calibration_costs(settings, seed)
+    (_, m0, d0), (s1, m1, d1) = c.semantic["before"], c.semantic["after"]
+    (_, f_m0, f_d0), (_, f_m1, f_d1) = c.feature["before"], c.feature["after"]
+    return {
+        "own_copy": s1 / m1,
+        "blocks_before": d0 / m0,
+        "blocks_after": d1 / m1,
+        "feature_before": f_d0 / f_m0,
+        "feature_after": f_d1 / f_m1,
+    }
+
+
+def calibration_sweep(settings: CalibrationSettings, seeds):
+    """:func:`calibration_scores` over ``seeds`` (a :class:`lab.core.sweep.Sweep`).
+
+    See: book/ot_dro/02-calibration-and-shift.ipynb
+    """
+    from functools import partial
+
+    from lab.core.sweep import sweep
+
+    settings = _settings(settings, CalibrationSettings)
+    return sweep(partial(calibration_scores, settings=settings), None, seeds=seeds, desc="seeds")
+
+
 @memo(maxsize=4)
 def _test_sets():
     return make_spurious(*SHIFTED_TEST[:2], seed=SHIFTED_TEST[2]), make_spurious(
@@ -307,11 +353,13 @@ def shift_sweep(settings: TrainSettings, methods, seeds):
 
 @dataclass(frozen=True)
 class FilterRun:
-    """Shifted-test accuracy per method with corrupt candidates, and the filtered AdaDRO run's
-    history (keep-rates of clean and corrupt candidates per logged step)."""
+    """Shifted-test accuracy per method with corrupt candidates, the filtered AdaDRO run's
+    history (keep-rates of clean and corrupt candidates per logged step) and that of AdaDRO
+    with the official trainer's unpaired filter (``adadro_unpaired``, the filter's rival)."""
 
     accuracy: dict
     history: dict
+    history_unpaired: dict
 
 
 @disk_memo
@@ -329,7 +377,10 @@ def filter_run(settings: TrainSettings, seed: int, methods=("erm_nu", "adadro_no
         model, h = train_method(replace(settings, method=check_choice("methods", m, METHODS)), seed)
         acc[m] = accuracy(model, Xs, ys)
         hist = h if m == "adadro" else hist
-    return FilterRun(acc, hist)
+    unpaired = replace(settings, method="adadro", cfg=replace(settings.cfg, filter_rule="unpaired"))
+    model, h_unpaired = train_method(unpaired, seed)
+    acc["adadro_unpaired"] = accuracy(model, Xs, ys)
+    return FilterRun(acc, hist, h_unpaired)
 
 
 def shift_curve(model, shifts=SHIFTS, n: int = 1000):
@@ -369,181 +420,3 @@ def shift_curves(tau: float = 0.1, seed: int = 0, steps: int = 300) -> ShiftCurv
 
 
 METHODS_SHOWN = ("erm", "erm_nu", "adadro")
-
-
-# ---------------------------------------------------------------------------------------------
-# notebook 1: the 2-D toy's worst case, the convex fixed-cost objective, the nested bias
-# ---------------------------------------------------------------------------------------------
-@memo
-def lam_curve(lams, eps: float, seed: int = 0):
-    """Implied radius rho(lam) (eq. 5) and robust objective R(lam) (eq. 4) on the 2-D toy.
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    import torch
-
-    from lab.ot_dro.fast import (
-        implied_radius_unchecked,
-        sinkhorn_dro_objective_unchecked,
-        worst_case_weights_unchecked,
-    )
-
-    eps = check_positive("eps", eps)
-    lams = [check_positive("lams", lam) for lam in np.atleast_1d(lams)]
-    P, _, Q, yQ = toy_2d(seed=seed)
-    loss = torch.as_tensor(toy_losses(Q, yQ))
-    C = torch.as_tensor(toy_cost(P, Q))
-    rho = [float(implied_radius_unchecked(worst_case_weights_unchecked(loss, C, lam, eps)[0], C))
-           for lam in lams]  # fmt: skip
-    R = [float(sinkhorn_dro_objective_unchecked(loss, C, lam, eps)) for lam in lams]
-    return np.array(rho), np.array(R)
-
-
-@dataclass(frozen=True)
-class ToyPlan:
-    """The 2-D toy's worst case at one ``(lam, eps)``: points, losses, cost, plan ``pi``,
-    weights ``Q`` and implied radius ``rho``; ``rho_curve``/``R_curve`` over ``lams``."""
-
-    lam: float
-    eps: float
-    P: np.ndarray
-    yP: np.ndarray
-    Q: np.ndarray
-    yQ: np.ndarray
-    loss: np.ndarray
-    C: np.ndarray
-    pi: np.ndarray
-    Qw: np.ndarray
-    rho: float
-    lams: np.ndarray
-    rho_curve: np.ndarray
-    R_curve: np.ndarray
-
-
-@memo
-def toy_plan(lam: float = 1.0, eps: float = 0.1, seed: int = 0) -> ToyPlan:
-    """The worst-case plan of the 2-D toy at ``(lam, eps)`` and the radius curve of ``eps``
-    (cached: the widget of notebook 1 draws it).
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    from lab.ot_dro.fast import implied_radius, worst_case_weights
-
-    P, yP, Q, yQ = toy_2d(seed=seed)
-    loss, C = toy_losses(Q, yQ), toy_cost(P, Q)
-    pi, Qw = worst_case_weights(loss, C, lam, eps)
-    rho_curve, R_curve = lam_curve(LAMS, float(eps), seed)
-    rho = float(implied_radius(pi, C))
-    return ToyPlan(lam, eps, P, yP, Q, yQ, loss, C, pi, Qw, rho, LAMS, rho_curve, R_curve)
-
-
-@dataclass
-class DescentRun:
-    """Full-batch gradient descent on a Sinkhorn-DRO objective: ``grad_norm[t]``, ``objective[t]``."""
-
-    grad_norm: np.ndarray
-    objective: np.ndarray
-    lr: float
-    smoothness: float
-    mu: float
-
-
-def dro_descent(X, y, C, lam: float = 1.0, eps: float = 0.1, mu: float = 0.5, steps: int = 3000):
-    """Gradient descent on ``F(w) = R(w) + mu/2 |w|^2``, ``R`` the Sinkhorn-DRO dual (eq. 4).
-
-    ``R(w) = lam eps mean_i log mean_j exp((l_j(w) - lam C_ij) / (lam eps))`` with the logistic
-    loss ``l_j(w) = log(1 + exp(-y_j <w, x_j>))`` of the candidates ``(X, y)`` (labels +-1) and
-    a fixed cost ``C [N, M]``. ``F`` is convex and ``mu``-strongly convex; the step is ``1/L``
-    with the bound ``L = max_j |x_j|^2 (1/4 + 1/(lam eps)) + mu``, so the gradient norm should
-    fall geometrically. ``grad R = sum_j Q_j grad l_j`` with ``Q`` of eq. (3).
-
-    Returns
-    -------
-    DescentRun
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    from lab.ot_dro.reference import (
-        sinkhorn_dro_objective_unchecked,
-        worst_case_weights_unchecked,
-    )
-
-    lam, eps = check_positive("lam", lam), check_positive("eps", eps)
-    mu = check_positive("mu", mu)
-    steps = check_int("steps", steps, 1)
-    try:
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"X and y must be array-like of numbers: {exc}") from None
-    if X.ndim != 2 or X.shape[0] == 0 or y.shape != (X.shape[0],) or not np.isfinite(X).all():
-        raise ValueError(f"X must be a finite [M, d] array and y [M] (got {X.shape}, {y.shape})")
-    C = np.asarray(C, dtype=np.float64)
-    if C.ndim != 2 or C.shape[1] != X.shape[0] or not np.isfinite(C).all():
-        raise ValueError(f"C must be a finite [N, M = {X.shape[0]}] array (got {C.shape})")
-    L = float((X**2).sum(1).max()) * (0.25 + 1.0 / (lam * eps)) + mu
-    lr = 1.0 / L
-    w = np.zeros(X.shape[1])
-    gn, obj = np.empty(steps + 1), np.empty(steps + 1)
-    for t in range(steps + 1):
-        margin = y * (X @ w)
-        loss = np.logaddexp(0.0, -margin)
-        _, Q = worst_case_weights_unchecked(loss, C, lam, eps)
-        R = sinkhorn_dro_objective_unchecked(loss, C, lam, eps)
-        dl = -(y / (1.0 + np.exp(margin)))[:, None] * X  # grad l_j
-        g = Q @ dl + mu * w
-        gn[t], obj[t] = np.linalg.norm(g), R + 0.5 * mu * float(w @ w)
-        if t < steps:
-            w = w - lr * g
-    return DescentRun(gn, obj, lr, L, mu)
-
-
-@dataclass
-class NestedBias:
-    """Bias of the mini-batch Sinkhorn-DRO objective against the full reference pool."""
-
-    M: np.ndarray
-    bias: np.ndarray
-    stderr: np.ndarray
-    full: float
-
-
-def nested_bias(
-    loss_pool, C_pool, Ms, lam: float = 1.0, eps: float = 0.1, reps: int = 400, seed: int = 0
-):
-    """``E[R_M] - R_full`` for inner batches of ``M`` candidates drawn from the pool.
-
-    ``R`` is a mean over training points of a log of an inner mean (eq. 4), so a plug-in inner
-    mean over ``M`` samples is biased downwards by about ``Var / (2 M)`` (Jensen): the reason
-    why the authors' rate needs an MLMC estimator. ``Ms`` are the inner batch sizes.
-
-    Returns
-    -------
-    NestedBias
-
-    See: book/ot_dro/01-worst-case-plans.ipynb
-    """
-    import torch
-
-    from lab.ot_dro.fast import sinkhorn_dro_objective_unchecked as objective
-
-    lam, eps = check_positive("lam", lam), check_positive("eps", eps)
-    reps = check_int("reps", reps, 2)
-    seed = check_int("seed", seed, 0)
-    loss_pool = torch.as_tensor(np.asarray(loss_pool, dtype=np.float64))
-    C_pool = torch.as_tensor(np.asarray(C_pool, dtype=np.float64))
-    if C_pool.ndim != 2 or loss_pool.shape != (C_pool.shape[1],):
-        raise ValueError(f"C_pool must be [N, P] and loss_pool [P] (got {tuple(C_pool.shape)})")
-    if not bool(torch.isfinite(C_pool).all() and torch.isfinite(loss_pool).all()):
-        raise ValueError("loss_pool and C_pool must be finite (found NaN or inf)")
-    Ms = np.asarray([check_int("M", int(m), 1) for m in np.atleast_1d(Ms)])
-    full = float(objective(loss_pool, C_pool, lam, eps))
-    gen = torch.Generator().manual_seed(seed)
-    bias, se = [], []
-    with small_problem_threads(1):
-        for m in Ms:
-            idx = torch.randint(0, C_pool.shape[1], (reps, int(m)), generator=gen)
-            vals = objective(loss_pool[idx], C_pool[:, idx].permute(1, 0, 2), lam, eps)
-            bias.append(float(vals.mean()) - full)
-            se.append(float(vals.std()) / np.sqrt(reps))
-    return NestedBias(Ms, np.array(bias), np.array(se), full)
