@@ -25,6 +25,7 @@ __all__ = [
     "check_range",
     "check_int",
     "check_choice",
+    "check_fields",
     "check_array",
     "check_bool",
     "check_tensor",
@@ -200,3 +201,21 @@ def check_tensor(
     if finite and (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must contain only finite values (got NaN or inf)")
     return t
+
+
+def check_fields(name: str, value: Any, *fields: str, kind: str = "a result") -> Any:
+    """Check that ``value`` is an object holding ``fields`` (a driver's result passed on to a
+    record builder or a figure); return it unchanged.
+
+    Raises
+    ------
+    TypeError
+        Naming the argument, the kind of object expected and the fields it lacks.
+    """
+    missing = [f for f in fields if not hasattr(value, f)]
+    if value is None or missing:
+        raise TypeError(
+            f"{name} must be {kind} with fields {', '.join(fields) or '(any)'}; got "
+            f"{type(value).__name__}" + (f" without {', '.join(missing)}" if missing else "")
+        )
+    return value

@@ -15,11 +15,20 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
+from lab.core.checks import check_array, check_fields, check_int, check_positive, check_range
 from lab.core.rates import power_law_fit
 from lab.eos.experiments import fit_power_law
-from lab.eos.geometry import euclidean_tangent_hessian, geodesic_ball_points, riemannian_hessian
-from lab.eos.models import ProductModel, XYModel
+from lab.eos.geometry import (
+    FlattestConstants,
+    euclidean_tangent_hessian,
+    geodesic_ball_points,
+    riemannian_hessian,
+)
+from lab.eos.models import ProductModel, XYModel, check_model
 from lab.eos.outcomes import subcritical_outcome, supercritical_outcome, tail_rates
+from lab.eos.reference import Trajectory
+from lab.eos.regimes import Attractor
+from lab.eos.results import DriftLaw, ManifoldRuns, MLPRun
 
 __all__ = [
     "subcritical_xy",
@@ -39,6 +48,20 @@ __all__ = [
     "network_edge",
     "network_sharpening",
 ]
+
+
+def _check(name: str, value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
+    return value
+
+
+def _check_runs(runs: Any, kind: type = MLPRun) -> dict:
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"runs must be a non-empty dict {{eta: {kind.__name__}}}")
+    for eta, run in runs.items():
+        _check(f"runs[{eta!r}]", run, kind)
+    return runs
 
 
 def _smallest_eigenvalue(h: np.ndarray) -> float:
@@ -63,6 +86,13 @@ def _subcritical_holds(run: Any, r0: float) -> tuple[bool, dict]:
 def subcritical_xy(run: Any, rival: Any, r0: float) -> dict:
     """Thm 5.1 on one xy run (exit before step 200, suboptimal limit, tail rate), and the same
     check on the critical ``rival`` from the same start."""
+    check_fields(
+        "run", run, "eta", "model", "residual", "steps_run", kind="a Trajectory of lab.eos.gd"
+    )
+    check_fields(
+        "rival", rival, "eta", "model", "residual", "steps_run", kind="a Trajectory of lab.eos.gd"
+    )
+    r0 = check_range("r0", r0, -1.0, 1.0, low_inclusive=False, high_inclusive=False)
     ok, out = _subcritical_holds(run, r0)
     ok_rival, rival_out = _subcritical_holds(rival, r0)
     lam_min, _ = run.model.flattest()
@@ -92,6 +122,9 @@ def _supercritical_holds(run: Any) -> tuple[bool, dict]:
 def supercritical_xy(run: Any, rival: Any) -> dict:
     """Thm 5.3 on one xy run (balanced by step 3000, on the root-found 2-cycle, centred on
     x = 1), and the same check on the ``rival`` run past the window."""
+    check_fields("run", run, "eta", "model", kind="a Trajectory of lab.eos.gd")
+    check_fields("rival", rival, "eta", "model", kind="a Trajectory of lab.eos.gd")
+    _check("run", run, Trajectory), _check("rival", rival, Trajectory)
     ok, out = _supercritical_holds(run)
     ok_rival, rival_out = _supercritical_holds(rival)
     if not np.isfinite(rival_out["gap"]):
@@ -113,6 +146,9 @@ def supercritical_xy(run: Any, rival: Any) -> dict:
 def hessian_at_flattest(model: Any, constants: Any) -> dict:
     """Prop B.7: the Riemannian Hessian of λ at θ∥* against ``ν I``; the rival is the
     Euclidean Hessian on the tangent space (no curvature of ``M``)."""
+    check_fields("model", model, "flattest", kind="a model of lab.eos.models")
+    check_fields("constants", constants, "nu", "theta_star")
+    model, constants = check_model(model), _check("constants", constants, FlattestConstants)
     eig = np.linalg.eigvalsh(riemannian_hessian(model, constants.theta_star))
     err = float(np.max(np.abs(eig - constants.nu)) / constants.nu)
     flat = np.linalg.eigvalsh(euclidean_tangent_hessian(model, constants.theta_star))
@@ -132,6 +168,11 @@ def convexity_on_ball(model: Any, constants: Any, n: int, seed: int) -> dict:
     """Prop B.6: the smallest Riemannian Hessian eigenvalue over ``n`` sampled points of the
     geodesic ball, over the modulus; the rival is the Euclidean tangent Hessian on the same
     points."""
+    check_fields("model", model, "flattest", kind="a model of lab.eos.models")
+    check_fields("constants", constants, "ball_radius", "modulus")
+    n = check_int("n", n, 1)
+    seed = check_int("seed", seed, 0)
+    model, constants = check_model(model), _check("constants", constants, FlattestConstants)
     ball = geodesic_ball_points(model, constants.ball_radius, n=n, seed=seed)
     riem = min(_smallest_eigenvalue(riemannian_hessian(model, q)) for q in ball)
     flat = min(_smallest_eigenvalue(euclidean_tangent_hessian(model, q)) for q in ball)
@@ -185,6 +226,9 @@ def _exits(runs: Any, lam_star: float) -> bool:
 def subcritical_exit(sub: Any, crit: Any) -> dict:
     """Thm 5.1 on the subcritical ``ManifoldRuns`` (every start exits, λ never rises, a
     suboptimal limit), and the same check on the critical runs."""
+    check_fields("sub", sub, "eta", "exit_times", "lambda_star", "sharpness", kind="ManifoldRuns")
+    check_fields("crit", crit, "eta", "exit_times", "lambda_star", "t", kind="ManifoldRuns")
+    _check("sub", sub, ManifoldRuns), _check("crit", crit, ManifoldRuns)
     tau = sub.exit_times()
     rise = float(np.nanmax(np.diff(sub.sharpness, axis=1)))
     lam_inf = sub.sharpness[:, -1]
@@ -205,6 +249,7 @@ def subcritical_exit(sub: Any, crit: Any) -> dict:
 def subcritical_rate(sub: Any) -> dict:
     """Thm 5.1's rate: the fitted tail rates of ``θ⊥`` against ``|1 − ηλ∞|``; the rival is the
     prediction from the start's curvature, ``|1 − ηλ0|``, against the same rates."""
+    check_fields("sub", sub, "eta", "t", kind="ManifoldRuns")
     tail = tail_rates(sub, below=1e-3, floor=1e-12)
     miss = float(np.max(np.abs(tail.rate - tail.predicted(tail.sharpness_end))))
     start = float(np.max(np.abs(tail.rate - tail.predicted(tail.sharpness_start))))
@@ -234,6 +279,9 @@ def critical_rates(crit: Any, sub: Any) -> dict:
     """Thm 5.2: per curve (distance, normal coordinate), the start whose log-log slope on the
     last decade is farthest from −1/2; the rival is the subcritical runs' last decade. Returns
     ``{"distance": kwargs, "normal": kwargs}``."""
+    check_fields("crit", crit, "t", kind="ManifoldRuns")
+    check_fields("sub", sub, "eta", "t", kind="ManifoldRuns")
+    _check("crit", crit, ManifoldRuns), _check("sub", sub, ManifoldRuns)
     last = (crit.t[-1] / 10, crit.t[-1])
     slopes = _worst_slopes(crit, last)
     rival = _worst_slopes(sub, (sub.t[-1] / 10, sub.t[-1]))
@@ -255,6 +303,9 @@ def critical_rates(crit: Any, sub: Any) -> dict:
 def supercritical_centre(sup: Any, sub: Any) -> dict:
     """Thm 5.3: the largest final distance of the supercritical runs to θ∥*; the rival is the
     subcritical runs' final distance (they stop at a sharper minimiser)."""
+    check_fields("sup", sup, "distance", "perp", "t", kind="ManifoldRuns")
+    check_fields("sub", sub, "distance", "eta", "t", kind="ManifoldRuns")
+    _check("sup", sup, ManifoldRuns), _check("sub", sub, ManifoldRuns)
     final = float(np.max(sup.distance[:, -1]))
     rival = float(np.max(sub.distance[:, -1]))
     half_gap = 0.5 * np.abs(sup.perp[:, -1] - sup.perp[:, -2])
@@ -273,6 +324,10 @@ def supercritical_centre(sup: Any, sub: Any) -> dict:
 def supercritical_laws(eps: Any, amp: Any, offset: Any, gap: Any) -> tuple[dict, dict]:
     """Thm 5.3's two laws over ``ε = ηλ* − 2``: the amplitude's log-log slope (rival: the
     offset's slope, the O(ε) term of the same orbits) and the rate gap's slope (no rival)."""
+    eps = check_array("eps", eps, ndim=1, min_size=2)
+    amp = check_array("amp", amp, ndim=1, min_size=2)
+    offset = check_array("offset", offset, ndim=1, min_size=2)
+    gap = check_array("gap", gap, ndim=1, min_size=2)
     amp_slope = power_law_fit(eps, amp).exponent  # lab.core.rates: signed exponent
     offset_slope = power_law_fit(eps, offset).exponent
     gap_slope = power_law_fit(eps, gap).exponent
@@ -299,6 +354,9 @@ def supercritical_laws(eps: Any, amp: Any, offset: Any, gap: Any) -> tuple[dict,
 def drift_spread(law: Any, rival: Any) -> dict:
     """Thm 4.1: the spread of the two-step ``κ`` of ``law`` (a ``DriftLaw``); the rival is the
     law "drift ∝ |θ⊥|" (``rival``, ``drift_law(..., power=1)``) on the same chords."""
+    check_fields("law", law, "cosine", "kappa", "perp", "spread", kind="DriftLaw")
+    check_fields("rival", rival, "spread", kind="DriftLaw")
+    _check("law", law, DriftLaw), _check("rival", rival, DriftLaw)
     return dict(
         measured=law.spread,
         text=f"two-step κ in [{law.kappa.min():.5f}, {law.kappa.max():.5f}] (spread "
@@ -320,6 +378,14 @@ def critical_models(exponents: dict, below: dict) -> tuple[dict, dict]:
     """Thm 5.2 on several models (the worst distance slope) and our sharpness-gap law (the
     worst gap slope); ``exponents`` and ``below`` map a model to ``(distance slope, gap
     slope)`` at the critical step and at 0.99 of it (the rival)."""
+    check_fields("exponents", exponents, "items", kind="a dict of results")
+    check_fields("below", below, "items", kind="a dict of results")
+    for name, table in (("exponents", exponents), ("below", below)):
+        if not isinstance(table, dict) or not table:
+            raise TypeError(f"{name} must be a non-empty dict {{model: (distance, gap slope)}}")
+        for pair in table.values():
+            if np.shape(pair) != (2,) or not np.all(np.isfinite(pair)):
+                raise ValueError(f"{name} must map each model to two finite slopes (got {pair!r})")
 
     def worst(table: dict, i: int, target: float) -> float:
         return max((e[i] for e in table.values()), key=lambda s: abs(s - target))
@@ -343,6 +409,9 @@ def critical_models(exponents: dict, below: dict) -> tuple[dict, dict]:
 
 def orbit_amplitude(etas: Any, amp: Any, offset: Any) -> dict:
     """The xy 2-cycle's amplitude slope over ``η − 1`` (rival: its offset's slope)."""
+    etas = check_array("etas", etas, ndim=1, min_size=2)
+    amp = check_array("amp", amp, ndim=1, min_size=2)
+    offset = check_array("offset", offset, ndim=1, min_size=2)
     slope = power_law_fit(etas - 1, amp).exponent
     offset_slope = power_law_fit(etas - 1, offset).exponent
     ratio = np.interp(0.08, etas - 1, amp) / np.interp(0.02, etas - 1, amp)
@@ -361,6 +430,11 @@ def orbit_amplitude(etas: Any, amp: Any, offset: Any) -> dict:
 def attractors(p4: Any, inside: Any, chaos: Any) -> tuple[dict, dict]:
     """Sec. 6: the closure residuals of the period-4 attractor (rival: η = 1.2's 2-cycle) and
     the Lyapunov exponent of the chaotic one (rival: the period-4 orbit's, −1 if periodic)."""
+    check_fields("p4", p4, "lyapunov", "period", "returns", kind="an Attractor")
+    check_fields("inside", inside, "period", "returns", kind="an Attractor")
+    check_fields("chaos", chaos, "lyapunov", "period", kind="an Attractor")
+    for name, a in (("p4", p4), ("inside", inside), ("chaos", chaos)):
+        _check(name, a, Attractor)
 
     def chaotic(a: Any) -> float:  # the Lyapunov exponent of an aperiodic attractor, else -1
         return a.lyapunov if a.period == 0 else -1.0
@@ -396,6 +470,13 @@ def attractors(p4: Any, inside: Any, chaos: Any) -> tuple[dict, dict]:
 def network_edge(runs: dict, edge: tuple = (0.2, 0.3, 0.4), rival: float = 0.05) -> dict:
     """The largest relative distance of the late sharpness (second half) from ``2/η`` over the
     ``edge`` steps; the rival is the smallest step's run."""
+    check_fields("runs", runs, "items", kind="a dict of results")
+    rival = check_positive("rival", rival)
+    _check_runs(runs)
+    if not set(edge) | {rival} <= set(runs):
+        raise ValueError(
+            f"runs must hold the steps {sorted(set(edge) | {rival})} (got {list(runs)})"
+        )
     late = {eta: run.sharpness[len(run.sharpness) // 2 :] for eta, run in runs.items()}
 
     def gap(etas):
@@ -418,6 +499,8 @@ def network_edge(runs: dict, edge: tuple = (0.2, 0.3, 0.4), rival: float = 0.05)
 def network_sharpening(runs: dict) -> dict:
     """The smallest max/initial sharpness ratio over the runs whose start is stable; the rival
     is the runs whose start is already past ``2/η``."""
+    check_fields("runs", runs, "items", kind="a dict of results")
+    _check_runs(runs)
 
     def rise(etas):
         return min(runs[eta].sharpness.max() / runs[eta].sharpness[0] for eta in etas)
