@@ -118,7 +118,13 @@ def izom_case(bench, T: int, runs: int, n_dirs: int, dev: str) -> None:
             "fast",
             "lab izom_batched",
             lambda: bl.izom_many(
-                P, x0, T, eta, 1e-3, n_dirs=n_dirs, runs=runs, record_every=T, device=dev
+                P,
+                x0,
+                T,
+                eta,
+                1e-3,
+                batch=bl.IZOMBatch(n_dirs=n_dirs, runs=runs, record_every=T),
+                device=dev,
             ),
             reps=1,
             device=dev if dev != "cpu" else None,

@@ -139,7 +139,9 @@ def test_zo_estimator_unbiased_for_ball_smoothing():
 def test_izom_reaches_the_kink(toy_p):
     dists = {}
     for T in (250, 4000):
-        h = bl.izom(toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, 0, n_measure=5)
+        h = bl.izom(
+            toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, 0, certificate=bl.Certificate(n_measure=5)
+        )
         dists[T] = np.linalg.norm(h.x[-1])
         assert h.x.shape == (T + 1, 2) and h.evaluations == 2 * T
         assert 0 <= h.output_index < T
@@ -153,7 +155,9 @@ def test_izom_random_output_rate(toy_p):
     Ts = (250, 1000, 4000)
     for T in Ts:
         vals = [
-            bl.izom(toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, s, n_measure=1).stationarity_out
+            bl.izom(
+                toy_p, X0, T, 0.5 / np.sqrt(2 * T), 1e-3, s, certificate=bl.Certificate(n_measure=1)
+            ).stationarity_out
             for s in range(8)
         ]
         med.append(np.median(np.square(vals)))
@@ -163,7 +167,9 @@ def test_izom_random_output_rate(toy_p):
 
 def test_izom_optimistic_clarke_certificate(toy_o):
     T = 2000
-    h = bl.izom(toy_o, X0, T, 0.5 / np.sqrt(2 * T), T**-0.25, 0, n_measure=5)
+    h = bl.izom(
+        toy_o, X0, T, 0.5 / np.sqrt(2 * T), T**-0.25, 0, certificate=bl.Certificate(n_measure=5)
+    )
     assert h.measure == "clarke"
     assert h.stationarity[-1] < 0.05 < h.stationarity[0]
     assert np.linalg.norm(h.x[-1] - toy_o.x_star) < 0.05
@@ -209,7 +215,8 @@ def test_pair_izom(toy_p, cleaning):
             cleaning, x0, 300, 0.05, 1e-3, directions=U[:, None, None], device="cpu"
         )
         np.testing.assert_allclose(fast.x[:, 0].numpy(), ref.x, atol=1e-10)
-        many = bl.izom_many(toy_p, X0, 500, 0.02, 1e-3, n_dirs=4, runs=6, seed=1, device="cpu")
+        batch = bl.IZOMBatch(n_dirs=4, runs=6)
+        many = bl.izom_many(toy_p, X0, 500, 0.02, 1e-3, 1, batch=batch, device="cpu")
         assert many.x.shape == (501, 6, 2) and np.all(many.output_index < 500)
         assert float(many.x_last.norm(dim=1).max()) < 0.2
 
@@ -283,7 +290,7 @@ def test_curved_problem_closed_form_and_theorem_1():
         assert abs(p(xs) - p.F(xs, y).max()) < 1e-7  # phi_p = max over S(x) of F
     from lab.bilevel import experiments
 
-    r = experiments.curved_weak_convexity(s=2.0, box=2.0, n=5000, seed=1)
+    r = experiments.curved_weak_convexity(bl.CurvedSettings(2.0, 2.0, n=5000, seed=1))
     assert r.modulus <= r.modulus_exact + 1e-9 <= r.rho_bound
     assert abs(r.L_g - 2.0) < 1e-6 and abs(r.M_g - np.hypot(2.0, 2.0)) < 1e-12
     assert r.modulus_affine < 1e-6 < r.modulus
@@ -297,10 +304,10 @@ def test_error_bound_and_constraint_counterexample():
     x = rng.uniform(-4, 4, 50)
     y = ll["select_branch"](x[:, None], rng.uniform(-1, 1, 50))
     assert np.allclose(ll["f"](x, y), 0.0) and np.allclose(ll["dist"](x, y), 0.0)
-    eb = experiments.error_bound_set_smoothness(n=2000, seed=0)
+    eb = experiments.error_bound_set_smoothness(bl.SmoothnessSettings(n=2000, seed=0))
     assert abs(eb.tau - 1.0) < 1e-9 and eb.hessian_rank == 1
     assert 0.9 < eb.L_comb <= 1.0 + 1e-9 and 0.9 < eb.L_branch <= 1.0 + 1e-9
-    cons = experiments.constraint_counterexample(widths=(1e-1, 1e-2), n=500)
+    cons = experiments.constraint_counterexample(bl.ConstraintSettings((1e-1, 1e-2), n=500))
     assert abs(cons.exponent + 1.0) < 1e-6  # exact 1 / width scaling of a concave kink
     assert cons.modulus_unconstrained < 1e-3
     assert bl.constrained_counterexample()(np.array([3.0])) == 1.0
@@ -309,7 +316,7 @@ def test_error_bound_and_constraint_counterexample():
 def test_clarke_distance_at_kink_and_smooth_point(toy_o):
     from lab.bilevel import experiments
 
-    k = experiments.kink_certificate(delta=0.15, T=300, n_samples=200, seed=0)
+    k = experiments.kink_certificate(bl.KinkSettings(delta=0.15, T=300, n_samples=200, seed=0))
     assert k.exact == 0.0 and k.slopes[0] > 0 > k.slopes[1] and k.sampled > 0.05
     # away from the kinks and with a tiny ball the distance is the gradient norm at x
     x = np.array([1.2, -0.9])
@@ -345,7 +352,15 @@ def test_bad_input_new_functions():
     with pytest.raises(TypeError, match="Toy"):
         experiments.clarke_distance_toy(bl.toy_curved(), np.zeros(1), 0.1)
     with pytest.raises(ValueError, match="widths"):
-        experiments.constraint_counterexample(widths=(0.1, -0.1))
+        bl.ConstraintSettings(widths=(0.1, -0.1))
+    with pytest.raises(TypeError, match="settings"):
+        experiments.kink_certificate(0.15)
+    with pytest.raises(ValueError, match="eta_scale"):
+        bl.ToyRunSettings(eta_scale=0.0)
+    with pytest.raises(TypeError, match="certificate"):
+        bl.izom(bl.toy_pessimistic(), X0, 5, 0.1, 1e-3, certificate="moreau")
+    with pytest.raises(TypeError, match="batch"):
+        bl.izom_many(bl.toy_pessimistic(), X0, 5, 0.1, 1e-3, batch=4)
 
 
 def test_hyper_cleaning_checks_its_fields(cleaning):

@@ -77,15 +77,18 @@ concave kinks. *Hyper-cleaning*: an overparametrised least-squares follower
 ## Files
 
 - ``reference.py``: numpy float64 kernels (``psi_star``, set-smoothness and weak-convexity
-  estimators, certificates, the two-point estimator, ``izom``).
+  estimators, certificates, the two-point estimator, ``izom``); each public function validates
+  its arguments once and calls an unchecked twin that the drivers call directly.
 - ``problems.py``: the paper's objects (``BilevelProblem``, Toy P/O, the curved set-smooth
-  problem, the error-bound lower level of Theorem 2, the constrained counterexample,
-  ``ProjectedAscentOracle``).
+  problem, the example set-valued maps, the error-bound lower level of Theorem 2, the
+  constrained counterexample, ``ProjectedAscentOracle``).
 - ``cleaning.py``: the hyper-cleaning application (KKT / cvxpy inner solves).
 - ``baselines.py``: finite-difference descent and the gradient-free Goldstein method.
 - ``fast.py``: torch fast path (``psi_star``, ``kkt_oracle``, ``izom_many``), CPU or CUDA.
-- ``experiments.py``: the drivers of the notebooks' claims.
-- ``figures.py``: results to figures.
+- ``settings.py``: the frozen settings of each experiment family, validated once.
+- ``experiments.py``: the drivers of the notebooks (settings in, small results out; seed
+  loops through ``lab.core.sweep``, results in ``lab.core.memo``).
+- ``figures.py``: results to figures, nothing else.
 
 See: book/bilevel/01-kinks-and-stationarity.ipynb, book/bilevel/02-hyper-cleaning.ipynb
 """

@@ -7,6 +7,7 @@ See: book/bilevel/01-kinks-and-stationarity.ipynb
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,20 +143,23 @@ class HyperCleaning:
         R = (self.w0 + X @ self.Wx.T) @ self.G.T - self.yval
         return (R**2).sum(-1) / (2 * self.G.shape[0])
 
-    def phi_torch(self, X):
-        """Torch hyper-objective through :func:`~lab.bilevel.fast.kkt_oracle` (cached per device/dtype).
+    def torch_oracle(self, device: Any = None, dtype: Any = None) -> Callable:
+        """The batched torch oracle :func:`~lab.bilevel.fast.kkt_oracle` on ``device`` (one
+        factorisation of the KKT matrix; build it once per run).
 
         See: book/bilevel/02-hyper-cleaning.ipynb
         """
-        key = (str(X.device), X.dtype)
-        cache = self.__dict__.setdefault("_torch_cache", {})
-        if key not in cache:
-            from lab.bilevel.fast import kkt_oracle
+        from lab.bilevel.fast import kkt_oracle
 
-            cache[key] = kkt_oracle(
-                self.A, self.G, self.ytr, self.yval, device=X.device, dtype=X.dtype
-            )
-        return cache[key](X)
+        return kkt_oracle(self.A, self.G, self.ytr, self.yval, device=device, dtype=dtype)
+
+    def phi_torch(self, X):
+        """Torch hyper-objective of a tensor ``(..., m)`` (builds :meth:`torch_oracle`; for
+        many calls build that once).
+
+        See: book/bilevel/02-hyper-cleaning.ipynb
+        """
+        return self.torch_oracle(X.device, X.dtype)(X)
 
 
 class MinNormSelection:

@@ -23,6 +23,7 @@ __all__ = [
     "psi_star",
     "kkt_oracle",
     "BatchedIZOM",
+    "IZOMBatch",
     "izom_many",
 ]
 
@@ -138,23 +139,50 @@ class BatchedIZOM:
     x_out: Any
 
 
+@dataclass(frozen=True)
+class IZOMBatch:
+    """How :func:`izom_many` batches: directions averaged per step, independent runs, which
+    iterates it keeps and the dtype.
+
+    Parameters
+    ----------
+    n_dirs : int
+        Directions averaged per step (>= 1).
+    runs : int
+        Independent runs (>= 1).
+    record_every : int
+        Keep every ``record_every``-th iterate (>= 1), plus the last.
+    dtype : torch dtype, optional
+        Default float64.
+
+    See: book/bilevel/02-hyper-cleaning.ipynb
+    """
+
+    n_dirs: int = 1
+    runs: int = 1
+    record_every: int = 1
+    dtype: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_dirs", check_int("n_dirs", self.n_dirs, 1))
+        object.__setattr__(self, "runs", check_int("runs", self.runs, 1))
+        object.__setattr__(self, "record_every", check_int("record_every", self.record_every, 1))
+
+
 def izom_many(
     problem: Any,
     x0: Any,
     T: int,
     eta: float,
     delta: float,
-    n_dirs: int = 1,
-    runs: int = 1,
     seed: int = 0,
     *,
+    batch: IZOMBatch | None = None,
     directions: Any = None,
-    record_every: int = 1,
     device: Any = None,
-    dtype: Any = None,
 ) -> BatchedIZOM:
-    """IZOM for many independent runs at once, averaging ``n_dirs`` two-point estimates per step
-    (fast path, torch, CPU or CUDA).
+    """IZOM for many independent runs at once, averaging ``batch.n_dirs`` two-point estimates
+    per step (fast path, torch, CPU or CUDA).
 
     Each step evaluates the oracle on all ``2 * n_dirs * runs`` perturbed points in one batch.
     With ``n_dirs = runs = 1`` and the same directions it reproduces :func:`izom`.
@@ -162,26 +190,21 @@ def izom_many(
     Parameters
     ----------
     problem : BilevelProblem or HyperCleaning or callable
-        Needs ``phi_torch`` (tensor ``(..., m) -> (...)``) or is itself such a callable.
+        Needs ``torch_oracle(device, dtype)`` or ``phi_torch`` (tensor ``(..., m) -> (...)``),
+        or is itself such a callable.
     x0 : array_like, shape (m,) or (runs, m)
     T : int
         Steps (>= 1).
     eta, delta : float
         Step and radius (> 0).
-    n_dirs : int
-        Directions averaged per step (>= 1).
-    runs : int
-        Independent runs (>= 1).
     seed : int
         Seeds the torch generator of the directions and the output indices.
+    batch : IZOMBatch, optional
+        Directions per step, runs, recording and dtype (default :class:`IZOMBatch`).
     directions : array_like, shape (T, runs, n_dirs, m), optional
         Given unit directions (replay).
-    record_every : int
-        Keep every ``record_every``-th iterate (>= 1), plus the last.
     device : optional
         Follows ``x0`` if it is a tensor, else ``lab.device()``.
-    dtype : torch dtype, optional
-        Default float64.
 
     Returns
     -------
@@ -191,26 +214,38 @@ def izom_many(
     """
     import torch
 
-    phi = getattr(problem, "phi_torch", problem)
+    batch = IZOMBatch() if batch is None else batch
+    if not isinstance(batch, IZOMBatch):
+        raise TypeError(f"batch must be an IZOMBatch, got {type(batch).__name__}")
+    dev = resolve_device(device, x0)
+    dtype = torch.float64 if batch.dtype is None else batch.dtype
+    if callable(getattr(problem, "torch_oracle", None)):
+        phi = problem.torch_oracle(dev, dtype)  # built once for this run (a factorisation)
+    else:
+        phi = getattr(problem, "phi_torch", problem)
     if not callable(phi):
         raise TypeError("problem must have phi_torch or be a callable on tensors")
-    dev = resolve_device(device, x0)
-    dtype = torch.float64 if dtype is None else dtype
     T = check_int("T", T, 1)
     eta = check_positive("eta", eta)
     delta = check_positive("delta", delta)
-    n_dirs = check_int("n_dirs", n_dirs, 1)
-    runs = check_int("runs", runs, 1)
     seed = check_int("seed", seed, 0)
-    record_every = check_int("record_every", record_every, 1)
     x0 = check_array("x0", x0, ndim=(1, 2), min_size=1)
-    m = x0.shape[-1]
+    runs, n_dirs, m = batch.runs, batch.n_dirs, x0.shape[-1]
     x = torch.as_tensor(np.broadcast_to(x0, (runs, m)).copy(), dtype=dtype, device=dev)
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    U_all = None
     if directions is not None:
         U_all = torch.as_tensor(
             check_array("directions", directions, shape=(T, runs, n_dirs, m)), dtype=dtype
         ).to(dev)
+    return _izom_many(phi, x, T, eta, delta, seed, batch, U_all)
+
+
+def _izom_many(phi, x, T, eta, delta, seed, batch, U_all):
+    import torch
+
+    runs, m = x.shape
+    n_dirs, dev, dtype = batch.n_dirs, x.device, x.dtype
+    gen = torch.Generator(device="cpu").manual_seed(seed)
     R = torch.randint(0, T, (runs,), generator=gen).numpy()
     x_out = x.clone()
     rec, steps = [x.clone()], [0]
@@ -218,7 +253,7 @@ def izom_many(
     idx = torch.arange(runs, device=dev)
     for k0 in range(0, T, chunk):
         kk = min(chunk, T - k0)
-        if directions is None:
+        if U_all is None:
             U = torch.randn(kk, runs, n_dirs, m, generator=gen, dtype=dtype).to(dev)
             U = U / U.norm(dim=-1, keepdim=True)
         else:
@@ -237,7 +272,7 @@ def izom_many(
             # eq. ZO averaged over directions
             g = (m / (2.0 * delta) * diff[..., None] * u).mean(1)
             x = x - eta * g  # eq. step
-            if (k + 1) % record_every == 0 or k + 1 == T:
+            if (k + 1) % batch.record_every == 0 or k + 1 == T:
                 rec.append(x.clone())
                 steps.append(k + 1)
     return BatchedIZOM(torch.stack(rec), np.array(steps), x, R, x_out)

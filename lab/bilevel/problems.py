@@ -31,6 +31,7 @@ __all__ = [
     "toy_curved",
     "rotating_line",
     "constrained_counterexample",
+    "set_maps",
     "ProjectedAscentOracle",
 ]
 
@@ -437,6 +438,41 @@ def rotating_line() -> dict[str, Callable]:
         "f": f,
         "grad_y_f": grad_y_f,
         "dist": dist,
+    }
+
+
+def set_maps() -> dict[str, tuple[Callable, Callable]]:
+    """Three set-valued maps ``R => R^2`` with a branch labelling, for
+    :func:`estimate_set_smoothness`: ``(select_branch, sample_x)`` pairs.
+
+    * ``"affine"``: ``Y(x) = {(t, x/2) : t in R}`` (a line moving linearly): ``L_comb = 0``,
+      ``L_branch = 1/4``.
+    * ``"sine"``: ``Y(x) = {(t, sin x)}``: both constants equal 1 (approached, not exceeded).
+    * ``"jumping"``: ``Y(x) = {(t, 1[x > 0])}``: the line jumps at ``x = 0`` and no finite
+      constant works.
+
+    ``sample_x`` draws ``x1`` uniform on ``[-4, 4]`` and ``x2 = x1 + g`` with a log-uniform gap
+    ``|g|`` in ``[1e-3, 2]`` and a random sign; the branch label is ``t`` uniform on ``[-2, 2]``.
+
+    See: book/bilevel/01-kinks-and-stationarity.ipynb
+    """
+
+    def sample_x(rng, n):
+        x1 = rng.uniform(-4.0, 4.0, size=n)
+        gap = 10.0 ** rng.uniform(-3.0, math.log10(2.0), size=n) * rng.choice([-1.0, 1.0], n)
+        return x1[:, None], (x1 + gap)[:, None], rng.uniform(-2.0, 2.0, size=n)
+
+    def make(h):
+        def select(x, s):
+            x = np.asarray(x, dtype=np.float64)[:, 0]
+            return np.stack([np.asarray(s, dtype=np.float64) + 0.0 * x, h(x)], axis=1)
+
+        return select
+
+    return {
+        "affine": (make(lambda x: 0.5 * x), sample_x),
+        "sine": (make(np.sin), sample_x),
+        "jumping": (make(lambda x: (x > 0).astype(np.float64)), sample_x),
     }
 
 

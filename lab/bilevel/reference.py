@@ -24,12 +24,12 @@ from lab.core.checks import (
 __all__ = [
     "psi_star",
     "estimate_set_smoothness",
-    "set_maps",
     "weak_convexity_modulus",
     "moreau_gradient",
     "clarke_ball_certificate",
     "sphere_directions",
     "zo_two_point",
+    "Certificate",
     "IZOMHistory",
     "izom",
 ]
@@ -112,8 +112,14 @@ def estimate_set_smoothness(
         raise TypeError("select_branch must be callable (x, s) -> y")
     if not callable(sample_x):
         raise TypeError("sample_x must be callable (rng, n) -> (x1, x2, s)")
-    n = check_int("n", n, 1)
-    seed = check_int("seed", seed, 0)
+    return set_smoothness_of(
+        select_branch, sample_x, check_int("n", n, 1), check_int("seed", seed, 0)
+    )
+
+
+def set_smoothness_of(select_branch, sample_x, n, seed):
+    """:func:`estimate_set_smoothness` on validated arguments (drivers call this; it checks nothing)."""
+
     rng = np.random.default_rng(seed)
     x1, x2, s = sample_x(rng, n)
     x1 = np.asarray(x1, dtype=np.float64).reshape(n, -1)
@@ -131,41 +137,6 @@ def estimate_set_smoothness(
     # (S2): ||y1 - y2||^2 <= L ||x1 - x2||^2
     L_branch = ((y1 - y2) ** 2).sum(1)[ok] / gap2[ok]
     return float(L_comb.max()), float(L_branch.max())
-
-
-def set_maps() -> dict[str, tuple[Callable, Callable]]:
-    """Three set-valued maps ``R => R^2`` with a branch labelling, for
-    :func:`estimate_set_smoothness`: ``(select_branch, sample_x)`` pairs.
-
-    * ``"affine"``: ``Y(x) = {(t, x/2) : t in R}`` (a line moving linearly): ``L_comb = 0``,
-      ``L_branch = 1/4``.
-    * ``"sine"``: ``Y(x) = {(t, sin x)}``: both constants equal 1 (approached, not exceeded).
-    * ``"jumping"``: ``Y(x) = {(t, 1[x > 0])}``: the line jumps at ``x = 0`` and no finite
-      constant works.
-
-    ``sample_x`` draws ``x1`` uniform on ``[-4, 4]`` and ``x2 = x1 + g`` with a log-uniform gap
-    ``|g|`` in ``[1e-3, 2]`` and a random sign; the branch label is ``t`` uniform on ``[-2, 2]``.
-
-    See: book/bilevel/01-kinks-and-stationarity.ipynb
-    """
-
-    def sample_x(rng, n):
-        x1 = rng.uniform(-4.0, 4.0, size=n)
-        gap = 10.0 ** rng.uniform(-3.0, math.log10(2.0), size=n) * rng.choice([-1.0, 1.0], n)
-        return x1[:, None], (x1 + gap)[:, None], rng.uniform(-2.0, 2.0, size=n)
-
-    def make(h):
-        def select(x, s):
-            x = np.asarray(x, dtype=np.float64)[:, 0]
-            return np.stack([np.asarray(s, dtype=np.float64) + 0.0 * x, h(x)], axis=1)
-
-        return select
-
-    return {
-        "affine": (make(lambda x: 0.5 * x), sample_x),
-        "sine": (make(np.sin), sample_x),
-        "jumping": (make(lambda x: (x > 0).astype(np.float64)), sample_x),
-    }
 
 
 def weak_convexity_modulus(
@@ -201,10 +172,16 @@ def weak_convexity_modulus(
     """
     if not callable(phi):
         raise TypeError("phi must be callable")
-    m = check_int("m", m, 1)
-    box = check_positive("box", box)
-    n = check_int("n", n, 1)
-    rng = np.random.default_rng(check_int("seed", seed, 0))
+    return modulus_of(
+        phi, check_int("m", m, 1), check_positive("box", box), check_int("n", n, 1),
+        check_int("seed", seed, 0),
+    )  # fmt: skip
+
+
+def modulus_of(phi, m, box, n, seed):
+    """:func:`weak_convexity_modulus` on validated arguments (drivers call this; it checks nothing)."""
+
+    rng = np.random.default_rng(seed)
     x1 = rng.uniform(-box, box, size=(n, m))
     x2 = rng.uniform(-box, box, size=(n, m))
     ev = _batched(phi)
@@ -248,7 +225,6 @@ def moreau_gradient(phi: Callable, x: Any, gamma: float = 0.5, rho: float | None
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    from scipy.optimize import minimize
 
     if not callable(phi):
         raise TypeError("phi must be callable")
@@ -263,6 +239,14 @@ def moreau_gradient(phi: Callable, x: Any, gamma: float = 0.5, rho: float | None
                 f"gamma must be < 1/rho = {1.0 / rho:g} (got {gamma:g}): the Moreau subproblem is "
                 "not strongly convex"
             )
+
+    return moreau_gradient_of(phi, x, gamma)
+
+
+def moreau_gradient_of(phi, x, gamma):
+    """:func:`moreau_gradient` on validated arguments (drivers call this; it checks nothing)."""
+
+    from scipy.optimize import minimize
 
     prox = getattr(phi, "prox", None)
     if prox is not None:  # exact proximal point shipped with the problem
@@ -320,9 +304,15 @@ def clarke_ball_certificate(
     delta = check_positive("delta", delta)
     n_samples = check_int("n_samples", n_samples, 0)
     h = check_positive("h", h)
-    rng = np.random.default_rng(check_int("seed", seed, 0))
+    return ball_certificate_of(phi, x, delta, n_samples, check_int("seed", seed, 0), h)
+
+
+def ball_certificate_of(phi, x, delta, n_samples, seed, h=1e-7):
+    """:func:`clarke_ball_certificate` on validated arguments (drivers call this; it checks nothing)."""
+
+    rng = np.random.default_rng(seed)
     m = x.size
-    u = sphere_directions(rng, n_samples, m) * rng.uniform(0, 1, (n_samples, 1)) ** (1.0 / m)
+    u = unit_directions(rng, n_samples, m) * rng.uniform(0, 1, (n_samples, 1)) ** (1.0 / m)
     Z = np.vstack([x, x + delta * u])
     E = np.eye(m) * h
     ev = _batched(phi)
@@ -344,8 +334,12 @@ def sphere_directions(rng: np.random.Generator, n: int, m: int) -> np.ndarray:
         raise TypeError(
             f"rng must be a numpy Generator (np.random.default_rng), got {type(rng).__name__}"
         )
-    n = check_int("n", n, 0)
-    m = check_int("m", m, 1)
+    return unit_directions(rng, check_int("n", n, 0), check_int("m", m, 1))
+
+
+def unit_directions(rng, n, m):
+    """:func:`sphere_directions` on validated arguments (drivers call this; it checks nothing)."""
+
     u = rng.standard_normal((n, m))
     return u / np.linalg.norm(u, axis=1, keepdims=True)
 
@@ -388,8 +382,7 @@ def zo_two_point(phi: Callable, x: Any, delta: float, rng: Any = None, u: Any = 
     x = check_array("x", x, ndim=1, min_size=1)
     delta = check_positive("delta", delta)
     if u is None:
-        rng = np.random.default_rng(rng)
-        u = sphere_directions(rng, 1, x.size)[0]
+        u = unit_directions(np.random.default_rng(rng), 1, x.size)[0]
     else:
         u = check_array("u", u, shape=(x.size,))
     m = x.size
@@ -436,11 +429,43 @@ class IZOMHistory:
     evaluations: int
 
 
+@dataclass(frozen=True)
+class Certificate:
+    """Which stationarity measure :func:`izom` records, and where.
+
+    Parameters
+    ----------
+    measure : {"moreau", "clarke", "none"}, optional
+        Default: ``"clarke"`` for optimistic problems, ``"moreau"`` otherwise.
+    gamma : float
+        Moreau parameter (> 0) of the pessimistic measure.
+    ball : float, optional
+        Ball radius of the optimistic certificate (default: the smoothing radius).
+    n_measure : int
+        Number of log-spaced iterates at which the measure is recorded (>= 1).
+
+    See: book/bilevel/01-kinks-and-stationarity.ipynb
+    """
+
+    measure: str | None = None
+    gamma: float = 0.5
+    ball: float | None = None
+    n_measure: int = 20
+
+    def __post_init__(self) -> None:
+        if self.measure is not None:
+            check_choice("measure", self.measure, ("moreau", "clarke", "none"))
+        object.__setattr__(self, "gamma", check_positive("gamma", self.gamma))
+        if self.ball is not None:
+            object.__setattr__(self, "ball", check_positive("ball", self.ball))
+        object.__setattr__(self, "n_measure", check_int("n_measure", self.n_measure, 1))
+
+
 def _measure(phi, x, measure, gamma, delta, seed):
     if measure == "moreau":
-        return float(np.linalg.norm(moreau_gradient(phi, x, gamma)))
+        return float(np.linalg.norm(moreau_gradient_of(phi, x, gamma)))
     if measure == "clarke":
-        return clarke_ball_certificate(phi, x, delta, n_samples=100, seed=seed)
+        return ball_certificate_of(phi, x, delta, 100, seed)
     return float("nan")
 
 
@@ -453,18 +478,15 @@ def izom(
     seed: int = 0,
     *,
     measure: str | None = None,
-    gamma: float = 0.5,
-    clarke_delta: float | None = None,
-    n_measure: int = 20,
+    certificate: Certificate | None = None,
     directions: Any = None,
-    proj: Callable | None = None,
 ) -> IZOMHistory:
     """IZOM: the inexact zeroth-order method (Algorithm 1, reference kernel).
 
     Each step draws ``u_k`` uniform on the sphere, forms the two-point estimate (eq. ZO) from two
-    oracle calls and moves ``x_{k+1} = Proj(x_k - eta g_k)`` (eq. step); the output is ``x_R``
-    with ``R`` uniform in ``{0, ..., T-1}``. The stationarity measure is recorded on
-    ``n_measure`` log-spaced iterates and at ``x_R``.
+    oracle calls and moves ``x_{k+1} = x_k - eta g_k`` (eq. step); the output is ``x_R`` with
+    ``R`` uniform in ``{0, ..., T-1}``. The stationarity measure is recorded on
+    ``certificate.n_measure`` log-spaced iterates and at ``x_R``.
 
     Parameters
     ----------
@@ -476,23 +498,17 @@ def izom(
     T : int
         Number of steps (>= 1).
     eta : float
-        Step size (> 0); the reconstructed default is ``c / sqrt(m T)``.
+        Step size (> 0); the chapter's default is ``c / sqrt(m T)``.
     delta : float
         Smoothing radius (> 0).
     seed : int
         Seed of the directions and of ``R``.
     measure : {"moreau", "clarke", "none"}, optional
-        Default: ``"clarke"`` for optimistic problems, ``"moreau"`` otherwise.
-    gamma : float
-        Moreau parameter (> 0) of the pessimistic measure.
-    clarke_delta : float, optional
-        Ball radius of the optimistic certificate (default ``delta``).
-    n_measure : int
-        Number of iterates at which the measure is recorded (>= 1).
+        Shorthand for ``certificate.measure``.
+    certificate : Certificate, optional
+        The stationarity measure and its parameters (default :class:`Certificate`).
     directions : array_like, shape (T, m), optional
         Given unit directions (to replay a run; ``seed`` then only draws ``R``).
-    proj : callable, optional
-        Projection onto the leader's feasible set (identity by default).
 
     Returns
     -------
@@ -503,23 +519,38 @@ def izom(
     if not callable(oracle):
         raise TypeError(f"oracle must be callable x -> float (got {type(oracle).__name__})")
     x = check_array("x0", x0, ndim=1, min_size=1).copy()
-    m = x.size
     T = check_int("T", T, 1)
     eta = check_positive("eta", eta)
     delta = check_positive("delta", delta)
     seed = check_int("seed", seed, 0)
-    gamma = check_positive("gamma", gamma)
-    n_measure = check_int("n_measure", n_measure, 1)
+    certificate = Certificate() if certificate is None else certificate
+    if not isinstance(certificate, Certificate):
+        raise TypeError(f"certificate must be a Certificate, got {type(certificate).__name__}")
+    measure = certificate.measure if measure is None else Certificate(measure).measure
     if measure is None:
         measure = "clarke" if getattr(oracle, "mode", "") == "optimistic" else "moreau"
-    check_choice("measure", measure, ("moreau", "clarke", "none"))
-    clarke_delta = delta if clarke_delta is None else check_positive("clarke_delta", clarke_delta)
     rng = np.random.default_rng(seed)
     if directions is None:
-        U = sphere_directions(rng, T, m)
+        U = unit_directions(rng, T, x.size)
     else:
-        U = check_array("directions", directions, shape=(T, m))
+        U = check_array("directions", directions, shape=(T, x.size))
     R = int(rng.integers(T))
+    X = _izom_steps(oracle, x, U, eta, delta)
+    ball = delta if certificate.ball is None else certificate.ball
+    steps = np.unique(np.r_[0, np.geomspace(1, T, certificate.n_measure).astype(int), T])
+    if measure == "none":
+        stat = np.full(steps.size, np.nan)
+        out = float("nan")
+    else:
+        g = certificate.gamma
+        stat = np.array([_measure(oracle, X[k], measure, g, ball, seed) for k in steps])
+        out = _measure(oracle, X[R], measure, g, ball, seed)
+    return IZOMHistory(X, R, X[R].copy(), steps, stat, out, measure, 2 * T)
+
+
+def _izom_steps(oracle, x, U, eta, delta):
+    """Algorithm 1's loop on given directions ``U`` (T, m): the iterates ``x_0 .. x_T``."""
+    T, m = U.shape
     X = np.empty((T + 1, m))
     X[0] = x
     batch = getattr(oracle, "phi_batch", None)
@@ -533,16 +564,7 @@ def izom(
         else:
             diff = eval_oracle(oracle, x + delta * U[k]) - eval_oracle(oracle, x - delta * U[k])
         g = m / (2.0 * delta) * diff
-        # eq. step: x_{k+1} = Proj_X(x_k - eta g_k u_k)
+        # eq. step: x_{k+1} = x_k - eta g_k u_k
         x = x - eta * g * U[k]
-        if proj is not None:
-            x = np.asarray(proj(x), dtype=np.float64)
         X[k + 1] = x
-    steps = np.unique(np.r_[0, np.geomspace(1, T, n_measure).astype(int), T])
-    if measure == "none":
-        stat = np.full(steps.size, np.nan)
-        out = float("nan")
-    else:
-        stat = np.array([_measure(oracle, X[k], measure, gamma, clarke_delta, seed) for k in steps])
-        out = _measure(oracle, X[R], measure, gamma, clarke_delta, seed)
-    return IZOMHistory(X, R, X[R].copy(), steps, stat, out, measure, 2 * T)
+    return X
