@@ -292,6 +292,8 @@ def test_curved_problem_closed_form_and_theorem_1():
 
     r = experiments.curved_weak_convexity(bl.CurvedSettings(2.0, 2.0, n=5000, seed=1))
     assert r.modulus <= r.modulus_exact + 1e-9 <= r.rho_bound
+    # by construction (a claim before 2026-12-06): the modulus is s, the affine twin is convex
+    assert abs(r.modulus / 2.0 - 1) < 0.05
     assert abs(r.L_g - 2.0) < 1e-6 and abs(r.M_g - np.hypot(2.0, 2.0)) < 1e-12
     assert r.modulus_affine < 1e-6 < r.modulus
 
@@ -310,7 +312,11 @@ def test_error_bound_and_constraint_counterexample():
     cons = experiments.constraint_counterexample(bl.ConstraintSettings((1e-1, 1e-2), n=500))
     assert abs(cons.exponent + 1.0) < 1e-6  # exact 1 / width scaling of a concave kink
     assert cons.modulus_unconstrained < 1e-3
-    assert bl.constrained_counterexample()(np.array([3.0])) == 1.0
+    # the paper's Example 3: phi_p = -1 - clip(x, 0, 1), slopes 0 and -1 at the kink x = 0
+    ex3 = bl.constrained_counterexample()
+    assert [ex3(np.array([v])) for v in (-1.0, 0.5, 3.0)] == [-1.0, -1.5, -2.0]
+    y = np.array([[np.clip(0.5, 0, 1), 1.0]])  # the projection of (x, 2) on the box
+    assert ex3.F(np.array([0.5]), y)[0] == ex3(np.array([0.5]))
 
 
 def test_clarke_distance_at_kink_and_smooth_point(toy_o):
@@ -390,3 +396,16 @@ def test_izom_many_cuda(cleaning):
     ref = bl.izom(cleaning, x0, 200, 0.05, 1e-3, 0, measure="none", directions=U)
     fast = bl.izom_many(cleaning, x0, 200, 0.05, 1e-3, directions=U[:, None, None], device="cuda")
     np.testing.assert_allclose(fast.x[:, 0].cpu().numpy(), ref.x, atol=1e-9)
+
+
+def test_registry_and_evidence():
+    """The registry imports and cites the paper's text; evidence helpers reject junk."""
+    from lab.bilevel import evidence
+    from lab.bilevel.claims import CLAIMS
+
+    assert {s.source for s in CLAIMS.specs.values()} >= {"Thm 1", "Thm 2", "Thm 4 (ii)"}
+    assert all(s.rival or s.no_rival for s in CLAIMS.specs.values())
+    with pytest.raises(TypeError, match="rate"):
+        evidence.izom_rate_evidence(None)
+    with pytest.raises(TypeError, match="clean"):
+        evidence.optimistic_selection_matters_evidence(3.0, None)

@@ -67,6 +67,7 @@ __all__ = [
     "ErrorBoundSmoothness",
     "HyperobjectiveCurves",
     "KinkCertificate",
+    "MoreauRivals",
     "OptimisticRun",
     "RateStudy",
     "branch_values",
@@ -80,6 +81,7 @@ __all__ = [
     "izom_rate",
     "kink_certificate",
     "min_norm_run",
+    "moreau_rivals",
     "optimistic_run",
     "set_smoothness_constants",
     "toy_baselines",
@@ -190,21 +192,18 @@ class ConstraintBreak:
 
 @memo
 def constraint_counterexample(settings: ConstraintSettings) -> ConstraintBreak:
-    """Sampled weak-convexity moduli of ``clip(x, -1, 1)`` on shrinking windows around the
-    kink ``x = 1`` (a weakly convex function has a bounded modulus; here it grows like
-    ``1 / width``), and of the unconstrained ``phi(x) = x`` on the same windows.
+    """Sampled weak-convexity moduli of the paper's Example 3, ``phi_p(x) = -1 - clip(x, 0, 1)``,
+    on shrinking windows around its concave kink ``x = 0`` (a weakly convex function has a
+    bounded modulus; here it grows like ``1 / width``), and of the unconstrained
+    ``phi_p(x) = -x - 2`` on the same windows.
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
     st = _settings("settings", settings, ConstraintSettings)
     widths = np.asarray(st.widths)
     con, free = constrained_counterexample(True), constrained_counterexample(False)
-    moduli = np.array(
-        [modulus_of(lambda X: con.phi_batch(1.0 + X), 1, w, st.n, st.seed) for w in widths]
-    )
-    free_mod = max(
-        modulus_of(lambda X: free.phi_batch(1.0 + X), 1, w, st.n, st.seed) for w in widths
-    )
+    moduli = np.array([modulus_of(con.phi_batch, 1, w, st.n, st.seed) for w in widths])
+    free_mod = max(modulus_of(free.phi_batch, 1, w, st.n, st.seed) for w in widths)
     slope = power_law_fit(widths, moduli, nonpositive="raise").exponent
     return ConstraintBreak(widths, moduli, slope, float(free_mod))
 
@@ -310,7 +309,8 @@ def kink_certificate(settings: KinkSettings) -> KinkCertificate:
     exact = _clarke_distance_toy(toy, xk, st.delta, st.n_samples, st.seed)
     sampled = ball_certificate_of(toy, xk, st.delta, st.n_samples, st.seed)
     T = st.T
-    run = izom(toy, xk, T, 0.5 / math.sqrt(2 * T), T**-0.25, st.seed, measure="none")
+    # Thm 4: smoothing radius eps = O(T^-1/2) (the ball of the certificate is O(T^-1/4))
+    run = izom(toy, xk, T, 0.5 / math.sqrt(2 * T), T**-0.5, st.seed, measure="none")
     end = run.x[-1]
     return KinkCertificate(xk, slopes, exact, sampled, end, float(np.linalg.norm(end - toy.x_star)))
 
@@ -354,8 +354,42 @@ def toy_baselines(settings: ToyRunSettings, gamma: float = 0.5) -> BaselineCompa
 
 
 @dataclass(frozen=True)
+class MoreauRivals:
+    """IZOM's last-iterate Moreau-gradient norm and the gradient-free Goldstein method's at its
+    settled point, per seed (the same seeds pair the two)."""
+
+    seeds: tuple[int, ...]
+    izom: np.ndarray
+    goldstein: np.ndarray
+
+
+def _moreau_pair(settings: ToyRunSettings, gamma: float, seed: int) -> dict:
+    toy = toy_pessimistic()
+    x0 = np.array(settings.x0)
+    run = izom(toy, x0, settings.T, settings.eta, settings.delta, seed, measure="none")
+    gf = gradient_free_goldstein(toy, x0, delta=0.3, eta=0.01, T=3000, seed=seed)
+    return {
+        "izom": float(np.linalg.norm(moreau_gradient_of(toy, run.x[-1], gamma))),
+        "goldstein": float(np.linalg.norm(moreau_gradient_of(toy, gf[-200:].mean(0), gamma))),
+    }
+
+
+@memo
+def moreau_rivals(settings: ToyRunSettings, seeds: tuple[int, ...], gamma: float = 0.5):
+    """:class:`MoreauRivals` over ``seeds`` (:func:`lab.core.sweep.sweep`).
+
+    See: book/bilevel/01-kinks-and-stationarity.ipynb
+    """
+    st = _settings("settings", settings, ToyRunSettings)
+    gamma = check_positive("gamma", gamma)
+    table = sweep(lambda seed: _moreau_pair(st, gamma, seed), None, seeds=seeds, desc="rivals")
+    return MoreauRivals(tuple(seeds), table.values("izom"), table.values("goldstein"))
+
+
+@dataclass(frozen=True)
 class RateStudy:
-    """The squared Moreau gradient at the random output ``x_R`` over horizons and seeds."""
+    """The squared Moreau gradient at the random output ``x_R`` over horizons and seeds, for
+    IZOM and for the rival with a fixed coarse radius (the same seeds, steps and outputs)."""
 
     horizons: tuple[int, ...]
     sq: np.ndarray  # (horizons, seeds)
@@ -363,29 +397,40 @@ class RateStudy:
     slope: float  # fitted slope of log median against log T
     slope_mean: float  # the same for the mean over seeds (the theorem's expectation)
     se_mean: float  # bootstrap standard error of slope_mean (1000 resamples of the seeds)
+    seed_slopes: np.ndarray  # per seed: slope of log sq against log T
+    rival_sq: np.ndarray  # (horizons, seeds), radius fixed at rival_radius
+    rival_slope: float  # slope of the rival's median
+    rival_seed_slopes: np.ndarray
 
 
-def _rate_one(settings: RateSettings, T: int, seed: int) -> float:
+def _rate_one(settings: RateSettings, T: int, radius: float, seed: int) -> float:
     x0 = np.array(settings.x0)
     eta = settings.eta_scale / np.sqrt(x0.size * T)
     cert = Certificate(gamma=settings.gamma, n_measure=1)
-    run = izom(toy_pessimistic(), x0, T, eta, settings.delta, seed, certificate=cert)
+    run = izom(toy_pessimistic(), x0, T, eta, radius, seed, certificate=cert)
     return run.stationarity_out**2
+
+
+def _slopes(logT: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    return np.polyfit(logT, np.log(sq), 1)[0]
 
 
 @memo
 def izom_rate(settings: RateSettings) -> RateStudy:
     """IZOM on Toy P for every horizon and seed (:func:`lab.core.sweep.sweep`), and the fitted
-    slopes of the median and of the mean of ``||grad phi_gamma(x_R)||^2`` against ``T``.
+    slopes of the median and of the mean of ``||grad phi_gamma(x_R)||^2`` against ``T``; the
+    same for the rival radius.
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
     st = _settings("settings", settings, RateSettings)
     table = sweep(
-        lambda T, seed: _rate_one(st, T, seed), {"T": list(st.horizons)}, seeds=st.seeds,
+        lambda T, radius, seed: _rate_one(st, T, radius, seed),
+        {"T": list(st.horizons), "radius": [st.delta, st.rival_radius]}, seeds=st.seeds,
         desc="IZOM over horizons and seeds",
     )  # fmt: skip
-    sq = np.array([table.values("value", T=T) for T in st.horizons])
+    sq = np.array([table.values("value", T=T, radius=st.delta) for T in st.horizons])
+    rival = np.array([table.values("value", T=T, radius=st.rival_radius) for T in st.horizons])
     median_sq = np.median(sq, axis=1)
     logT = np.log(st.horizons)
     slope = float(np.polyfit(logT, np.log(median_sq), 1)[0])
@@ -394,7 +439,11 @@ def izom_rate(settings: RateSettings) -> RateStudy:
     boot = np.random.default_rng(0).integers(0, n, (1000, n))
     boot_slopes = [np.polyfit(logT, np.log(sq[:, b].mean(1)), 1)[0] for b in boot]
     se_mean = float(np.std(boot_slopes, ddof=1))
-    return RateStudy(st.horizons, sq, median_sq, slope, slope_mean, se_mean)
+    rival_slope = float(np.polyfit(logT, np.log(np.median(rival, axis=1)), 1)[0])
+    return RateStudy(
+        st.horizons, sq, median_sq, slope, slope_mean, se_mean, _slopes(logT, sq), rival,
+        rival_slope, _slopes(logT, rival),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -408,18 +457,20 @@ class OptimisticRun:
 
 @memo
 def optimistic_run(settings: ToyRunSettings) -> OptimisticRun:
-    """IZOM on Toy O (certificate on 10 log-spaced iterates, ball radius ``settings.delta``)
-    and finite-difference GD (eta = 0.2, 300 steps) certified with the same ball.
+    """IZOM on Toy O (certificate on 10 log-spaced iterates, ball radius ``settings.ball``,
+    default the smoothing radius) and finite-difference GD (eta = 0.2, 300 steps) certified
+    with the same ball.
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
     st = _settings("settings", settings, ToyRunSettings)
     toy = toy_optimistic()
     x0 = np.array(st.x0)
-    cert = Certificate(n_measure=10)
+    ball = st.delta if st.ball is None else st.ball
+    cert = Certificate(ball=ball, n_measure=10)
     run = izom(toy, x0, st.T, st.eta, st.delta, st.seed, certificate=cert)
     fd = fd_gradient_descent(toy, x0, h=1e-6, eta=0.2, T=300)
-    fd_cert = ball_certificate_of(toy, fd[-1], st.delta, 200, st.seed)
+    fd_cert = ball_certificate_of(toy, fd[-1], ball, 200, st.seed)
     return OptimisticRun(run, toy.x_star, fd_cert)
 
 

@@ -477,41 +477,45 @@ def set_maps() -> dict[str, tuple[Callable, Callable]]:
 
 
 def constrained_counterexample(constrained: bool = True) -> BilevelProblem:
-    """A lower-level constraint destroys weak convexity (the paper's caveat, our instance).
+    """The paper's Example 3 (eq. 7): a lower-level constraint destroys weak convexity.
 
-    ``x, y`` in R, ``f = (y - x)^2 / 2`` subject to ``y in [-1, 1]`` and ``F = y``: the
-    follower answers ``clip(x, -1, 1)``, so ``phi(x) = clip(x, -1, 1)``, with a *concave* kink
-    at ``x = 1`` (slope 1 then 0): no quadratic makes it convex. Unconstrained
-    (``constrained=False``) the answer is ``y = x`` and ``phi(x) = x`` is convex. ``F`` is
-    smooth and Lipschitz in both cases: only the constraint differs.
+    ``x`` in R, ``y`` in R^2, lower level ``min_{y in [0, 1]^2} ||y - (x, 2)||^2``, upper level
+    ``F = -1^T y`` (pessimistic). The follower answers the projection of ``(x, 2)`` onto the box,
+    ``S(x) = {(clip(x, 0, 1), 1)}``, so ``phi_p(x) = -1 - clip(x, 0, 1)``: one-sided slopes 0
+    and -1 at ``x = 0``, a *concave* kink that no quadratic makes convex. Unconstrained
+    (``constrained=False``) the answer is ``(x, 2)`` and ``phi_p(x) = -x - 2`` is convex. ``F``
+    and ``f`` are smooth in both cases: only the constraint differs.
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
     if not isinstance(constrained, bool):
         raise TypeError(f"constrained must be a bool, got {type(constrained).__name__}")
-    lo, hi = (-1.0, 1.0) if constrained else (-np.inf, np.inf)
+    lo, hi = (0.0, 1.0) if constrained else (-np.inf, np.inf)
 
-    def phi_batch(X):
+    def answer(X):
         return np.clip(np.asarray(X, dtype=np.float64)[..., 0], lo, hi)
 
+    def phi_batch(X):
+        return -answer(X) - (1.0 if constrained else 2.0)
+
     def phi_torch(X):
-        return X[..., 0].clamp(lo, hi)
+        return -X[..., 0].clamp(lo, hi) - (1.0 if constrained else 2.0)
 
     def f(x, y):
-        return 0.5 * (y[..., 0] - x[0]) ** 2
+        return (y[..., 0] - x[0]) ** 2 + (y[..., 1] - 2.0) ** 2
 
     def grad_y_f(x, y):
-        return y - x[0]
+        return 2.0 * (y - np.array([x[0], 2.0]))
 
     def F(x, y):
-        return y[..., 0]
+        return -y.sum(-1)
 
     def grad_y_F(x, y):
-        return np.ones_like(y)
+        return -np.ones_like(y)
 
     return BilevelProblem(
-        f, F, grad_y_f, grad_y_F, 1, 1, "pessimistic", phi_batch, phi_torch,
-        np.array([lo if constrained else 0.0]), rho=None,
-        name="constrained follower" if constrained else "unconstrained follower",
+        f, F, grad_y_f, grad_y_F, 1, 2, "pessimistic", phi_batch, phi_torch,
+        np.array([1.0 if constrained else 0.0]), rho=None,
+        name="constrained follower (Example 3)" if constrained else "unconstrained follower",
         params={"constrained": constrained},
     )  # fmt: skip

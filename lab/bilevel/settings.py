@@ -64,6 +64,8 @@ class ToyRunSettings:
         Start (1 to 50 coordinates).
     seed : int
         Seed of the directions and of the output index (>= 0).
+    ball : float, optional
+        Radius of the optimistic certificate's ball (> 0; default ``delta``).
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
@@ -73,6 +75,7 @@ class ToyRunSettings:
     delta: float = 1e-3
     x0: tuple[float, ...] = (1.5, -1.2)
     seed: int = 0
+    ball: float | None = None
 
     def __post_init__(self) -> None:
         _set(self, "T", check_int("T", self.T, 1, 10_000_000))
@@ -83,6 +86,8 @@ class ToyRunSettings:
             raise ValueError(f"x0 must have 1 to 50 coordinates, got {x0.size}")
         _set(self, "x0", tuple(float(v) for v in x0))
         _set(self, "seed", check_int("seed", self.seed, 0))
+        if self.ball is not None:
+            _set(self, "ball", check_positive("ball", self.ball))
 
     @property
     def eta(self) -> float:
@@ -104,6 +109,9 @@ class RateSettings:
         As :class:`ToyRunSettings`.
     gamma : float
         Moreau parameter (> 0).
+    rival_radius : float
+        The fixed, coarse smoothing radius of the rival run (> 0): the gradient-free Goldstein
+        method of Lin, Zheng & Jordan (2022) under the same protocol.
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
@@ -114,6 +122,7 @@ class RateSettings:
     delta: float = 1e-3
     x0: tuple[float, ...] = (1.5, -1.2)
     gamma: float = 0.5
+    rival_radius: float = 0.3
 
     def __post_init__(self) -> None:
         _set(self, "horizons", _ints("horizons", self.horizons, 1))
@@ -124,6 +133,7 @@ class RateSettings:
         _set(self, "delta", check_positive("delta", self.delta))
         _set(self, "x0", tuple(float(v) for v in check_array("x0", self.x0, ndim=1, min_size=1)))
         _set(self, "gamma", check_positive("gamma", self.gamma))
+        _set(self, "rival_radius", check_positive("rival_radius", self.rival_radius))
 
 
 @dataclass(frozen=True)
