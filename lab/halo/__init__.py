@@ -59,6 +59,8 @@ Files
 ``official``   ``official_parity``: our kernels on the official-code fixture
 ``experiments`` the notebooks' drivers (``outlier_tensors``, ``matmul_error_report``,
                ``finetune``, ``seed_study``, ``pretrain``)
+``batched``    notebook 3's fine-tuning vectorised over seeds (``finetune_seeds``,
+               ``seed_study_batched``: the same runs, seed by seed)
 ``figures``    plotly figures for the widgets
 ============== =====================================================================
 

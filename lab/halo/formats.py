@@ -37,7 +37,16 @@ import numpy as np
 
 from lab.core.checks import check_bool, check_choice, check_range
 
-__all__ = ["FORMATS", "GRANULARITIES", "QTensor", "quantize", "fp_grid", "qmatmul", "fake_quant"]
+__all__ = [
+    "FORMATS",
+    "GRANULARITIES",
+    "QTensor",
+    "code_units",
+    "quantize",
+    "fp_grid",
+    "qmatmul",
+    "fake_quant",
+]
 
 # name -> (exponent bits, mantissa bits, bias, fmax); None for int8
 _MINIFLOATS = {
@@ -93,9 +102,12 @@ def fp_grid(fmt: str) -> np.ndarray:
     return np.concatenate([-pos[:0:-1], pos])
 
 
-def _code_units(fmt: str) -> float:
+def code_units(fmt: str) -> float:
     """``fmax / quantum``: the largest code of ``fmt`` in units of its smallest quantum
-    ``2^(1-bias-m)`` (every code is an integer number of them; 127 for ``int8``)."""
+    ``2^(1-bias-m)`` (every code is an integer number of them; 127 for ``int8``): products of
+    two codes summed over ``k`` stay exact in float32 while ``code_units² · k < 2^24``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if fmt == "int8":
         return INT8_MAX
     _, m, bias, top = _MINIFLOATS[fmt]
@@ -360,7 +372,7 @@ def qmatmul(a: QTensor, b: QTensor, transpose_b: bool = True):
         return out[: a.shape[0], : b.shape[1]]
     # exact accumulation in float32 when every partial sum is an integer count of the
     # products' quantum below 2^24 (INT8: 127²·k; FP6 E2M3: 60²·k; FP8 never): bit for bit
-    small = _code_units(a.fmt) * _code_units(b.fmt) * a.shape[1] < 2**24
+    small = code_units(a.fmt) * code_units(b.fmt) * a.shape[1] < 2**24
     acc_dtype = torch.float32 if small else torch.float64
     acc = a.values(acc_dtype) @ b.values(acc_dtype)  # exact integer (or minifloat) accumulate
     out = torch.promote_types(a.scale.dtype, b.scale.dtype)

@@ -1,0 +1,310 @@
+"""Notebook 3's fine-tuning run, vectorised over seeds: one batched model trains many seeds.
+
+:func:`lab.halo.experiments.finetune` trains one seed at a time; at the notebook's size (a
+256-wide MLP, batches of 64) each run is mostly Python and dispatch overhead, so a study over
+a hundred seeds would not fit the notebook's budget. :func:`finetune_seeds` runs the same
+experiment for ``K`` seeds at once: every weight gets a leading seed axis (``K × out × in``),
+every product is a batched matmul, and each seed keeps its own per-tensor scales, batches and
+Adam state, so seed ``k`` computes what ``finetune(..., seed=seeds[k])`` computes:
+
+* the same pre-trained model with the same injected massive channels
+  (:func:`~lab.halo.experiments.pretrained_mlp`), the same batches (one generator per seed,
+  seeded ``seed + 1``), Adam with the same settings, accuracy evaluated in batches of the
+  training batch size;
+* the same HALO products (:class:`~lab.halo.layer.HaloLinear`'s, per-tensor scales; the
+  classifier in full precision): ``Y = Q(XH) Q(WH)ᵀ``, ``E_X = H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ``
+  (HALO-2; ``[Q(E_Y) Q(WH)] Hᵀ`` at level 1), ``G = [Q(E_Yᵀ) Q(XH)] Hᵀ``, with exact
+  integer / minifloat accumulation (:func:`lab.halo.formats.qmatmul`'s rule: float32 when
+  every partial sum stays below ``2^24`` units, else float64), so the quantized products
+  are bit for bit those of the unbatched layer.
+
+What it leaves out: the gradient cosines (they never change the trajectory), token outliers
+and LoRA. The full-precision products (the FP32 run, the classifier, the biases' gradients)
+are batched matmuls and reductions, which may round differently from the unbatched ones in
+the last bit; a rounding difference re-draws a trajectory the way a numerics mode does, so
+the accuracies agree with :func:`~lab.halo.experiments.finetune` seed by seed to a few test
+examples, not always bit for bit (the tests hold both).
+
+See: book/halo/03-quantized-finetune.ipynb
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.memo import memo
+from lab.core.runtime import smoke_steps
+
+from .experiments import MODES, SeedStudy, digits_data, pretrained_mlp
+from .reference import check_fmt
+
+__all__ = ["finetune_seeds", "cached_finetune_seeds", "seed_study_batched"]
+
+#: seeds trained together in one batched model at width 256 (about 3 MB per seed); fewer at
+#: larger widths (:func:`_chunk`)
+CHUNK = 64
+
+
+def _chunk(width: int) -> int:
+    return max(1, min(CHUNK, CHUNK * 256**2 // width**2))
+
+
+def _quantize(A, fmt: str):
+    """Per-seed per-tensor :func:`~lab.halo.formats.quantize` of ``A`` (``K × ...``, float32):
+    ``(codes, scale)``, seed ``k``'s slice scaled as ``quantize(A[k], fmt)`` scales it. INT8
+    codes stay float32 (the same integers, without the int8 round trip)."""
+    import torch
+
+    from .formats import INT8_MAX, fmax, quantize
+
+    if fmt != "int8":
+        q = quantize(A.reshape(A.shape[0], -1), fmt, "row")  # one scale per seed
+        return q.codes.reshape(A.shape), q.scale.reshape(-1, *([1] * (A.ndim - 1)))
+    lo, hi = torch.aminmax(A.reshape(A.shape[0], -1), dim=1)
+    amax = torch.maximum(hi, -lo)  # max |A| per seed, one pass
+    if not bool(torch.isfinite(amax).all()):
+        raise ValueError("the fine-tuning produced NaN or inf")
+    scale = (amax * 1.0 / fmax(fmt)).clamp(min=1e-5 / INT8_MAX)  # formats.quantize's steps
+    scale = scale.reshape(-1, *([1] * (A.ndim - 1)))
+    return torch.div(A, scale).round_().clamp_(-INT8_MAX, INT8_MAX), scale
+
+
+def _qbmm(a, b, k: int):
+    """``Q(A)·Q(B)`` per seed from ``(codes, scale)`` pairs: exact accumulation, one rescale
+    ``s_A·s_B`` (:func:`lab.halo.formats.qmatmul`, batched); ``k`` is the inner size."""
+    import torch
+
+    from .formats import QTensor, code_units
+
+    (ca, sa, fmt), (cb, sb, _) = a, b
+    small = code_units(fmt) ** 2 * k < 2**24
+    dtype = torch.float32 if small else torch.float64
+
+    def values(c, s):  # the codes as grid values (a lookup table for FP8 codes)
+        if c.dtype == dtype:
+            return c
+        return QTensor(c, s, fmt, "tensor", tuple(c.shape), torch.float32).values(dtype)
+
+    acc = torch.bmm(values(ca, sa), values(cb, sb))
+    out = torch.promote_types(sa.dtype, sb.dtype)
+    return acc.to(out).mul_(sa.to(out)).mul_(sb.to(out))  # (acc · s_A) · s_B, as qmatmul
+
+
+def _function():
+    import torch
+
+    from .fast import fwht
+    from .hadamard import next_hadamard_size
+
+    class _BatchedHalo(torch.autograd.Function):
+        """``Y_k = X_k W_kᵀ`` for every seed ``k`` with HALO's rotations and quantizers."""
+
+        @staticmethod
+        def forward(ctx, x, weight, level, fmt):
+            rot = level >= 1
+            Xr = fwht(x, dim=-1) if rot else x  # XH
+            Wr = fwht(weight, dim=-1) if rot else weight  # WH
+            qX, qW = (*_quantize(Xr, fmt), fmt), (*_quantize(Wr, fmt), fmt)
+            ctx.cfg = (level, fmt, x.dtype)
+            ctx.save_for_backward(qX[0], qX[1], qW[0], qW[1])
+            y = _qbmm(qX, (qW[0].transpose(1, 2), qW[1], fmt), x.shape[-1])  # Q(XH) Q(WH)ᵀ
+            return y.to(x.dtype)
+
+        @staticmethod
+        def backward(ctx, gy):
+            level, fmt, dtype = ctx.cfg
+            cX, sX, cW, sW = ctx.saved_tensors
+            qX, qW = (cX, sX, fmt), (cW, sW, fmt)
+            rot = level >= 1
+            gx = gw = None
+            if ctx.needs_input_grad[0]:
+                if level == 2:  # E_X = H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ, tokens on dim 1
+                    b = gy.shape[1]
+                    bp = next_hadamard_size(b)
+                    E = gy if bp == b else torch.nn.functional.pad(gy, (0, 0, 0, bp - b))
+                    A = fwht(E, dim=1)
+                    gx = _qbmm((*_quantize(A, fmt), fmt), qW, gy.shape[-1])
+                    gx = fwht(gx, dim=1, inverse=True)[:, :b]
+                else:
+                    gx = _qbmm((*_quantize(gy, fmt), fmt), qW, gy.shape[-1])
+                if rot:
+                    gx = fwht(gx, dim=-1, inverse=True)
+                gx = gx.to(dtype)
+            if ctx.needs_input_grad[1]:  # G = Q(E_Yᵀ) Q(XH) (... Hᵀ)
+                gt = gy.transpose(1, 2).contiguous()
+                gw = _qbmm((*_quantize(gt, fmt), fmt), qX, gy.shape[1])
+                if rot:
+                    gw = fwht(gw, dim=-1, inverse=True)
+                gw = gw.to(dtype)
+            return gx, gw, None, None
+
+    return _BatchedHalo
+
+
+_FN: list = []
+
+
+def _linear(x, weight, bias, level, fmt):
+    """One batched layer: HALO products for ``level`` (``None``: full precision)."""
+    import torch
+
+    if level is None:
+        return torch.baddbmm(bias, x, weight.transpose(1, 2))
+    if not _FN:
+        _FN.append(_function())
+    return _FN[0].apply(x, weight, level, fmt) + bias
+
+
+def finetune_seeds(mode: str = "halo2", fmt: str = "int8", seeds=(0, 1, 2), scale: float = 300.0,
+                   width: int = 256, steps: int = 60, batch: int = 64, lr: float = 1e-3,
+                   token_outliers: bool = False, pretrain_seed: int = 0) -> np.ndarray:  # fmt: skip
+    """Test accuracies of :func:`~lab.halo.experiments.finetune` runs over ``seeds``, trained
+    together in batched models of at most :data:`CHUNK` seeds (see the module).
+
+    Parameters
+    ----------
+    mode : str
+        ``"fp32"``, ``"halo0"``, ``"halo1"`` or ``"halo2"``.
+    fmt : str
+        The HALO runs' format (``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ...).
+    seeds : sequence of int
+        Fine-tuning seeds (distinct, ``>= 0``; at least one).
+    scale, width, steps, batch, lr, token_outliers, pretrain_seed
+        As :func:`~lab.halo.experiments.finetune`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(seeds),)`` test accuracies, in the order of ``seeds``.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    check_choice("mode", mode, MODES)
+    fmt = check_fmt(fmt)
+    if fmt is None:
+        raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
+    try:
+        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
+    except TypeError as exc:
+        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must hold at least one seed, all distinct (got {seeds!r})")
+    scale = check_range("scale", scale, 1.0, 1e5)
+    width = check_int("width", width, 16, 8192)
+    steps = check_int("steps", steps, 1)
+    batch = check_int("batch", batch, 2)
+    lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)
+    token_outliers = check_bool("token_outliers", token_outliers)
+    pretrain_seed = check_int("pretrain_seed", pretrain_seed, 0)
+    level = None if mode == "fp32" else int(mode[-1])
+    n = _chunk(width)
+    parts = [
+        _run(
+            level,
+            fmt,
+            seeds[i : i + n],
+            scale,
+            width,
+            steps,
+            batch,
+            lr,
+            token_outliers,
+            pretrain_seed,
+        )  # fmt: skip
+        for i in range(0, len(seeds), n)
+    ]
+    return np.concatenate(parts)
+
+
+def _run(level, fmt, seeds, scale, width, steps, batch, lr, token_outliers,
+         pretrain_seed) -> np.ndarray:  # fmt: skip
+    import torch
+
+    K = len(seeds)
+    model = pretrained_mlp(width, scale, 4, pretrain_seed)
+    gain = model.gain.gain.detach().clone()
+
+    def stack(t, bias=False):
+        t = t.detach().clone()
+        t = t[None, None, :] if bias else t[None]
+        return t.repeat(K, *([1] * (t.ndim - 1))).requires_grad_(True)
+
+    names = ("fc1", "fc2", "classifier")
+    W = {n: stack(getattr(model, n).weight) for n in names}
+    B = {n: stack(getattr(model, n).bias, bias=True) for n in names}
+    lv = {"fc1": level, "fc2": level, "classifier": None}  # the classifier in full precision
+
+    def forward(x):  # x: K × rows × 128
+        h = torch.relu(_linear(x, W["fc1"], B["fc1"], lv["fc1"], fmt)) * gain
+        h = torch.relu(_linear(h, W["fc2"], B["fc2"], lv["fc2"], fmt))
+        return _linear(h, W["classifier"], B["classifier"], None, fmt)
+
+    Xtr, ytr, Xte, yte = digits_data(pretrain_seed)
+    params = [p for n in names for p in (W[n], B[n])]
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)  # = the single-tensor loop, bit for bit
+    gens = [torch.Generator().manual_seed(s + 1) for s in seeds]
+    n_out = max(1, round(0.02 * batch))
+    w = torch.ones(K, batch)
+    for _ in range(smoke_steps(steps)):  # LAB_SMOKE=1: a few iterations
+        idx = torch.empty(K, batch, dtype=torch.long)
+        for k, g in enumerate(gens):  # each seed's draws, in finetune's order
+            idx[k] = torch.randint(0, len(ytr), (batch,), generator=g)
+            if token_outliers:
+                w[k] = 1.0
+                w[k, torch.randperm(batch, generator=g)[:n_out]] = 100.0
+        logits = forward(Xtr[idx])
+        loss_vec = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), ytr[idx].reshape(-1), reduction="none"
+        )
+        wl = w * loss_vec.reshape(K, batch)
+        loss = (wl.sum(1) / w.sum(1)).sum()  # each seed: its weighted batch mean
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    correct = torch.zeros(K)
+    with torch.no_grad():  # in batches of the training batch size, as finetune evaluates
+        for i in range(0, len(yte), batch):
+            x = Xte[i : i + batch].expand(K, -1, -1)
+            correct += (forward(x).argmax(-1) == yte[i : i + batch]).float().sum(1)
+    return (correct / len(yte)).double().numpy()
+
+
+@memo(maxsize=32)
+def cached_finetune_seeds(mode: str, fmt: str, seeds: tuple, scale: float, width: int,
+                          steps: int, batch: int, lr: float = 1e-3,
+                          token_outliers: bool = False) -> np.ndarray:  # fmt: skip
+    """:func:`finetune_seeds`, memoised on its arguments (the notebook's studies).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    return finetune_seeds(mode, fmt, tuple(seeds), scale, width, steps, batch, lr, token_outliers)
+
+
+def seed_study_batched(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: int = 512,
+               steps: int = 100, batch: int = 64) -> SeedStudy:  # fmt: skip
+    """:func:`lab.halo.experiments.seed_study` on the batched runner: the same accuracies, seed
+    by seed, for configurations among ``mode``, ``fmt``, ``lr`` and ``token_outliers`` (no
+    LoRA: use the unbatched study).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(configs, dict) or not configs:
+        raise TypeError("configs must be a non-empty dict label -> finetune keyword arguments")
+    allowed = {"mode", "fmt", "lr", "token_outliers"}
+    for label, cfg in configs.items():
+        if not isinstance(cfg, dict) or not set(cfg) <= allowed or "mode" not in cfg:
+            raise ValueError(
+                f"configs[{label!r}] must be a dict with 'mode' and keys among {sorted(allowed)}"
+            )
+    try:
+        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
+    except TypeError as exc:
+        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
+    acc = {}
+    for label, cfg in configs.items():
+        c = {"fmt": "int8", "lr": 1e-3, "token_outliers": False, **cfg}
+        acc[label] = cached_finetune_seeds(c["mode"], c["fmt"], seeds, float(scale), int(width),
+                                           int(steps), int(batch), float(c["lr"]),
+                                           bool(c["token_outliers"]))  # fmt: skip
+    return SeedStudy(seeds, acc)

@@ -1,0 +1,78 @@
+"""Tests of lab.halo.batched: notebook 3's fine-tuning vectorised over seeds computes, seed by
+seed, the runs of :func:`lab.halo.experiments.finetune` (same batches, same products, same Adam
+steps), so a study over many seeds is the same experiment, only cheaper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab.halo import batched, experiments
+
+SMALL = {"scale": 30.0, "width": 64, "steps": 12, "batch": 16}
+
+
+def _single(mode, fmt, seeds, **kw):
+    return np.array([experiments.finetune(mode, fmt, seed=s, **kw).acc for s in seeds])
+
+
+@pytest.mark.parametrize(
+    "mode,fmt", [("fp32", "int8"), ("halo0", "int8"), ("halo1", "int8"), ("halo2", "int8"),
+                 ("halo0", "fp8_e4m3"), ("halo1", "fp6_e2m3")],
+)  # fmt: skip
+def test_batched_runs_are_the_single_runs(mode, fmt):
+    seeds = (0, 3, 7)
+    got = batched.finetune_seeds(mode, fmt, seeds, **SMALL)
+    assert got.shape == (3,) and ((0 <= got) & (got <= 1)).all()
+    np.testing.assert_array_equal(got, _single(mode, fmt, seeds, **SMALL))
+
+
+def test_batched_chunks_and_token_padding():
+    """Seeds split over several batched models, and a batch that is not a Hadamard size
+    (HALO-2 pads the tokens), give the single runs too; so do token outliers."""
+    kw = {**SMALL, "batch": 12}
+    old = batched.CHUNK
+    try:
+        batched.CHUNK = 2
+        got = batched.finetune_seeds("halo2", "int8", (1, 2, 5), **kw)
+    finally:
+        batched.CHUNK = old
+    np.testing.assert_array_equal(got, _single("halo2", "int8", (1, 2, 5), **kw))
+    tok = {**SMALL, "token_outliers": True}
+    for mode in ("halo1", "halo2"):
+        got = batched.finetune_seeds(mode, "int8", (0, 4), **tok)
+        np.testing.assert_array_equal(got, _single(mode, "int8", (0, 4), **tok))
+
+
+def test_batched_seed_study_is_the_seed_study():
+    configs = {"FP32": {"mode": "fp32"}, "H2": {"mode": "halo2"}, "F8": {"mode": "halo0",
+               "fmt": "fp8_e4m3"}}  # fmt: skip
+    a = batched.seed_study_batched(configs, (0, 2), **SMALL)
+    b = experiments.seed_study(configs, (0, 2), **SMALL)
+    assert a.seeds == b.seeds and all(np.array_equal(a.acc[k], b.acc[k]) for k in configs)
+    with pytest.raises(ValueError, match="configs"):
+        batched.seed_study_batched({"x": {"mode": "fp32", "lora_rank": 4}})
+    with pytest.raises(TypeError, match="configs"):
+        batched.seed_study_batched({})
+
+
+def test_batched_notebook_size_matches_the_study():
+    """At the notebook's size (width 256, 60 steps, batches of 64): the study's runs."""
+    kw = {"scale": 300.0, "width": 256, "steps": 60, "batch": 64}
+    got = batched.cached_finetune_seeds("halo2", "int8", (0, 1), **kw)
+    np.testing.assert_array_equal(got, _single("halo2", "int8", (0, 1), **kw))
+
+
+def test_batched_bad_inputs():
+    with pytest.raises(ValueError, match="mode"):
+        batched.finetune_seeds("halo3")
+    with pytest.raises(ValueError, match="fmt"):
+        batched.finetune_seeds("halo2", None)
+    with pytest.raises(ValueError, match="seeds"):
+        batched.finetune_seeds("halo2", seeds=())
+    with pytest.raises(ValueError, match="seeds"):
+        batched.finetune_seeds("halo2", seeds=(1, 1))
+    with pytest.raises(TypeError, match="seeds"):
+        batched.finetune_seeds("halo2", seeds=(0.5,))
+    with pytest.raises(ValueError, match="width"):
+        batched.finetune_seeds("halo2", width=8)
