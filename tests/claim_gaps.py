@@ -15,13 +15,8 @@
 Generated from the build's records when the contract was introduced; the list only shrinks:
 the contract test fails on a gap that is not listed and on a listed gap that is gone. It was
 empty after issue 29; the margins of issue 36 ("Verdicts that hold on every machine") listed
-the fragile verdicts below (2026-12-06, the build of an Intel AVX-512 machine), each to be fixed
-by a better measurement.
+the fragile verdicts (2026-12-06, the build of an Intel AVX-512 machine), each fixed since by a
+better measurement: the list is empty again.
 """
 
-GAPS: dict[str, set[str]] = {
-    "medro": {
-        "fragile:code-loss-vs-groupdro",
-        "fragile:worst-group-vs-multihead",
-    },
-}
+GAPS: dict[str, set[str]] = {}

@@ -219,11 +219,13 @@ def test_train_runs_start_from_trains_initial_parameters(data):
 
 def test_train_runs_match_train_run_by_run(data, batched):
     """Tolerance: parameters within 2e-3 (absolute), the recorded adversary weights and risks
-    within 1e-3, test accuracies within one test row. With the machine's native kernels every
-    difference is 0 (bit-equal); under the AVX2 and baseline numerics modes the batched products
-    run other kernels than the one-run products, and 300 float32 steps carry that rounding to
-    2.9e-4 and 3.5e-4 in the parameters, 1.7e-5 in the weights and 1.3e-4 in the risks, at most one test
-    row (measured, Intel AVX-512 machine). A wrong pairing (seed order) differs by 0.26."""
+    within 1e-3, test accuracies within one test row. The batched loop computes the same
+    quantities in another order (feature-major products, the two-class cross-entropy as a
+    softplus, group means as one product), and 300 float32 steps carry that rounding to 3.3e-4
+    in the parameters, 6.5e-7 in the weights and 3.1e-5 in the risks with the machine's native
+    kernels, no test row (measured, Intel AVX-512 machine; before 2026-12-06 the loop was
+    bit-equal natively, 3.5e-4 under the AVX2 and baseline modes). A wrong pairing (seed order)
+    differs by 0.26."""
     runs, refs = batched
     n_test = len(data.test.y)
     for res, ref, s in zip(runs, refs, BATCH["seeds"], strict=True):
@@ -279,6 +281,57 @@ def test_compare_and_sweep_use_the_batched_runs(data, monkeypatch):
     assert sweep["worst"].shape == (2, 2)
     one = medro.group_accuracy(medro.train(data, "medro", gamma=2.0, seed=0, steps=30), data.test)
     assert abs(sweep["worst"][1, 1] - one["worst"]) <= 0.02
+
+
+def test_row_losses_are_cross_entropy():
+    """The batched loop's class-major cross-entropy (softplus for two classes, log-sum-exp over
+    the class axis otherwise) equals F.cross_entropy row by row."""
+    import torch.nn.functional as F
+
+    from lab.medro.fast import _row_losses
+
+    gen = torch.Generator().manual_seed(0)
+    for C in (2, 3):
+        logits = torch.randn(3, 2, C, 50, generator=gen, dtype=torch.float64) * 4
+        y = torch.randint(0, C, (50,), generator=gen)
+        ref = F.cross_entropy(
+            logits.permute(0, 1, 3, 2).reshape(-1, C), y.repeat(6), reduction="none"
+        ).reshape(3, 2, 50)
+        mine = _row_losses(logits, y, (1 - 2 * y).to(logits.dtype))
+        assert torch.allclose(mine, ref, atol=1e-12)
+
+
+def test_gates_fitted_together_match_one_by_one(data):
+    """compare() fits every MEDRO run's gates in one batched loop (_fit_gates); each equals
+    the gate autograd and SGD fit for that model alone (5e-7 measured), and the same gate wins."""
+    import torch.nn.functional as F
+
+    from lab.medro.experiments import _fit_gates, _halves
+
+    runs = medro.train_runs(data, "medro", seeds=[0, 1, 2], steps=30)
+    halves = [_halves(data.val, s) for s in (0, 1, 2)]
+    gates = _fit_gates([r.model for r in runs], [h[0] for h in halves])
+    for run, (fit, _), gate in zip(runs, halves, gates, strict=True):
+        x, _, g = fit.tensors()
+        with torch.no_grad():
+            z = run.model.features(x)
+        ref = torch.nn.Linear(z.shape[1], 4)
+        torch.nn.init.zeros_(ref.weight)
+        torch.nn.init.zeros_(ref.bias)
+        for _ in range(200):
+            grads = torch.autograd.grad(F.cross_entropy(ref(z), g), list(ref.parameters()))
+            with torch.no_grad():
+                for p, gp in zip(ref.parameters(), grads, strict=True):
+                    p.add_(gp, alpha=-0.5)
+        assert torch.allclose(gate.weight, ref.weight, atol=1e-5)
+        assert torch.allclose(gate.bias, ref.bias, atol=1e-5)
+    res = medro.compare(data, ["medro"], seeds=(0, 1, 2), steps=30)
+    for s, run in enumerate(runs):  # compare's gates are choose_inference's
+        choice = medro.choose_inference(run, data.val, seed=s)
+        acc = medro.group_accuracy(run, data.test, "gate", gate=choice["gate"])["worst"]
+        assert abs(res["medro_gate"]["worst"][s] - acc) < 1e-12
+    with pytest.raises(ValueError, match="one split size"):
+        _fit_gates([r.model for r in runs[:2]], [data.val, data.train])
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,9 @@ leading dimension, the forward pass is batched matrix products, one backward goe
 of the runs' losses (the runs share no parameter, so each gets its own gradient) and one Adam
 steps the stacked parameters (Adam is elementwise: each run's Adam). ``B`` runs cost about one
 run's ~40 small tensor operations per step instead of ``B`` times that.
+The loop keeps rows last (feature-major products of contiguous blocks, no transpose) and
+computes the two-class cross-entropy as one softplus: the same values as the one-run loop up to
+rounding, at about half its cost per run.
 
 See: book/medro/01-official-algorithm.ipynb, book/medro/02-water-digits.ipynb
 """
@@ -180,16 +183,33 @@ class _FlatAdam:
 
 
 def _stacked_logits(params: list, x: Any):
-    """``[B, m, n, C]``: each run's :meth:`MultiHeadNet.forward` on the same rows ``x``."""
+    """``[B, m, C, n]``: each run's :meth:`MultiHeadNet.forward` on the same rows ``x``, laid out
+    feature-major (rows last), so every layer is one product of contiguous blocks: no transpose
+    and no copy in the forward or the backward pass."""
     import torch
 
     w1, b1, w2, b2, wh, bh = params
     B, H, D = w1.shape
-    # first layer: every run's weights side by side, one [n, D] x [D, B*H] product
-    h = torch.relu(torch.addmm(b1.reshape(B * H), x, w1.reshape(B * H, D).t()))
-    h = h.view(x.shape[0], B, H).transpose(0, 1)  # [B, n, H]
-    z = torch.relu(torch.baddbmm(b2[:, None, :], h, w2.transpose(1, 2)))
-    return torch.einsum("bnk,bmck->bmnc", z, wh) + bh[:, :, None, :]
+    _, m, C, k = wh.shape
+    # first layer: every run's weights stacked, one [B*H, D] x [D, n] product
+    h = torch.relu(torch.addmm(b1.reshape(B * H, 1), w1.reshape(B * H, D), x.t()))
+    z = torch.relu(torch.baddbmm(b2[:, :, None], w2, h.view(B, H, -1)))  # [B, k, n]
+    heads = torch.baddbmm(bh.reshape(B, m * C, 1), wh.reshape(B, m * C, k), z)  # [B, m*C, n]
+    return heads.view(B, m, C, -1)
+
+
+def _row_losses(logits: Any, y: Any, sign: Any):
+    """Cross-entropy of every row, ``[B, m, n]``, from class-major logits ``[B, m, C, n]``:
+    the log-sum-exp over the class axis (a reduction across contiguous rows, not within each
+    row as ``F.cross_entropy`` on ``[rows, C]`` does) minus the true class's logit; for two
+    classes ``softplus(±(l_1 - l_0))`` (``sign = 1 - 2y``), the same value in two operations."""
+    import torch
+    import torch.nn.functional as F
+
+    if logits.shape[2] == 2:
+        return F.softplus((logits[:, :, 1] - logits[:, :, 0]) * sign)
+    true = logits.gather(2, y.expand(*logits.shape[:2], 1, -1))[:, :, 0]
+    return torch.logsumexp(logits, dim=2) - true
 
 
 def _eg_rows(w: Any, r: Any, eta: float):
@@ -280,7 +300,6 @@ def train_stacked(
             raise ValueError(f"models[{b}] has {m} heads: method {mth!r} needs another count")
     dev = params[0].device
     x, y, g = x.to(dev), y.to(dev), g.to(dev)
-    C = params[5].shape[2]
     adam = _FlatAdam(flat, grad, lr=lr, weight_decay=weight_decay)
     # consecutive runs of one method and variant share a loss: [start, stop) blocks
     blocks = []
@@ -295,21 +314,23 @@ def train_stacked(
         cells = m * n_groups if mth == "medro" else n_groups  # Λ_0 = 1/m², q_0 = 1/G
         adv.append(torch.full(shape, 1.0 / cells, dtype=torch.float64, device=dev))
     gam = torch.tensor(gammas, dtype=params[0].dtype, device=dev)
+    dtype = params[0].dtype
+    counts = torch.bincount(g, minlength=n_groups)
+    present = counts > 0
+    # group means as one product: losses [B*m, n] @ onehot(g) / counts  [n, G]
+    avg = F.one_hot(g, n_groups).to(dtype) / counts.clamp_min(1).to(dtype)
+    sign = (1 - 2 * y).to(dtype)  # two classes: loss = softplus(sign * (l_1 - l_0))
     hist_w, hist_r = [], []
     t0 = time.perf_counter()
     steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for t in range(steps):
-        logits = _stacked_logits(params, x)  # [B, m, n, C]
-        R, present = group_risks(logits.reshape(B * m, n, C), y, g, n_groups)
-        R = R.reshape(B, m, n_groups)
+        losses = _row_losses(_stacked_logits(params, x), y, sign)  # [B, m, n]
+        R = (losses.reshape(B * m, n) @ avg).reshape(B, m, n_groups)
         total = 0.0
         for k, (mth, var, lo, hi) in enumerate(blocks):
             r = R[lo:hi]
             if mth == "erm":  # the adversary stays uniform (recorded as GroupDRO's would be)
-                ce = F.cross_entropy(
-                    logits[lo:hi, 0].reshape(-1, C), y.repeat(hi - lo), reduction="none"
-                )
-                loss = ce.reshape(hi - lo, n).mean(1)
+                loss = losses[lo:hi, 0].mean(1)
             elif mth == "groupdro":
                 adv[k] = _eg_rows(adv[k], r[:, 0], eta)
                 loss = (adv[k].to(r.dtype) * r[:, 0]).sum(1)
