@@ -274,6 +274,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.cmd == "assign":
         build = grading.assign(args.slug, args.out)
         print(f"student notebook: {build.student}\nautograder:       {build.autograder}")
+        if getattr(build, "rubrics", None):
+            print(f"rubrics:          {build.rubrics} (yours only)")
     elif args.cmd == "grade":
         from lab.tooling import classroom
 
@@ -303,6 +305,12 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--solution", type=Path, help="the solution notebook (default: the one beside the zip)"
+    )
+    p.add_argument(
+        "--rubrics",
+        type=Path,
+        help="the explain questions' rubrics.json (default: lab assign's instructor/, beside "
+        "autograder/)",
     )
     p.add_argument(
         "--check-sandbox", action="store_true", help="say whether the sandbox can run here; exit"

@@ -3,9 +3,10 @@
 Every attacker is built on the untouched student stubs (so any mark it gets is undeserved)
 plus one hostile cell; the canaries are the right solution and two partly wrong ones. After one
 ``grade_class`` run (two at a time) the canaries keep their scores, the attackers get nothing
-(but the one public bare ``assert`` a forger can claim, see ``book/teaching.md``), the class
+(but the public bare ``assert`` cases a forger can claim, see ``book/teaching.md``), the class
 folder, the autograder zip and the solution are unchanged, the run completes, and no process of
-it outlives it. Skipped, with the reason, where the sandbox cannot run.
+it outlives it. Skipped, with the reason, where the sandbox cannot run. What each canary earns
+is read from the autograder (``test_grading_class.worth``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import copy
 import csv
 import hashlib
 import os
+import re
 import time
 from pathlib import Path
 
 import nbformat
 import psutil
 import pytest
-from test_grading_class import _replace_def, _with_cell
+from test_grading_class import _replace_def, _with_cell, worth
 
 from lab.tooling import classroom, gradereport, grading, sandbox
 
@@ -141,31 +143,33 @@ def run(tmp_path_factory):
     folder.mkdir()
     right = nbformat.read(build.solution, as_version=4)
     stub = nbformat.read(build.student, as_version=4)
+    w = worth(build)
+    full, fit = w["fmt"](w["max"]), w["of"]("fit_power_law")
     canaries = {
-        "right.ipynb": (right, "5"),
+        "right.ipynb": (right, full),
         "wrong_q2.ipynb": (
             _replace_def(
                 right, "imbalance_update", "def imbalance_update(d, r, eta):\n    return d"
             ),
-            "4",
+            w["fmt"](w["max"] - w["points"][w["of"]("imbalance_update")]),
         ),
         "partial_q3.ipynb": (
             _replace_def(right, "fit_power_law", "def fit_power_law(k, err):\n    return 0.7"),
-            "3.67",
+            w["fmt"](w["max"] - w["points"][fit] + w["first"](fit)),
         ),
         # names: two that make the same feedback file, a spreadsheet formula, an upper-case suffix
-        "alice smith.ipynb": (right, "5"),
+        "alice smith.ipynb": (right, full),
         "alice_smith.ipynb": (stub, "0"),
-        "=HYPERLINK(1).ipynb": (right, "5"),
-        "upper.IPYNB": (right, "5"),
-        # q3 asks for fit_power_law: calling lab's own loses q3 (2 points), with the reason
+        "=HYPERLINK(1).ipynb": (right, full),
+        "upper.IPYNB": (right, full),
+        # a question asks for fit_power_law: calling lab's own loses it, with the reason
         "forbidden.ipynb": (
             _replace_def(
                 right,
                 "fit_power_law",
                 "def fit_power_law(k, err):\n    return eos.fit_power_law(k, err)[0]",
             ),
-            "3",
+            w["fmt"](w["max"] - w["points"][fit]),
         ),
     }
     for name, (nb, _) in canaries.items():
@@ -202,6 +206,7 @@ def run(tmp_path_factory):
         "inputs": inputs,
         "seconds": seconds,
         "path": path,
+        "worth": w,
     }
 
 
@@ -218,20 +223,22 @@ ATTACKS = list(_attacks(dict.fromkeys(("folder", "zip", "solution", "out"), "x")
 
 def test_calling_a_forbidden_lab_function_costs_the_question(run):
     text = (run["out"] / "feedback" / "forbidden.txt").read_text()
-    assert "q3: your code calls lab.eos.fit_power_law" in text and "no marks for q3" in text, text
+    q = run["worth"]["of"]("fit_power_law")
+    assert f"{q}: your code calls lab.eos.fit_power_law" in text, text
+    assert f"no marks for {q}" in text, text
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_an_attacker_gets_no_undeserved_marks(run, attack):
     row = run["rows"][f"{attack}.ipynb"]
     o = run["outcomes"][f"{attack}.ipynb"]
-    # the one public case that is a bare assert (0.45 <= p_critical <= 0.55) is what a forger
-    # can claim: it is worth 2/3 of a point, and hard-coding p_critical = 0.5 earns it too
+    # the public cases that are bare asserts (0.45 <= p_critical <= 0.55; a predict question's
+    # "is it one of the choices") are what a forger can claim: hard-coding p_critical = 0.5 or
+    # any one of the choices earns them too
+    w = run["worth"]
     assert o.questions["q1"][0] == 0 and o.questions["q2"][0] == 0, row
-    assert o.score <= 0.67, row
+    assert o.score <= float(w["fmt"](w["claimable"])), row
     if attack in REASONS:
-        import re
-
         assert re.search(REASONS[attack], row["error"]), row["error"]
     print(f"{attack}: {row['total']} / {row['max']} {row['error']}")
 
@@ -294,7 +301,8 @@ def test_a_vanished_file_is_a_row_with_its_reason(tmp_path):
     build = grading.assign("eos", tmp_path / "assign", run_tests=False)
     a = classroom.prepare(build.autograder)
     o = classroom._grade(a, tmp_path / "gone.ipynb", classroom._limits(60, 2000, 5))
-    assert o.score == 0 and o.max == 5 and "could not be read" in o.error, o.error
+    assert o.score == 0 and o.max == worth(build)["max"], o
+    assert "could not be read" in o.error, o.error
 
 
 def test_the_filled_exercise_page_scores_full_marks_and_the_empty_one_zero(tmp_path):
@@ -303,19 +311,26 @@ def test_the_filled_exercise_page_scores_full_marks_and_the_empty_one_zero(tmp_p
     page = nbformat.read(grading.ROOT / "book" / "eos" / "exercises.ipynb", as_version=4)
     assert page.metadata["otter"]["assignment_name"] == "eos"
     solution = nbformat.read(build.solution, as_version=4)
-    defs = {}
-    for cell in solution.cells:
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("def "):
-            defs[cell.source.split("(")[0]] = cell.source
+
+    def key(source: str) -> str:  # "def name" of a function, "name" of a predict's choice
+        found = re.match(r"\s*(def \w+|\w+)", source)
+        return found.group(1) if found else ""
+
+    answers = {
+        key(c.source): c.source
+        for c in solution.cells
+        if c.cell_type == "code" and "otter_assign_solution_cell" in c.metadata.get("tags", [])
+    }
     filled = copy.deepcopy(page)
     for cell in filled.cells:
-        if cell.cell_type == "code" and cell.source.split("(")[0] in defs:
-            cell.source = defs[cell.source.split("(")[0]]
+        if cell.cell_type == "code" and key(cell.source) in answers:
+            cell.source = answers[key(cell.source)]
     folder = tmp_path / "class"
     folder.mkdir()
     nbformat.write(filled, folder / "filled.ipynb")
     nbformat.write(page, folder / "empty.ipynb")
     _, outcomes = classroom.grade_class(build.autograder, folder, echo=False, jobs=2)
     got = {o.submission: (o.score, o.max, o.error) for o in outcomes}
-    assert got["filled.ipynb"] == (5, 5, ""), got
+    full = worth(build)["max"]
+    assert got["filled.ipynb"] == (full, full, ""), got
     assert got["empty.ipynb"][0] == 0, got

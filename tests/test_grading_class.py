@@ -7,7 +7,8 @@ megabytes). Each hostile one must score zero with its reason in ``grades.csv`` (
 only vandalises its own sandbox: it keeps the marks of its right answers), while the right
 submission graded beside them still scores full marks and the class folder is untouched.
 The slow test grades a class of 20 generated submissions through the command line. The attacks
-of issue 40 are in tests/test_grading_attacks.py.
+of issue 40 are in tests/test_grading_attacks.py. What each submission should score is read from
+the autograder (:func:`worth`), so that the chapter's master can change.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import copy
 import csv
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lab.tooling import classroom, grading, kernels, sandbox
+from lab.tooling import classroom, grademanual, gradeschema, grading, kernels, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 OK, WHY = sandbox.check_sandbox()
@@ -82,11 +84,11 @@ def make_class(build, folder: Path, *, size: int | None = None) -> dict[str, str
     kinds = {
         "right": right,
         "stub": stub,
-        # 4 of 5: q2 returns d unchanged
+        # all but the imbalance question: it returns d unchanged
         "wrong_q2": _replace_def(
             right, "imbalance_update", "def imbalance_update(d, r, eta):\n    return d"
         ),
-        # q3 passes 1 of its 3 cases: 2/3 of 2 points
+        # the power-law question passes 1 of its 3 cases (its first)
         "partial_q3": _replace_def(
             right, "fit_power_law", "def fit_power_law(k, err):\n    return 0.7"
         ),
@@ -103,6 +105,48 @@ def make_class(build, folder: Path, *, size: int | None = None) -> dict[str, str
     for name, kind in chosen:
         nbformat.write(kinds[kind], folder / name)
     return dict(chosen)
+
+
+def worth(build) -> dict:
+    """What the assignment built in ``build`` is worth, read from its autograder: ``points``
+    ({question: points}), ``max`` (autograded), ``pending`` (explain questions' points),
+    ``of(function)`` (the question whose tests call it), ``first(question)`` (the points of its
+    first case), ``claimable`` (the points of the cases that are bare asserts: their verdict is
+    decided inside the sandbox, so a forger can claim them) and ``fmt(x)`` (as grades.csv
+    writes x)."""
+    _, cases = gradeschema.load_tests(build.autograder)
+    points: dict[str, float] = {}
+    for c in cases:
+        points[c.question] = points.get(c.question, 0.0) + c.points
+    _, manual = grademanual.load_rubrics(build.rubrics)
+
+    def of(function: str) -> str:
+        call = re.compile(rf"(?<![\w.]){function}\(")
+        return next(c.question for c in cases if call.search(c.source))
+
+    def fmt(x: float) -> str:
+        return f"{classroom.round_score(x, list(points.values())):g}"
+
+    checks = [c for c in cases if "__lab_case__(" not in gradeschema.program(c, reference=False)]
+    return {
+        "points": points,
+        "max": round(sum(points.values()), 9),  # 3 x 2/3 is 2
+        "pending": sum(float(m["points"]) for m in manual.values()),
+        "of": of,
+        "first": lambda q: next(c.points for c in cases if c.question == q),
+        "claimable": sum(c.points for c in checks),
+        "fmt": fmt,
+    }
+
+
+def head(w: dict, name: str, score: float) -> str:
+    """The first line of a student's feedback file."""
+    if w["pending"]:
+        return (
+            f"{name}: {w['fmt'](score)} of {w['fmt'](w['max'])} autograded points, "
+            f"{w['pending']:g} pending"
+        )
+    return f"{name}: {w['fmt'](score)} / {w['fmt'](w['max'])}"
 
 
 def _digest(folder: Path) -> dict[str, str]:
@@ -142,6 +186,7 @@ def graded(build, tmp_path_factory):
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     by_name = {o.submission: o for o in outcomes}
     return {
+        "worth": worth(build),
         "rows": rows,
         "outcomes": by_name,
         "loop": loop,
@@ -160,32 +205,39 @@ def test_every_submission_is_in_grades_csv_and_the_folder_is_untouched(graded):
 
 
 def test_right_and_wrong_submissions_score_what_they_earn(graded):
-    rows = graded["rows"]
-    assert rows["right.ipynb"]["total"] == "5" and rows["right.ipynb"]["max"] == "5"
+    rows, w = graded["rows"], graded["worth"]
+    full = w["fmt"](w["max"])
+    assert rows["right.ipynb"]["total"] == full and rows["right.ipynb"]["max"] == full
     assert rows["right.ipynb"]["error"] == ""
+    assert rows["right.ipynb"]["pending"] == f"{w['pending']:g}"
     assert rows["stub.ipynb"]["total"] == "0" and rows["stub.ipynb"]["error"] == ""
-    assert rows["wrong_q2.ipynb"]["total"] == "4" and rows["wrong_q2.ipynb"]["q2"] == "0"
+    q = w["of"]("imbalance_update")
+    wrong = rows["wrong_q2.ipynb"]
+    assert wrong["total"] == w["fmt"](w["max"] - w["points"][q]) and wrong[q] == "0", wrong
 
 
 def test_scores_are_rounded_to_the_points_precision(graded):
+    w = graded["worth"]
+    q = w["of"]("fit_power_law")
     row = graded["rows"]["partial_q3.ipynb"]
-    assert row["q3"] == "0.67", row  # one of three test cases of a 2-point question
-    assert row["total"] == "3.67", row
+    assert row[q] == w["fmt"](w["first"](q)) == "0.67", row  # one of three cases of 2 points
+    assert row["total"] == w["fmt"](w["max"] - w["points"][q] + w["first"](q)), row
     for row in graded["rows"].values():
-        for key in ("q1", "q2", "q3", "total"):
+        for key in [*w["points"], "total"]:
             assert len(row[key].partition(".")[2]) <= 2, row
 
 
 def test_a_submission_vandalising_its_folder_harms_no_one(graded):
     row = graded["rows"]["files.ipynb"]
-    assert row["total"] == "5" and row["error"] == "", row
+    assert row["total"] == graded["worth"]["fmt"](graded["worth"]["max"]), row
+    assert row["error"] == "", row
     assert _digest(graded["folder"]) == graded["before"]
 
 
 @pytest.mark.parametrize("case", [c for c in HOSTILE if c not in ("loop", "files")])
 def test_a_hostile_submission_scores_zero_with_its_reason(graded, case):
     row = graded["rows"][f"{case}.ipynb"]
-    assert row["total"] == "0" and row["max"] == "5", row
+    assert row["total"] == "0" and row["max"] == graded["worth"]["fmt"](graded["worth"]["max"])
     assert REASONS[case] in row["error"], row["error"]
     print(f"{case}: {row['error']}")
 
@@ -201,7 +253,7 @@ def test_feedback_files_show_public_tests_only(graded):
     out = graded["out"]
     feedback = (out / "feedback" / "stub.txt").read_text()
     instructor = (out / "instructor" / "stub.txt").read_text()
-    assert "stub.ipynb: 0 / 5" in feedback and "q1 results" in feedback
+    assert head(graded["worth"], "stub.ipynb", 0) in feedback and "q1 results" in feedback
     # the message of assert_close reaches the student
     assert "expected" in feedback and "found" in feedback
     # q1's hidden test (default_rng(1)) is in the instructor's copy only
@@ -295,7 +347,9 @@ def test_lab_grade_one_notebook_prints_its_scores_and_feedback(build, tmp_path):
     env = {**os.environ, "LAB_PROGRESS": "0"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "total: 5 / 5" in done.stdout and "q1 results" in done.stdout
+    w = worth(build)
+    assert f"total: {w['fmt'](w['max'])} / {w['fmt'](w['max'])}" in done.stdout, done.stdout
+    assert "q1 results" in done.stdout
     assert "without encryption" not in done.stdout + done.stderr
     bad = [*cmd[:5], str(tmp_path), "--jobs", "0", "--autograder", str(build.autograder)]
     bad = subprocess.run(bad, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
@@ -339,11 +393,12 @@ def test_a_class_of_20_grades_in_one_run_with_two_jobs(build, tmp_path):
     with (folder / "grades.csv").open() as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     assert set(rows) == set(kinds) and len(rows) == 20
+    w = worth(build)
     for name, row in rows.items():
         kind = kinds[name]
         if kind in HOSTILE and REASONS[kind]:
             assert row["total"] == "0" and REASONS[kind] in row["error"], row
         elif kind == "right":
-            assert row["total"] == "5" and not row["error"], row
+            assert row["total"] == w["fmt"](w["max"]) and not row["error"], row
     print(done.stdout[-3000:])
     print(f"class of {len(rows)} graded with --jobs 2 in {seconds:.0f} s")

@@ -13,6 +13,11 @@
 3. this process compares them with the expected values of a **reference run** (the solution,
    run once per class in a sandbox of its own) and writes the scores and the feedback.
 
+The questions the instructor reads (explain questions, otter's manual ones:
+:mod:`lab.tooling.grademanual`) are not run: their answer cells are read from the notebook here,
+their points are **pending** (the ``pending`` column of ``grades.csv``; the total is of the
+autograded points), and ``instructor/manual.html`` lists each one's rubric and every answer.
+
 Every failure of a submission (time, memory, output, ``sys.exit``, a dead process, an unreadable
 file) is that submission's zero with the reason in the ``error`` column of ``grades.csv``; no
 submission can stop the run or change another's grade. ``grades.csv`` is rewritten after each
@@ -33,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.tooling import gradereport, gradeschema, sandbox
+from lab.tooling import grademanual, gradereport, gradeschema, sandbox
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_MB",
@@ -70,6 +75,8 @@ class Outcome:
     full: str = ""  # every case, hidden ones included (the instructor's copy)
     log: str = ""  # the start of what the notebook printed (the instructor's copy)
     sha256: str = ""
+    manual: dict[str, str | None] = field(default_factory=dict)  # explain answers (None: none)
+    pending: dict[str, float] = field(default_factory=dict)  # their points, for the instructor
 
 
 @dataclass
@@ -89,6 +96,8 @@ class Assignment:
     forbidden_share: float = (
         0.0  # of a question's marks kept when its code calls a forbidden symbol
     )
+    manual: dict[str, dict] = field(default_factory=dict)  # grademanual's questions (rubrics)
+    notes: list[str] = field(default_factory=list)  # for instructor/_run.txt
 
 
 def _check_number(name: str, value, *, low: float) -> float:
@@ -137,8 +146,8 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _cells(data: bytes) -> tuple[list[str], str]:
-    """The code cells of a notebook file's bytes and its otter assignment name."""
+def _cells(data: bytes) -> tuple[list[str], str, dict]:
+    """The code cells of a notebook file's bytes, its otter assignment name, the notebook."""
     nb = json.loads(data)
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("not a notebook (no cells)")
@@ -149,7 +158,7 @@ def _cells(data: bytes) -> tuple[list[str], str]:
             cells.append("".join(src) if isinstance(src, list) else str(src))
     meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     otter = meta.get("otter") if isinstance(meta.get("otter"), dict) else {}
-    return cells, str(otter.get("assignment_name") or "")
+    return cells, str(otter.get("assignment_name") or ""), nb
 
 
 def _limits(timeout: float, memory_mb: float, max_output_mb: float) -> sandbox.Limits:
@@ -196,14 +205,18 @@ def prepare(
     unsandboxed: bool = False,
     forbidden: dict[str, list[str]] | None = None,
     forbidden_share: float = 0.0,
+    rubrics: str | Path | None = None,
 ) -> Assignment:
     """Read the autograder's tests and run the solution once (the reference run, sandboxed).
 
     ``solution`` defaults to the one notebook beside the zip (``lab assign`` writes it there).
     ``forbidden`` (``{question: ["lab.eos.fit_power_law", ...]}``; default
-    :data:`lab.tooling.gradeschema.FORBIDDEN` of the assignment) names the ``lab`` functions a
-    question asks the student to write: inside the sandbox they raise when the student's code
+    :data:`lab.tooling.gradeschema.FORBIDDEN` of the assignment, each under the question whose
+    tests call it) names the ``lab`` functions a question asks the student to write: inside the sandbox they raise when the student's code
     calls them, and the question keeps ``forbidden_share`` of its marks (default none).
+    ``rubrics`` is the ``rubrics.json`` of the questions the instructor reads (default: the
+    ``instructor/rubrics.json`` that ``lab assign`` writes beside ``autograder/``, if there is
+    one; :mod:`lab.tooling.grademanual`).
 
     Raises
     ------
@@ -222,7 +235,7 @@ def prepare(
     )
     name, cases = gradeschema.load_tests(autograder)
     if forbidden is None:
-        forbidden = gradeschema.FORBIDDEN.get(name, {})
+        forbidden = gradeschema.forbidden_questions(cases, gradeschema.FORBIDDEN.get(name, []))
     if not isinstance(forbidden, dict) or not all(
         isinstance(q, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
         for q, v in forbidden.items()
@@ -231,8 +244,9 @@ def prepare(
     forbidden_share = _check_number("forbidden_share", forbidden_share, low=0)
     if forbidden_share > 1:
         raise ValueError(f"forbidden_share must be <= 1 (got {forbidden_share})")
+    manual, notes = _rubrics(rubrics, autograder, name, solution)
     start = time.monotonic()
-    cells, _ = _cells(solution.read_bytes())
+    cells, _, _ = _cells(solution.read_bytes())
     ref_programs = {
         f"{c.question}/{c.index}": gradeschema.program(c, reference=True) for c in cases
     }
@@ -249,6 +263,7 @@ def prepare(
     if bad:
         raise ValueError(f"solution {solution} fails its own tests when run here: {bad[:3]}")
     secrets = [ln.strip() for ln in grading.solution_lines(solution)]
+    secrets += grademanual.manual_lines(manual)
     return Assignment(
         autograder,
         solution,
@@ -261,11 +276,34 @@ def prepare(
         round(time.monotonic() - start, 1),
         forbidden,
         forbidden_share,
+        manual,
+        notes,
     )
+
+
+def _rubrics(rubrics, autograder: Path, name: str, solution: Path) -> tuple[dict, list[str]]:
+    """The manual questions of :func:`prepare`, and notes for the run report."""
+    if rubrics is not None:
+        path = _check_file("rubrics", rubrics, ".json")
+    else:
+        path = autograder.parent.parent / "instructor" / grademanual.RUBRICS
+        if not path.is_file():
+            marked = solution.read_text(errors="replace").count(grademanual.OTTER_BEGIN)
+            note = (
+                f"the solution has {marked} question(s) read by the instructor, but no {path} "
+                "(lab assign writes it; pass rubrics=): their answers are not collected"
+            )
+            return {}, [note] if marked else []
+    found, manual = grademanual.load_rubrics(path)
+    if found and name and found != name:
+        raise ValueError(f"rubrics {path} is of assignment {found!r}, not {name!r}")
+    return manual, [f"rubrics: {path} ({len(manual)} question(s) read by the instructor)"]
 
 
 def _grade(assignment: Assignment, notebook: Path, limits: sandbox.Limits, stop=None) -> Outcome:
     outcome = Outcome(notebook.name)
+    outcome.manual = dict.fromkeys(assignment.manual)  # None: no answer (until one is read)
+    outcome.pending = {q: float(m["points"]) for q, m in assignment.manual.items()}
     start = time.monotonic()
     try:
         try:
@@ -277,9 +315,13 @@ def _grade(assignment: Assignment, notebook: Path, limits: sandbox.Limits, stop=
         if len(data) > MAX_NOTEBOOK_MB * 2**20:
             raise _Zero(f"the file is larger than {MAX_NOTEBOOK_MB} MB")
         try:
-            cells, name = _cells(data)
+            cells, name, nb = _cells(data)
         except (ValueError, TypeError) as err:
             raise _Zero(f"not a readable notebook ({str(err)[:80]})") from None
+        try:
+            outcome.manual = grademanual.answers(nb, assignment.manual)
+        except Exception:  # noqa: BLE001 - a notebook's odd shape is its own missing answer
+            outcome.manual = dict.fromkeys(assignment.manual)
         if name and assignment.name and name != assignment.name:
             raise _Zero(f"submitted for assignment {name[:40]!r}, not {assignment.name!r}")
         res = _run(
@@ -424,10 +466,15 @@ def write_results(
     *,
     warning: str = "",
     skipped: dict[str, str] | None = None,
+    manual: dict[str, dict] | None = None,
 ) -> Path:
     """Write ``grades.csv``, ``feedback/<name>.txt`` (for the student) and
     ``instructor/<name>.txt`` (everything) into ``out``; return the csv's path. ``skipped``
-    (``{file: reason}``) adds a row for each entry that was not graded.
+    (``{file: reason}``) adds a row for each entry that was not graded. ``manual`` (the
+    questions the instructor reads, :attr:`Assignment.manual`) adds ``instructor/manual.html``:
+    each one's rubric and every submission's answer; in ``grades.csv`` their cells read
+    ``pending`` and the ``pending`` column holds their points (the total is of the autograded
+    points).
 
     Raises
     ------
@@ -438,34 +485,73 @@ def write_results(
         raise TypeError("outcomes must be a list of Outcome")
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a path (got {out!r})")
+    if manual is not None and not isinstance(manual, dict):
+        raise TypeError(f"manual must be a dict of questions (got {manual!r})")
     out = Path(out)
     names, _ = gradereport.feedback_names([o.submission for o in outcomes])
     questions: list[str] = []
     for o in outcomes:
-        questions += [q for q in o.questions if q not in questions]
+        questions += [q for q in [*o.questions, *o.pending] if q not in questions]
     maximum = max((o.max for o in outcomes), default=0.0)
     rows = []
     for o in outcomes:
         row = {q: "0" for q in questions} | {q: f"{s:g}" for q, (s, _) in o.questions.items()}
+        row |= dict.fromkeys(o.pending, "pending")
         row |= {"submission": o.submission, "total": f"{o.score:g}", "error": o.error}
         row |= {"max": f"{o.max or maximum:g}", "feedback": names[o.submission], "sha256": o.sha256}
+        row["pending"] = f"{sum(o.pending.values()):g}"
         rows.append(row)
         if o.public.startswith(_EARLIER):
             continue  # graded by an earlier run (--resume): its files are already there
-        head = f"{o.submission}: {o.score:g} / {o.max or maximum:g}\n"
-        head += f"{o.error}\n" if o.error else ""
+        head = _head(o, maximum)
         scores = "".join(f"{q}: {s:g} / {m:g}\n" for q, (s, m) in o.questions.items())
+        waits = "".join(
+            f"{q}: pending ({_points(m)}): your instructor reads your answer\n"
+            for q, m in o.pending.items()
+        )
         feedback = out / "feedback" / names[o.submission]
-        gradereport.write_atomic(feedback, f"{head}{scores}\n{o.public}\n")
+        gradereport.write_atomic(feedback, f"{head}{scores}{waits}\n{o.public}\n")
         log = f"\n--- what the notebook printed (start) ---\n{o.log[:20000]}\n" if o.log else ""
         warn = f"WARNING: {warning}\n" if warning else ""
-        text = f"{warn}{head}{scores}\n{o.full}\n{log}"
+        text = f"{warn}{head}{scores}{waits}\n{o.full}\n{_answers(o)}{log}"
         gradereport.write_atomic(out / "instructor" / names[o.submission], text)
     for name, why in (skipped or {}).items():
         rows.append({"submission": name, "error": f"not graded: {why}"})
+    if manual:
+        answers = {o.submission: o.manual for o in outcomes}
+        page = grademanual.report_html("", manual, answers)
+        gradereport.write_atomic(out / "instructor" / "manual.html", page)
     path = out / "grades.csv"
     gradereport.write_csv(path, rows, questions, warning)
     return path
+
+
+def _head(o: Outcome, maximum: float) -> str:
+    pending = sum(o.pending.values())
+    if pending:
+        head = f"{o.submission}: {o.score:g} of {o.max or maximum:g} autograded points, "
+        head += f"{pending:g} pending (read by your instructor)\n"
+    else:
+        head = f"{o.submission}: {o.score:g} / {o.max or maximum:g}\n"
+    return head + (f"{o.error}\n" if o.error else "")
+
+
+def _points(value: float) -> str:
+    return f"{value:g} point{'' if value == 1 else 's'}"
+
+
+def _answers(o: Outcome) -> str:
+    """The explain answers of the instructor's copy (control characters removed)."""
+    out = []
+    for q, points in o.pending.items():
+        answer = o.manual.get(q)
+        if not answer:
+            out.append(f"{q} (pending, {_points(points)}): no answer (empty, or not found)")
+            continue
+        clean = "".join(c if c.isprintable() or c == "\n" else " " for c in answer)
+        out.append(f"{q} (pending, {_points(points)}), the answer:")
+        out += [f"    | {line}" for line in clean.splitlines()]
+    return "\n".join(out) + "\n" if out else ""
 
 
 _EARLIER = "(graded by an earlier run"

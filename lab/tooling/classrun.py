@@ -101,10 +101,11 @@ def grade_class(
     resume: bool = False,
     forbidden: dict[str, list[str]] | None = None,
     forbidden_share: float = 0.0,
+    rubrics: str | Path | None = None,
 ) -> tuple[Path, list]:
     """Grade every notebook of ``folder`` and write the results into ``out`` (default:
-    ``folder``). ``solution``, ``unsandboxed``, ``forbidden`` and ``forbidden_share`` go to
-    :func:`lab.tooling.classroom.prepare`; ``resume`` keeps the rows of an earlier
+    ``folder``). ``solution``, ``unsandboxed``, ``forbidden``, ``forbidden_share`` and
+    ``rubrics`` go to :func:`lab.tooling.classroom.prepare`; ``resume`` keeps the rows of an earlier
     ``grades.csv`` in ``out`` whose file is unchanged. Returns ``(path of grades.csv, outcomes)``.
 
     Raises
@@ -146,6 +147,7 @@ def grade_class(
         unsandboxed=unsandboxed,
         forbidden=forbidden,
         forbidden_share=forbidden_share,
+        rubrics=rubrics,
     )
     inputs = [assignment.autograder, assignment.solution]
     before = _checksums(inputs)
@@ -158,7 +160,7 @@ def grade_class(
     for nb in submissions:
         row = earlier.get(nb.name)
         if row and row.get("sha256") and row["sha256"] == _file_sha(nb):
-            outcomes[nb.name] = _from_row(row)
+            outcomes[nb.name] = _from_row(row, assignment, nb)
         else:
             todo.append(nb)
     names, collisions = gradereport.feedback_names([p.name for p in submissions])
@@ -168,7 +170,7 @@ def grade_class(
     def done(outcome) -> None:
         with lock:
             outcomes[outcome.submission] = outcome
-            _write(out, outcomes, skipped, warning)
+            _write(out, outcomes, skipped, warning, assignment.manual)
 
     from lab.core.progress import progress
 
@@ -187,7 +189,7 @@ def grade_class(
         pool.shutdown(wait=True, cancel_futures=True)
     after = _checksums(inputs)
     changed = [p for p in before if before[p] != after[p]]
-    path = _write(out, outcomes, skipped, warning)
+    path = _write(out, outcomes, skipped, warning, assignment.manual)
     report = _run_report(
         assignment,
         before,
@@ -204,7 +206,8 @@ def grade_class(
     if echo:
         for name in sorted(outcomes):
             o = outcomes[name]
-            print(f"{o.submission}: {o.score:g} / {o.max:g} ({o.seconds:g} s) {o.error[:90]}")
+            wait = f" (+{sum(o.pending.values()):g} pending)" if o.pending else ""
+            print(f"{o.submission}: {o.score:g} / {o.max:g}{wait} ({o.seconds:g} s) {o.error[:90]}")
         for name, why in skipped.items():
             print(f"skipped {name}: {why}")
         for note in collisions:
@@ -225,21 +228,36 @@ def _file_sha(path: Path) -> str:
         return ""
 
 
-def _from_row(row: dict):
+def _from_row(row: dict, assignment, notebook: Path):
+    """The outcome of an earlier run's row; the explain answers are read again from the file."""
+    import json
+
+    from lab.tooling import grademanual
     from lab.tooling.classroom import Outcome
 
-    fixed = {"submission", "total", "max", "error", "feedback", "sha256"}
-    qs = {k: (float(v or 0), 0.0) for k, v in row.items() if k not in fixed and k}
+    fixed = {"submission", "total", "max", "pending", "error", "feedback", "sha256"}
+    qs = {
+        k: (float(v or 0), 0.0)
+        for k, v in row.items()
+        if k and k not in fixed and k not in assignment.manual and v != "pending"
+    }
     o = Outcome(row["submission"], float(row["total"] or 0), float(row["max"] or 0), qs)
     o.error, o.sha256 = row.get("error", "").lstrip("'"), row.get("sha256", "")
     o.public = "(graded by an earlier run of lab grade --resume: see its feedback file)"
+    o.pending = {q: float(m["points"]) for q, m in assignment.manual.items()}
+    try:
+        o.manual = grademanual.answers(json.loads(notebook.read_bytes()), assignment.manual)
+    except Exception:  # noqa: BLE001 - unreadable now: no answer to show
+        o.manual = dict.fromkeys(assignment.manual)
     return o
 
 
-def _write(out: Path, outcomes: dict, skipped: dict, warning: str) -> Path:
+def _write(out: Path, outcomes: dict, skipped: dict, warning: str, manual: dict) -> Path:
     from lab.tooling.classroom import write_results
 
-    return write_results(list(outcomes.values()), out, warning=warning, skipped=skipped)
+    return write_results(
+        list(outcomes.values()), out, warning=warning, skipped=skipped, manual=manual
+    )
 
 
 def _run_report(
@@ -253,6 +271,7 @@ def _run_report(
         f"graded {graded} submissions in {seconds:.0f} s (reference run {a.seconds:g} s)",
     ]
     lines += [f"WARNING: {warning}"] if warning else []
+    lines += list(a.notes)
     lines += (
         ["INTERRUPTED: grades.csv holds the submissions graded before the signal"]
         if stopped
@@ -302,6 +321,8 @@ def cli(args: argparse.Namespace) -> int:
             raise ValueError(f"--forbid must read QUESTION=lab.module.function (got {item!r})")
         forbidden = forbidden or {}
         forbidden.setdefault(q, []).append(symbol)
+    # --rubrics (lab/__main__.py): default, lab assign's instructor/rubrics.json beside the zip
+    rubrics = getattr(args, "rubrics", None)
     target = Path(args.notebook).resolve()
     if target.is_dir():
         try:
@@ -311,6 +332,8 @@ def cli(args: argparse.Namespace) -> int:
                 out=args.out,
                 jobs=args.jobs,
                 resume=args.resume,
+                forbidden=forbidden,
+                rubrics=rubrics,
                 **limits,
                 **common,
             )
@@ -319,20 +342,29 @@ def cli(args: argparse.Namespace) -> int:
             return 130
         return 0
     assignment = cr.prepare(
-        autograder, args.solution, unsandboxed=args.unsandboxed, forbidden=forbidden
+        autograder,
+        args.solution,
+        unsandboxed=args.unsandboxed,
+        forbidden=forbidden,
+        rubrics=rubrics,
     )
     outcome = cr.grade_isolated(autograder, target, **limits, **common, assignment=assignment)
     if args.unsandboxed:
         print(f"WARNING: {cr.UNSANDBOXED}")
     for q, (s, m) in outcome.questions.items():
         print(f"{q}: {s:g} / {m:g}")
+    for q, m in outcome.pending.items():
+        print(f"{q}: pending ({m:g} point{'' if m == 1 else 's'}, read by the instructor)")
+    pending = sum(outcome.pending.values())
     print(
         f"total: {outcome.score:g} / {outcome.max:g}"
+        + (f" autograded points, {pending:g} pending" if pending else "")
         + (f"  {outcome.error}" if outcome.error else "")
     )
     if args.out is not None:
         warning = cr.UNSANDBOXED if args.unsandboxed else ""
-        print(f"wrote {cr.write_results([outcome], args.out, warning=warning)}")
+        path = cr.write_results([outcome], args.out, warning=warning, manual=assignment.manual)
+        print(f"wrote {path}")
     else:
         print(outcome.public)
     return 0

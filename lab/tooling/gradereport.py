@@ -5,7 +5,9 @@
   submissions graded so far, which ``lab grade --resume`` reads back (its ``sha256`` column says
   which file each row graded). Text cells that a spreadsheet would read as a formula (starting
   with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) are written with a leading ``'``.
-  A run with ``--unsandboxed`` starts the file with a ``# WARNING`` line.
+  A run with ``--unsandboxed`` starts the file with a ``# WARNING`` line. The cell of a
+  question the instructor reads (an explain question) is ``pending``; the ``pending`` column
+  holds those points, which ``total`` and ``max`` (the autograded points) leave out.
 * ``feedback/<name>.txt`` (for the student) and ``instructor/<name>.txt``: one pair per
   submission. Names are made safe (letters, digits, ``-_.``) and unique: ``alice smith.ipynb``
   and ``alice_smith.ipynb`` get ``alice_smith.txt`` and ``alice_smith-2.txt`` (the ``feedback``
@@ -88,11 +90,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_csv(path: Path, rows: list[dict], questions: list[str], warning: str = "") -> None:
     """Write ``grades.csv`` atomically: one row per dict (keys: submission, the questions, total,
-    max, error, feedback, sha256), text cells escaped."""
+    max, pending, error, feedback, sha256), text cells escaped."""
     buf = io.StringIO()
     if warning:
         buf.write(f"# WARNING: {warning}\n")
-    fields = ["submission", *questions, "total", "max", "error", "feedback", "sha256"]
+    fields = ["submission", *questions, "total", "max", "pending", "error", "feedback", "sha256"]
     writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     for row in sorted(rows, key=lambda r: r["submission"]):

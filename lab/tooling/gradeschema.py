@@ -14,8 +14,9 @@ into one of two programs:
 * the **reference** program, run once per class on the instructor's solution:
   ``__lab_case__(got, expected, name, rtol=..., atol=..., msg=...)`` records the expected values.
 
-The sandbox sends the student's answers back as JSON (:func:`encode`); :func:`score` compares them
-with the reference in the grading process, which never runs student code. Patching anything inside
+The sandbox sends the student's answers back as JSON (:func:`encode`: numbers and arrays, or text,
+such as a predict question's choice); :func:`score` compares them with the reference in the
+grading process, which never runs student code (text is compared after ``.strip().lower()``). Patching anything inside
 the sandbox (``assert_close``, the recorder, ``json``, the result pipe) can then only change what
 the student answers, never the expected values, which never enter the sandbox. The verdict of a
 bare ``assert`` is still computed inside the sandbox (see ``book/teaching.md``).
@@ -42,9 +43,11 @@ import numpy as np
 __all__ = [
     "FORBIDDEN",
     "Case",
+    "NonNumeric",
     "QuestionScore",
     "decode",
     "encode",
+    "forbidden_questions",
     "load_tests",
     "program",
     "sanitize",
@@ -52,10 +55,12 @@ __all__ = [
 ]
 
 EXCERPT_CHARS = 200  # of a student's exception text, in the feedback
-#: the ``lab`` functions a question asks the student to write, by assignment: inside the sandbox
-#: they raise when the student's code calls them (``lab grade --forbid`` adds others)
-FORBIDDEN: dict[str, dict[str, list[str]]] = {
-    "eos": {"q3": ["lab.eos.fit_power_law"]},
+MAX_TEXT = 2000  # characters of a text answer that travel back from the sandbox
+#: the ``lab`` functions an assignment asks the student to write: inside the sandbox they raise
+#: when the student's code calls them, and cost the question whose tests call a function of that
+#: name (:func:`forbidden_questions`; ``lab grade --forbid`` names others, with their question)
+FORBIDDEN: dict[str, list[str]] = {
+    "eos": ["lab.eos.fit_power_law"],
 }
 _ASSERT_CLOSE_DEFAULTS = {"rtol": 1e-9, "atol": 1e-12, "msg": ""}
 
@@ -121,18 +126,65 @@ def load_tests(autograder: str | Path) -> tuple[str, list[Case]]:
                 or suite.get("teardown")
             ):
                 raise ValueError(f"autograder {autograder}: {name} is not a plain doctest suite")
-        total = float(test.get("points") or 0.0)
-        for i, case in enumerate(found):
+        shares = _case_points(test.get("points"), found, f"autograder {autograder}: {name}")
+        for i, (case, share) in enumerate(zip(found, shares, strict=True)):
             examples = doctest.DocTestParser().get_examples(case["code"])
             if any(e.want.strip() for e in examples):
                 raise ValueError(f"autograder {autograder}: {name} compares printed output")
-            points = case.get("points")
-            share = float(points) if points is not None else total / len(found)
             source = "".join(e.source for e in examples)
             cases.append(Case(str(test["name"]), i, source, bool(case.get("hidden")), share))
     if not cases:
         raise ValueError(f"autograder {autograder} holds no tests")
     return str(config.get("assignment_name") or ""), cases
+
+
+def _case_points(total, cases: list[dict], where: str) -> list[float]:
+    """Each case's points, as otter resolves them (``resolve_test_file_points``): a case's own
+    ``points`` (a predict question's public check has ``points: 0``), the rest of the
+    question's total shared equally by the others."""
+    points = [c.get("points") for c in cases]
+    if isinstance(total, list):
+        if len(total) != len(cases):
+            raise ValueError(f"{where}: {len(total)} point values for {len(cases)} cases")
+        points, total = list(total), None
+    bad = [p for p in [total, *points] if p is not None and not isinstance(p, (int, float))]
+    if bad or any(isinstance(p, bool) for p in [total, *points]):
+        raise ValueError(f"{where}: points must be numbers (got {bad or [total, *points]})")
+    given = sum(p for p in points if p is not None)
+    free = sum(p is None for p in points)
+    if total is not None:
+        if given > total:
+            raise ValueError(f"{where}: its cases hold more points than the question")
+        share = (total - given) / free if free else 0.0
+    elif all(p in (0, None) for p in points):
+        share = 1 / free if free else 0.0  # otter: a question without points is worth 1
+    else:
+        share = 0.0
+    return [float(p) if p is not None else float(share) for p in points]
+
+
+def forbidden_questions(cases: list[Case], symbols: list[str]) -> dict[str, list[str]]:
+    """``{question: [symbol, ...]}``: each ``lab.module.name`` under the first question whose
+    tests call ``name(...)`` as the student's function (not ``module.name(...)``); a symbol no
+    test calls is left out.
+
+    Raises
+    ------
+    TypeError
+        If ``cases`` is not a list of :class:`Case` or ``symbols`` not a list of strings.
+    """
+    if not isinstance(cases, list) or not all(isinstance(c, Case) for c in cases):
+        raise TypeError("cases must be a list of Case")
+    if not isinstance(symbols, list) or not all(isinstance(x, str) for x in symbols):
+        raise TypeError(f"symbols must be a list of dotted names (got {symbols!r})")
+    out: dict[str, list[str]] = {}
+    for symbol in symbols:
+        name = symbol.rpartition(".")[2]
+        call = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+        question = next((c.question for c in cases if call.search(c.source)), None)
+        if question is not None:
+            out.setdefault(question, []).append(symbol)
+    return out
 
 
 # -- rewriting ---------------------------------------------------------------------------------
@@ -271,8 +323,11 @@ def program(case: Case, *, reference: bool) -> str:
 
 # -- values ------------------------------------------------------------------------------------
 def encode(value) -> dict:
-    """A number, an array, a nested list or a tensor as JSON data (``{"shape", "data"}``);
-    anything else as ``{"type": name}``."""
+    """A number, an array, a nested list or a tensor as JSON data (``{"shape", "data"}``), a
+    string as ``{"text": ...}`` (its first :data:`MAX_TEXT` characters); anything else as
+    ``{"type": name}``."""
+    if isinstance(value, str):
+        return {"text": str(value)[:MAX_TEXT]}
     try:
         if hasattr(value, "detach"):
             value = value.detach().cpu().numpy()
@@ -286,16 +341,34 @@ def encode(value) -> dict:
     return {"shape": list(arr.shape), "data": data}
 
 
+@dataclass(frozen=True)
+class NonNumeric:
+    """What :func:`decode` returns for a value that is neither numbers nor text (its type's
+    name, or ``<malformed>``)."""
+
+    label: str
+
+    def __str__(self) -> str:
+        return self.label
+
+
 def decode(data) -> object:
-    """The value :func:`encode` wrote (an array), or a string naming a non-numeric type."""
+    """The value :func:`encode` wrote: an array, a string (``{"text": ...}``), or a
+    :class:`NonNumeric` naming a value of another type (or malformed data)."""
     if not isinstance(data, dict):
-        return "<malformed>"
+        return NonNumeric("<malformed>")
+    if "text" in data:
+        text = data["text"]
+        return text[:MAX_TEXT] if isinstance(text, str) else NonNumeric("<malformed>")
     if "type" in data:
-        return f"<{str(data['type'])[:60]}>"
-    shape = [int(s) for s in data["shape"]]
-    flat = [float(x) for x in data["data"]]
-    if len(flat) != int(np.prod(shape)) or len(shape) > 32:
-        return "<malformed>"
+        return NonNumeric(f"<{str(data['type'])[:60]}>")
+    try:
+        shape = [int(s) for s in data["shape"]]
+        flat = [float(x) for x in data["data"]]
+    except (KeyError, TypeError, ValueError):
+        return NonNumeric("<malformed>")
+    if len(shape) > 32 or len(flat) != int(np.prod(shape)):
+        return NonNumeric("<malformed>")
     return np.asarray(flat, dtype=float).reshape(shape)
 
 
@@ -362,22 +435,24 @@ def _check_case(case: Case, ref: dict, got: dict | None, secrets: list[str]):
                 )
                 return fail(f"check failed: {line[:160]}")
             continue
-        value = decode(mine.get("got"))
+        value, wanted = decode(mine.get("got")), decode(want["expected"])
         try:
-            if isinstance(value, str):
-                raise AssertionError(
-                    f"{want['name']}: expected a number or an array of numbers, found {value}"
-                )
+            if isinstance(value, NonNumeric):
+                kind = "a text answer" if isinstance(wanted, str) else "a number or an array"
+                raise AssertionError(f"{want['name']}: expected {kind}, found {value}")
+            if isinstance(wanted, str) and isinstance(value, np.ndarray):
+                value = value.tolist()  # a number where a text answer is expected: say so
             assert_close(
                 str(want["name"]),
                 value,
-                decode(want["expected"]),
+                wanted,
                 rtol=float(want["rtol"]),
                 atol=float(want["atol"]),
                 msg=str(want.get("msg", "")),
             )
         except AssertionError as err:
-            return fail(str(err)[:400])
+            # a text answer is the student's own, but it can carry text it found in memory
+            return fail(sanitize(err, secrets, 400))
     return True, f"{tag}: passed", f"{tag}: passed"
 
 

@@ -5,7 +5,9 @@ notebook format (raw ``# BEGIN QUESTION`` / ``# BEGIN TESTS`` cells, ``# BEGIN S
 markers in code). From it:
 
 * :func:`assign` writes the student notebook and the autograder zip into
-  ``_build/assign/<slug>/`` (``make assign CH=<slug>`` or ``python -m lab assign <slug>``);
+  ``_build/assign/<slug>/`` (``make assign CH=<slug>`` or ``python -m lab assign <slug>``), and
+  the rubrics of the questions the instructor reads into its ``instructor/rubrics.json``
+  (:mod:`lab.tooling.grademanual`);
 * :func:`grade` scores any notebook against that autograder, locally, without Docker;
 * :func:`roundtrip` proves the assignment works: the solutions score full marks, the
   untouched student stubs do not;
@@ -73,6 +75,7 @@ class AssignmentBuild:
     student: Path
     solution: Path
     autograder: Path
+    rubrics: Path | None = None  # instructor/rubrics.json: the explain questions' rubrics
 
 
 def assign(
@@ -86,7 +89,11 @@ def assign(
 
     Writes ``<out_dir>/student/assignment.ipynb`` (hand this out) and
     ``<out_dir>/autograder/*.zip`` (grade with it; ``out_dir`` defaults to
-    ``_build/assign/<slug>/``, and only its ``student/`` and ``autograder/`` are replaced). With
+    ``_build/assign/<slug>/``, and only its ``student/``, ``autograder/`` and
+    ``instructor/rubrics.json`` are replaced). ``instructor/rubrics.json`` holds the prompt,
+    points, model answer and rubric of each manual (explain) question, for ``lab grade``'s
+    instructor report (:mod:`lab.tooling.grademanual`; otter leaves them out of the student
+    notebook and the zip). With
     ``run_tests`` otter also executes the master and fails if a solution does not pass its own
     tests. The zip carries this checkout's wheel, which its ``environment.yml`` installs
     (:mod:`lab.tooling.assignenv`).
@@ -103,6 +110,11 @@ def assign(
     for part in ("student", "autograder"):
         shutil.rmtree(out / part, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
+    from lab.tooling import grademanual
+
+    # the rubrics first: a malformed explain question fails before otter runs
+    rubrics = out / "instructor" / grademanual.RUBRICS
+    grademanual.write_rubrics(master, rubrics)
     from otter.assign import main as otter_assign
 
     # otter's assign in this process (what ``otter assign`` runs, without starting and
@@ -129,7 +141,7 @@ def assign(
 
     assignenv.bundle(zips[0], root=root)
     return AssignmentBuild(
-        slug, out, out / "student" / master.name, out / "autograder" / master.name, zips[0]
+        slug, out, out / "student" / master.name, out / "autograder" / master.name, zips[0], rubrics
     )
 
 
@@ -210,7 +222,9 @@ def roundtrip(slug: str, *, root: Path | None = None, out_dir: str | Path | None
     """Build the assignment, grade the solution master and the untouched student notebook.
 
     Returns ``{"solution": grade(...), "student": grade(...), "leaked": [lines]}`` where
-    ``leaked`` lists solution lines found in the student notebook (must be empty).
+    ``leaked`` lists solution lines, and lines of the explain questions' model answers and
+    rubrics, found in the student notebook (must be empty). otter's grader scores the
+    autograded questions only (the explain questions are not in the zip).
 
     ``otter assign`` is run without its own test run: grading the solution master with the
     autograder (public and hidden tests) is the same check, and executing the master a third
@@ -221,6 +235,10 @@ def roundtrip(slug: str, *, root: Path | None = None, out_dir: str | Path | None
     stu = grade(build.autograder, build.student)
     student_text = build.student.read_text()
     leaked = [ln for ln in solution_lines(build.solution) if ln in student_text]
+    from lab.tooling import grademanual
+
+    manual = grademanual.manual_questions(_master(slug, root))
+    leaked += [ln for ln in grademanual.manual_lines(manual) if ln in student_text]
     return {"solution": sol, "student": stu, "leaked": leaked, "build": build}
 
 
@@ -260,6 +278,9 @@ def exercise_page(
     The page is otter's student notebook (questions, stubs, a ``grader.check`` cell under each
     question), with otter's set-up cell replaced by :func:`checker_cell`, so the self-checks
     run wherever the page is opened (Colab included); no solution and no hidden test is in it.
+    An explain question (otter's manual question) has no check; its prompt says the instructor
+    reads the answer, and otter's question markers become the page's own
+    (:func:`lab.tooling.grademanual.page_cells`: the answer is found there when graded).
     Its metadata names the assignment as otter's student notebook does
     (``otter.assignment_name``), so the filled-in page is a valid submission.
     It is marked ``mystnb.execution_mode: off`` (the book shows the stubs without running
@@ -295,6 +316,21 @@ def exercise_page(
         cells.append(cell)
     if not init_done:
         raise ValueError(f"student notebook {student} has no otter set-up cell")
+    from lab.tooling import grademanual
+
+    manual = grademanual.manual_questions(_master(slug, root))
+    cells = grademanual.page_cells(cells, manual)
+    kinds = ""
+    if any(c["cell_type"] == "markdown" and "**Predict" in "".join(c["source"]) for c in cells):
+        kinds += (
+            "The check of a **Predict** question only tests that your answer is one of the "
+            "choices: the autograder marks the choice itself. "
+        )
+    if manual:
+        kinds += (
+            "**Explain** questions have no check: write your answer in the cell under the "
+            "question; your instructor reads it and marks it with a rubric. "
+        )
     note = (
         "```{admonition} How to work on this page\n:class: tip\n"
         "This is the chapter's assignment as a student gets it. Download the notebook (the "
@@ -302,7 +338,7 @@ def exercise_page(
         "button), write your code where you see `...`, and run the check cell under each "
         'question: `grader.check("q1")` runs that question\'s **public** tests and says what '
         "it expected and what it found. Your instructor's autograder also runs hidden tests, "
-        "so passing every check is not yet full marks. Submit the `.ipynb` file. "
+        f"so passing every check is not yet full marks. {kinds}Submit the `.ipynb` file. "
         "Instructors: see [Teaching with the book](../teaching.md).\n```"
     )
     insert_at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
@@ -348,6 +384,25 @@ def _at(a: np.ndarray, index: tuple) -> str:
     return f"{a[index]:.10g}" if a.ndim else f"{float(a):.10g}"
 
 
+def _short(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _assert_text(head: str, got, expected: str) -> None:
+    """A text answer (a predict question's choice): equal after ``.strip().lower()``."""
+    if not isinstance(got, str):
+        raise AssertionError(
+            f'{head}: expected a text answer (a string such as "a"), '
+            f"found {_short(got)} ({type(got).__name__})"
+        )
+    if got.strip().lower() != expected.strip().lower():
+        raise AssertionError(
+            f"{head}: expected {_short(expected.strip())}, found {_short(got.strip())} "
+            "(text is compared after .strip().lower())"
+        )
+
+
 def assert_close(
     name: str,
     got,
@@ -363,13 +418,15 @@ def assert_close(
     ``|got - expected| <= atol + rtol * |expected|`` everywhere (``numpy.isclose``); an
     ``expected`` of fewer dimensions is broadcast (``0.0`` for a whole array). Accepts numbers,
     arrays, nested lists and torch tensors. ``msg`` (a hint, as after ``assert ...,``) leads
-    the message.
+    the message. A text ``expected`` (a predict question's choice, ``assert_close("q2_choice",
+    q2_choice, "b")``) asks for text equal to it after ``.strip().lower()`` (the tolerances do
+    not apply): ``q2_choice: expected 'b', found 'a'``.
 
     Raises
     ------
     AssertionError
-        If the values differ beyond the tolerance, the shapes differ, or ``got`` holds NaN/inf
-        or is not numeric.
+        If the values differ beyond the tolerance, the shapes differ, ``got`` holds NaN/inf
+        or is not numeric, or (a text ``expected``) ``got`` is not that text.
     TypeError, ValueError
         If ``name`` is not a string or a tolerance is negative.
 
@@ -382,6 +439,8 @@ def assert_close(
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
             raise ValueError(f"{label} must be a number >= 0 (got {tol!r})")
     head = f"{msg} ({name})" if msg else name
+    if isinstance(expected, str):
+        return _assert_text(head, got, expected)
     exp_a = _as_array(f"{head}: the expected value", expected)
     got_a = _as_array(f"{head}: your result", got)
     if got_a.shape != exp_a.shape and exp_a.ndim < got_a.ndim:

@@ -9,6 +9,14 @@ file and otter refuses tests stored in notebook metadata there. :func:`checker` 
 into a temporary ``tests/`` folder and returns an ``otter.Notebook`` that reads them.
 
 The hidden tests never leave the instructor's autograder zip (``lab assign``).
+
+What a self-check covers is what can be checked without the answers: an **implement**
+question's public tests; of a **predict** question (``q2_choice = "b"``), only its public test
+that the choice is one of the options (worth no points: the choice itself is compared, hidden,
+by the autograder); an **explain** question (otter's manual question) has no test and no check
+cell: the page says that the instructor reads the answer (:mod:`lab.tooling.grademanual`).
+otter's ``check`` of a question whose public cases are all worth 0 points displays its result
+as usual (its ``.grade`` attribute divides by zero: the page does not use it).
 """
 
 from __future__ import annotations
