@@ -21,7 +21,7 @@ from claim_gaps import GAPS
 
 from lab.core import claims
 from lab.core.fixtures import OFFICIAL_DIR
-from lab.tooling.chapters import chapter_notebooks, chapters
+from lab.tooling.chapters import chapter_notebooks, chapters, claims_page
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -378,23 +378,25 @@ def _declared_ids(slug: str) -> set[str]:
 
 def test_every_chapter_renders_generated_claims():
     for slug in MIGRATED:
-        index = (ROOT / "book" / slug / "index.md").read_text()
-        assert "```{claims}" in index, f"book/{slug}/index.md does not render {{claims}}"
+        index = claims_page(slug, ROOT).read_text()
+        assert "```{claims}" in index, f"{claims_page(slug, ROOT)} does not render {{claims}}"
 
 
 @pytest.mark.parametrize("slug", MIGRATED)
 def test_claims_section_is_generated_not_typed(slug):
-    index = (ROOT / "book" / slug / "index.md").read_text()
+    index = claims_page(slug, ROOT).read_text()
     section = _claims_section(index)
-    assert section, f"book/{slug}/index.md has no '## Claims ...' section"
-    assert "```{claims}" in section, f"book/{slug}/index.md: the claims section needs ```{{claims}}"
+    assert section, f"{claims_page(slug, ROOT).name} has no '## Claims ...' section"
+    assert "```{claims}" in section, (
+        f"{claims_page(slug, ROOT).name}: the claims section needs ```{{claims}}"
+    )
     assert not re.search(r"^\|.*\|\s*$", section, re.M), (
-        f"book/{slug}/index.md: a hand-typed table in the claims section"
+        f"{claims_page(slug, ROOT).name}: a hand-typed table in the claims section"
     )
     prose = _REFERENCE.sub("", _ROLE.sub("", section))
     typed = _NUMBER.findall(prose)
     assert not typed, (
-        f"book/{slug}/index.md: numbers typed in the claims section {typed}: "
+        f"{claims_page(slug, ROOT).name}: numbers typed in the claims section {typed}: "
         "use {claim}`<id>` or {bench}`<slug>/<case>/<field>`"
     )
 
@@ -432,10 +434,11 @@ def test_every_claim_is_recorded_sourced_and_as_expected(slug):
 @pytest.mark.parametrize("slug", MIGRATED)
 def test_every_record_is_on_the_chapter_page_with_its_link(slug):
     recs = [r for r in _built_records() if r["chapter"] == slug]
-    page = (HTML / "book" / slug / "index.html").read_text()
+    html = HTML / "book" / slug / (claims_page(slug, ROOT).stem + ".html")
+    page = html.read_text()
     for r in recs:
         anchor = f"#claim-{slug}-{r['id']}"
-        assert anchor in page, f"book/{slug}/index.html does not link {anchor}"
+        assert anchor in page, f"{html} does not link {anchor}"
         nb_page = HTML / (r["docname"] + ".html")
         assert f'id="claim-{slug}-{r["id"]}"' in nb_page.read_text(), f"no card in {nb_page}"
 

@@ -46,6 +46,7 @@ from .figures import (
     manifold_curves_figure,
     network_figure,
     regime_figure,
+    regime_panels,
 )
 from .geometry import (
     FlattestConstants,

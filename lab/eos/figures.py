@@ -25,6 +25,7 @@ __all__ = [
     "manifold_curves_figure",
     "network_figure",
     "regime_figure",
+    "regime_panels",
 ]
 
 REGIME_COLOURS = {
@@ -89,10 +90,10 @@ def _step_panels(fig, result: RegimeRun, colour: str) -> np.ndarray:
     env = result.envelope  # max over consecutive pairs
     line = dict(color=colour)
     fig.add_trace(
-        go.Scatter(x=k[ks], y=env[ks] + 1e-300, mode="lines", name="|r_k|", line=line), 1, 2
+        go.Scatter(x=k[ks], y=env[ks] + 1e-300, mode="lines", name="|r_t|", line=line), 1, 2
     )
     ss = run.sharpness[ks]
-    fig.add_trace(go.Scatter(x=k[ks], y=ss, mode="lines", name="λ(p_k)", line=line), 2, 1)
+    fig.add_trace(go.Scatter(x=k[ks], y=ss, mode="lines", name="λ(p_t)", line=line), 2, 1)
     loss = run.loss[ks] + 1e-300
     fig.add_trace(go.Scatter(x=k[ks], y=loss, mode="lines", name="loss", line=line), 2, 2)
     for y, dash, colour_, text, where in (
@@ -134,7 +135,7 @@ def regime_figure(result: RegimeRun):
     colour = REGIME_COLOURS[result.regime]
     titles = (
         "path in the (x, y) plane",
-        "|residual| r_k (log)",
+        "|residual| r_t (log)",
         "sharpness of the projected minimiser",
         "loss (log)",
     )
@@ -148,7 +149,7 @@ def regime_figure(result: RegimeRun):
     fig.update_xaxes(title_text="x", row=1, col=1)
     fig.update_yaxes(title_text="y", row=1, col=1)
     for r, c in ((1, 2), (2, 1), (2, 2)):
-        fig.update_xaxes(title_text="step k", type="log", exponentformat="power", row=r, col=c)
+        fig.update_xaxes(title_text="step t", type="log", exponentformat="power", row=r, col=c)
     lam_min, eta = result.lambda_min, result.eta
     fig.update_yaxes(
         range=[min(lam_min, ss.min()) - 0.05, max(2 / eta, ss.max()) + 0.1], row=2, col=1
@@ -326,5 +327,38 @@ def manifold_curves_figure(runs: dict, *, title: str | None = None):
         row[0].set_title(f"{name}: η = {run.eta:g}", loc="left")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def regime_panels(runs: dict):
+    """Notebook 1's four panels for a few xy runs (``{regime name: Trajectory}``): the first
+    300 steps in the plane, the envelope of ``|r_t|``, the sharpness of the projected minimiser
+    (dashed: ``2/η``) and the loss. Returns a matplotlib figure.
+
+    See: book/eos/01-three-regimes.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict {regime name: Trajectory}")
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
+    for name, run in runs.items():
+        colour = REGIME_COLOURS.get(name, INK)
+        t, a = run.k, np.abs(run.residual)
+        label = f"{name} (η = {run.eta:g})"
+        axes[0, 0].plot(*run.w[:300].T, ".-", ms=2, lw=0.6, color=colour, label=label)
+        axes[0, 1].loglog(t[1:], np.maximum(a[:-1], a[1:]), color=colour)
+        axes[1, 0].semilogx(t[1:], run.sharpness[1:], color=colour)
+        axes[1, 0].axhline(2 / run.eta, ls="--", lw=0.8, color=colour)
+        axes[1, 1].loglog(t[1:], run.loss[1:] + 1e-300, color=colour)
+    xm = np.linspace(0.85, 1.7, 100)
+    axes[0, 0].plot(xm, 1 / xm, color=GREY, alpha=0.4, lw=1, zorder=0)
+    axes[0, 0].set(xlabel="x", ylabel="y", title="first 300 steps in the plane")
+    axes[0, 0].legend(fontsize=8)
+    axes[0, 1].set(xlabel="step t", ylabel="envelope of |r_t|", title="oscillation across M")
+    axes[1, 0].axhline(2.0, ls=":", color=INK, lw=0.8)
+    axes[1, 0].set(xlabel="step t", ylabel="λ of the projected minimiser", title="sharpness")
+    axes[1, 1].set(xlabel="step t", ylabel="loss", title="loss (not monotone)", ylim=(1e-32, 1))
     fig.tight_layout()
     return fig

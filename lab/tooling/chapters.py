@@ -21,7 +21,15 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["ROOT", "chapter_notebooks", "chapters", "check_slug", "toc_files", "toc_notebooks"]
+__all__ = [
+    "ROOT",
+    "chapter_notebooks",
+    "chapters",
+    "check_slug",
+    "claims_page",
+    "toc_files",
+    "toc_notebooks",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 _CHAPTER = re.compile(r"book/([A-Za-z0-9_]+)/index")
@@ -76,6 +84,14 @@ def check_slug(slug: str, root: Path | None = None) -> str:
     if slug not in valid:
         raise ValueError(f"unknown chapter {slug!r}; valid slugs: {', '.join(valid)}")
     return slug
+
+
+def claims_page(slug: str, root: Path | None = None) -> Path:
+    """The page that renders chapter ``slug``'s claims table: its reproduction report
+    (``book/<slug>/reproduction.md``) once the chapter has one, else its lesson page."""
+    root = ROOT if root is None else Path(root)
+    report = root / "book" / slug / "reproduction.md"
+    return report if report.exists() else root / "book" / slug / "index.md"
 
 
 def chapter_notebooks(slug: str, root: Path | None = None) -> list[Path]:
