@@ -480,3 +480,15 @@ def test_registry_rivals_and_deviations():
     for spec in CLAIMS.specs.values():
         assert spec.rival or spec.no_rival, spec.id
     assert {"toy-task", "no-mlmc"} <= set(CLAIMS.deviations)
+
+
+def test_the_lessons_worked_example():
+    """The hand-checkable example of book/ot_dro/index.md: one point, two candidates."""
+    loss, C = np.array([0.5, 2.0]), np.array([[0.0, 1.0]])
+    pi, Q = o.reference.worst_case_weights(loss, C, 1.0, 1.0)
+    assert np.allclose(pi, [[0.378, 0.622]], atol=5e-4) and np.array_equal(pi[0], Q)
+    assert abs(Q @ loss - 1.43) < 5e-3 and abs(o.reference.implied_radius(pi, C) - 0.622) < 5e-4
+    assert abs(o.reference.sinkhorn_dro_objective(loss, C, 1.0, 1.0) - 0.781) < 5e-4
+    pi4, _ = o.reference.worst_case_weights(loss, C, 4.0, 1.0)
+    assert np.allclose(pi4, [[0.651, 0.349]], atol=5e-4)
+    assert abs(o.reference.implied_radius(pi4, C) - 0.349) < 5e-4

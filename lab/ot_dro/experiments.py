@@ -17,7 +17,7 @@ import numpy as np
 from lab.core.checks import check_choice, check_int, check_positive, check_range
 from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
-from lab.core.runtime import small_problem_threads
+from lab.core.runtime import small_problem_threads, smoke, smoke_steps
 from lab.ot_dro.adadro import AdaDROConfig, adadro_step_unchecked
 from lab.ot_dro.calibration import calibration_step_unchecked
 from lab.ot_dro.task import accuracy, flip_spurious, make_model, make_spurious
@@ -161,11 +161,12 @@ def _train(s: TrainSettings, seed: int):
     hist = {"step": [], "keep": [], "keep_clean": [], "keep_bad": [], "robust": [], "iot": []}
     badt = torch.as_tensor(bad)
     if s.method in ("adadro", "adadro_nofilter"):
-        for _ in range(s.calib_steps):  # phase 1: semantic calibration on P and nu
+        for _ in range(smoke_steps(s.calib_steps)):  # phase 1: semantic calibration on P and nu
             idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
             out = calibration_step_unchecked(model, Xt[idx], Xqt[idx], yt[idx], opt, cfg.tau, 1.0)
             hist["iot"].append(out["iot"])
-    for t in range(s.steps):
+    steps = smoke_steps(s.steps)
+    for t in range(steps):
         idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
         if s.method in ("erm", "erm_nu"):
             _, logits = model(Xt[idx] if s.method == "erm" else Xqt[idx])
@@ -175,7 +176,7 @@ def _train(s: TrainSettings, seed: int):
             opt.step()
             continue
         out = adadro_step_unchecked(model, Xt[idx], yt[idx], Xqt[idx], yt[idx], opt, cfg)
-        if s.log_every and (t % s.log_every == 0 or t == s.steps - 1):
+        if s.log_every and (t % s.log_every == 0 or t == steps - 1):
             km, bb = out["keep_mask"], badt[idx]
             hist["step"].append(t)
             hist["keep"].append(out["keep"])
@@ -205,7 +206,7 @@ def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
         opt = torch.optim.Adam(model.parameters(), lr=s.lr)
         gen = torch.Generator().manual_seed(seed)
         hist = []
-        for _ in range(s.steps):
+        for _ in range(smoke_steps(s.steps)):
             idx = torch.randint(0, s.n_train, (s.batch,), generator=gen)
             out = calibration_step_unchecked(
                 model, Xt[idx], Xqt[idx], yt[idx], opt, s.tau, s.ce_weight
@@ -283,7 +284,12 @@ def calibration_costs(settings: CalibrationSettings | None = None, seed: int = 0
     )
 
 
-@disk_memo
+def _disk(fn):
+    """``fn``'s disk tier, or ``fn`` itself in smoke mode: a smoke run's short results must
+    never answer for a real run (the disk key does not see ``LAB_SMOKE``)."""
+    return fn.uncached if smoke() else fn
+
+
 def calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
     """The cost ratios of :func:`calibration_costs` at ``seed``: ``own_copy`` (own copy over
     same class, after), ``blocks_before``/``blocks_after`` (other class over same class, the
@@ -291,6 +297,11 @@ def calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
+    return _disk(_calibration_scores)(_settings(settings, CalibrationSettings), seed)
+
+
+@disk_memo
+def _calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
     c = calibration_costs(settings, seed)
     (_, m0, d0), (s1, m1, d1) = c.semantic["before"], c.semantic["after"]
     (_, f_m0, f_d0), (_, f_m1, f_d1) = c.feature["before"], c.feature["after"]
@@ -316,6 +327,13 @@ def calibration_sweep(settings: CalibrationSettings, seeds):
     return sweep(partial(calibration_scores, settings=settings), None, seeds=seeds, desc="seeds")
 
 
+@memo(maxsize=64)
+def _trained_model(settings: TrainSettings, seed: int):
+    """One trained model per (settings, seed) in this process: the shift sweep and the shift
+    widget share their ERM, ERM-on-nu and AdaDRO runs."""
+    return train_method(settings, seed)[0]
+
+
 @memo(maxsize=4)
 def _test_sets():
     return make_spurious(*SHIFTED_TEST[:2], seed=SHIFTED_TEST[2]), make_spurious(
@@ -323,32 +341,42 @@ def _test_sets():
     )
 
 
-@disk_memo
 def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
     """Shifted-test (agreement 0.1) and in-distribution (0.95) accuracy of ``method`` trained
     with ``settings`` (its ``method`` replaced) at ``seed``; kept on disk.
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    model, _ = train_method(replace(_settings(settings, TrainSettings), method=method), seed)
+    method = check_choice("method", method, METHODS)
+    return _disk(_shift_scores)(method, _settings(settings, TrainSettings), seed)
+
+
+@disk_memo
+def _shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
+    model = _trained_model(replace(settings, method=method), seed)
     (Xs, ys), (Xi, yi) = _test_sets()
     return {"shifted": accuracy(model, Xs, ys), "in_distribution": accuracy(model, Xi, yi)}
 
 
 def shift_sweep(settings: TrainSettings, methods, seeds):
     """:func:`shift_scores` of every method over ``seeds`` (paired seed by seed): a
-    :class:`lab.core.sweep.Sweep` with outputs ``shifted`` and ``in_distribution``.
+    :class:`lab.core.sweep.Sweep` with one setting per method and outputs ``shifted`` and
+    ``in_distribution``. Each method is its own sweep over the seeds, so that smoke mode keeps
+    every method (and two seeds).
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     from functools import partial
 
-    from lab.core.sweep import sweep
+    from lab.core.sweep import Sweep, sweep
 
     settings = _settings(settings, TrainSettings)
     methods = [check_choice("methods", m, METHODS) for m in methods]
-    run = partial(shift_scores, settings=settings)
-    return sweep(run, {"method": methods}, seeds=seeds, desc="methods")
+    runs = {
+        m: sweep(partial(shift_scores, m, settings=settings), None, seeds, desc=m) for m in methods
+    }
+    rows = tuple({"method": m, **row} for m, run in runs.items() for row in run.rows)
+    return Sweep(tuple({"method": m} for m in methods), runs[methods[0]].seeds, rows)
 
 
 @dataclass(frozen=True)
@@ -362,19 +390,23 @@ class FilterRun:
     history_unpaired: dict
 
 
-@disk_memo
 def filter_run(settings: TrainSettings, seed: int, methods=("erm_nu", "adadro_nofilter", "adadro")):
     """Each of ``methods`` trained with ``settings`` (corrupt candidates, logged) at ``seed``.
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
+    methods = tuple(check_choice("methods", m, METHODS) for m in methods)
+    return _disk(_filter_run)(_settings(settings, TrainSettings), seed, methods)
+
+
+@disk_memo
+def _filter_run(settings: TrainSettings, seed: int, methods) -> FilterRun:
     from lab.core.progress import progress
 
-    settings = _settings(settings, TrainSettings)
     (Xs, ys), _ = _test_sets()
     acc, hist = {}, None
     for m in progress(methods, desc="corrupt"):
-        model, h = train_method(replace(settings, method=check_choice("methods", m, METHODS)), seed)
+        model, h = train_method(replace(settings, method=m), seed)
         acc[m] = accuracy(model, Xs, ys)
         hist = h if m == "adadro" else hist
     unpaired = replace(settings, method="adadro", cfg=replace(settings.cfg, filter_rule="unpaired"))
@@ -404,7 +436,7 @@ class ShiftCurves:
 @memo(maxsize=16)
 def _curve(method: str, tau: float, seed: int, steps: int):
     s = TrainSettings(method=method, steps=steps, cfg=AdaDROConfig(tau=tau))
-    return shift_curve(train_method(s, seed)[0])
+    return shift_curve(_trained_model(s, seed))
 
 
 def shift_curves(tau: float = 0.1, seed: int = 0, steps: int = 300) -> ShiftCurves:
