@@ -3,4 +3,4 @@ would sign" and "One way to run" (CONTRIBUTING.md, "Converting a chapter"): thei
 structure (tests/test_lessons.py) and their claims contract (tests/test_contract.py) are
 enforced. The list only grows."""
 
-CONVERTED: tuple[str, ...] = ("eos", "ot_dro")
+CONVERTED: tuple[str, ...] = ("eos", "ot_dro", "bilevel")

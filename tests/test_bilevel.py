@@ -409,3 +409,19 @@ def test_registry_and_evidence():
         evidence.izom_rate_evidence(None)
     with pytest.raises(TypeError, match="clean"):
         evidence.optimistic_selection_matters_evidence(3.0, None)
+
+
+def test_worked_example():
+    """The lesson page's worked example (book/bilevel/index.md), number by number."""
+    toy = bl.toy_pessimistic(m=1, a=[0.3], c=0.0)
+    h = 1e-7
+    left = (toy(np.zeros(1)) - toy(np.array([-h]))) / h
+    right = (toy(np.array([h])) - toy(np.zeros(1))) / h
+    assert abs(left + 1.3) < 1e-5 and abs(right - 0.7) < 1e-5  # Clarke set [-1.3, 0.7]
+    t = bl.psi_star(np.array([0.1]))[1][0]
+    assert abs(t**3 - t - 0.1) < 1e-12 and abs(t - 1.047) < 1e-3
+    grad = (toy(np.array([0.1 + h])) - toy(np.array([0.1 - h]))) / (2 * h)
+    assert abs(grad - (t - 0.2)) < 1e-6 and abs(grad - 0.847) < 1e-3
+    assert abs(bl.moreau_gradient(toy, np.array([0.1]), 0.5)[0] - 0.2) < 1e-12  # prox is 0
+    g = bl.zo_two_point(toy, np.zeros(1), 1e-6, u=np.array([1.0]))
+    assert abs(g[0] + 0.3) < 1e-5  # the average of the one-sided slopes

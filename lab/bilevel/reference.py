@@ -1,5 +1,9 @@
-"""Reference kernels (numpy float64): the kink psi*, set-smoothness and weak-convexity estimators,
-stationarity certificates, the two-point estimator and IZOM (Algorithm 1), baselines.
+"""Reference kernels (numpy float64): the kink psi*, the set-smoothness estimator (Definition 3,
+eqs. 4-5), the weak-convexity estimator (Sec. 2, characterisation (ii)), the stationarity
+certificates (Lemma 4 and eq. 3: the Moreau envelope; Definition 1: the Clarke ball), the
+two-point estimator and IZOM (Algorithm 1, eqs. izom-estimate and izom-step of the lesson page).
+Equation numbers are the paper's (Chen, Li & So, NeurIPS 2025); labels in parentheses are those
+of book/bilevel/index.md.
 
 See: book/bilevel/01-kinks-and-stationarity.ipynb
 """
@@ -77,7 +81,7 @@ def psi_star(u: Any) -> tuple[np.ndarray, np.ndarray]:
 def estimate_set_smoothness(
     select_branch: Callable, sample_x: Callable, n: int = 10_000, seed: int = 0
 ) -> tuple[float, float]:
-    """Estimate the two constants of Definition 3 for a branch selection of a set-valued map.
+    """Estimate the two constants of Definition 3 (eqs. 4-5) for a branch selection of a set-valued map.
 
     ``select_branch(x, s)`` returns the point of ``Y(x)`` on branch ``s`` (rows of ``x`` and
     ``s`` are paired; a consistent labelling of the branches is part of the definition), and
@@ -85,7 +89,7 @@ def estimate_set_smoothness(
     (1 - theta) x2`` and ``y = select_branch(x, s)``, ``y_i = select_branch(x_i, s)``:
 
     * ``L_comb = max 2 ||theta y1 + (1 - theta) y2 - y|| / (theta (1 - theta) ||x1 - x2||^2)``
-      (condition S1),
+      (Definition 3, eq. 4),
     * ``L_branch = max ||y1 - y2||^2 / ||x1 - x2||^2`` (condition S2).
 
     Both are lower bounds on the smallest valid constants *for this selection*; a map is set
@@ -131,10 +135,11 @@ def set_smoothness_of(select_branch, sample_x, n, seed):
     y1 = np.asarray(select_branch(x1, s), dtype=np.float64).reshape(n, -1)
     y2 = np.asarray(select_branch(x2, s), dtype=np.float64).reshape(n, -1)
     y = np.asarray(select_branch(xt, s), dtype=np.float64).reshape(n, -1)
-    # (S1): ||theta y1 + (1 - theta) y2 - y|| <= (L/2) theta (1 - theta) ||x1 - x2||^2
+    # Def. 3, eq. (4) (set-smooth-comb):
+    #   ||theta y1 + (1 - theta) y2 - y|| <= (L/2) theta (1 - theta) ||x1 - x2||^2
     comb = np.linalg.norm(theta * y1 + (1.0 - theta) * y2 - y, axis=1)
     L_comb = 2.0 * comb[ok] / (theta[ok, 0] * (1.0 - theta[ok, 0]) * gap2[ok])
-    # (S2): ||y1 - y2||^2 <= L ||x1 - x2||^2
+    # Def. 3, eq. (5) (set-smooth-branch): ||y1 - y2||^2 <= L ||x1 - x2||^2
     L_branch = ((y1 - y2) ** 2).sum(1)[ok] / gap2[ok]
     return float(L_comb.max()), float(L_branch.max())
 
@@ -202,7 +207,8 @@ def moreau_gradient(phi: Callable, x: Any, gamma: float = 0.5, rho: float | None
     """Gradient of the Moreau envelope :math:`\\nabla\\varphi_\\gamma(x) = (x - z^\\star)/\\gamma`,
     :math:`z^\\star = \\arg\\min_z \\varphi(z) + \\lVert z - x\\rVert^2/(2\\gamma)`.
 
-    The proximal subproblem is strongly convex when :math:`\\gamma < 1/\\rho`; it is solved by
+    The proximal subproblem is strongly convex when :math:`\\gamma < 1/\\rho` (Lemma 4; Theorem 4
+    (ii) asks :math:`\\gamma < 1/(\\rho + 1)`); it is solved by
     Nelder-Mead (derivative free, robust at kinks) from ``x`` and polished by a restart. The
     norm is the pessimistic stationarity measure: a small value certifies that ``x`` is within
     :math:`\\gamma\\lVert\\nabla\\varphi_\\gamma\\rVert` of a point whose Clarke subdifferential
@@ -248,7 +254,7 @@ def moreau_gradient_of(phi, x, gamma):
 
     from scipy.optimize import minimize
 
-    prox = getattr(phi, "prox", None)
+    prox = getattr(phi, "prox", None)  # Lemma 4 (iv): grad phi_gamma(x) = (x - prox(x)) / gamma
     if prox is not None:  # exact proximal point shipped with the problem
         return (x - prox(x, gamma)) / gamma
 
@@ -272,7 +278,8 @@ def moreau_gradient_of(phi, x, gamma):
 def clarke_ball_certificate(
     phi: Callable, x: Any, delta: float, n_samples: int = 200, seed: int = 0, h: float = 1e-7
 ) -> float:
-    """Optimistic stationarity: the smallest gradient norm at points sampled in ``B(x, delta)``.
+    """Optimistic stationarity (Definition 1, (eps, delta)-Clarke): the smallest gradient norm at
+    points sampled in ``B(x, delta)``.
 
     An upper bound (up to finite-difference error) on
     :math:`\\operatorname{dist}(0, \\cup_{z\\in B(x,\\delta)}\\partial_C\\varphi(z))` restricted to
@@ -386,7 +393,7 @@ def zo_two_point(phi: Callable, x: Any, delta: float, rng: Any = None, u: Any = 
     else:
         u = check_array("u", u, shape=(x.size,))
     m = x.size
-    # eq. ZO: g = (m / 2 delta) (phi(x + delta u) - phi(x - delta u)) u
+    # eq. (izom-estimate): G = (m / 2 eps) (phi(x + eps u) - phi(x - eps u)) u
     return (
         m / (2.0 * delta) * (eval_oracle(phi, x + delta * u) - eval_oracle(phi, x - delta * u)) * u
     )
@@ -483,6 +490,10 @@ def izom(
 ) -> IZOMHistory:
     """IZOM: the inexact zeroth-order method (Algorithm 1, reference kernel).
 
+    Theorem 4 sets ``eta = Theta(m^(-1/2) T^(-1/2))``, the smoothing radius (here ``delta``, the
+    paper's eps) ``O(T^(-1/2))`` and the oracle accuracy ``w = O(m^(-3/4) T^(-3/4))``; the
+    certificate's ball (``Certificate.ball``) is ``O(T^(-1/4))`` in the optimistic case.
+
     Each step draws ``u_k`` uniform on the sphere, forms the two-point estimate (eq. ZO) from two
     oracle calls and moves ``x_{k+1} = x_k - eta g_k`` (eq. step); the output is ``x_R`` with
     ``R`` uniform in ``{0, ..., T-1}``. The stationarity measure is recorded on
@@ -535,7 +546,7 @@ def izom(
     else:
         U = check_array("directions", directions, shape=(T, x.size))
     R = int(rng.integers(T))
-    X = _izom_steps(oracle, x, U, eta, delta)
+    X = izom_steps(oracle, x, U, eta, delta)
     ball = delta if certificate.ball is None else certificate.ball
     steps = np.unique(np.r_[0, np.geomspace(1, T, certificate.n_measure).astype(int), T])
     if measure == "none":
@@ -548,14 +559,15 @@ def izom(
     return IZOMHistory(X, R, X[R].copy(), steps, stat, out, measure, 2 * T)
 
 
-def _izom_steps(oracle, x, U, eta, delta):
-    """Algorithm 1's loop on given directions ``U`` (T, m): the iterates ``x_0 .. x_T``."""
+def izom_steps(oracle, x, U, eta, delta):
+    """Algorithm 1's loop on given directions ``U`` (T, m): the iterates ``x_0 .. x_T``
+    (:func:`izom` on validated arguments; ``delta`` is the paper's smoothing radius eps)."""
     T, m = U.shape
     X = np.empty((T + 1, m))
     X[0] = x
     batch = getattr(oracle, "phi_batch", None)
     for k in range(T):
-        # eq. ZO: two oracle calls along u_k
+        # eq. (izom-estimate), Algorithm 1: two oracle calls along u_t
         if batch is not None:  # closed-form oracle: both calls in one array evaluation
             pm = batch(np.stack([x + delta * U[k], x - delta * U[k]]))
             if not np.all(np.isfinite(pm)):
@@ -564,7 +576,7 @@ def _izom_steps(oracle, x, U, eta, delta):
         else:
             diff = eval_oracle(oracle, x + delta * U[k]) - eval_oracle(oracle, x - delta * U[k])
         g = m / (2.0 * delta) * diff
-        # eq. step: x_{k+1} = x_k - eta g_k u_k
+        # eq. (izom-step): x_{t+1} = x_t - eta G(x_t)
         x = x - eta * g * U[k]
         X[k + 1] = x
     return X
