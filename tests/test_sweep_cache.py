@@ -55,10 +55,10 @@ def test_a_list_of_settings_and_no_grid():
     ]
 
 
-def test_smoke_mode_runs_the_first_setting_and_two_seeds(monkeypatch):
+def test_smoke_mode_runs_every_setting_on_two_seeds(monkeypatch):
     monkeypatch.setenv("LAB_SMOKE", "1")
     s = sweep(_run, {"method": ["ours", "rival"], "lr": [1.0]}, seeds=[0, 1, 2, 3])
-    assert len(s.rows) == 2 and s.seeds == (0, 1)
+    assert len(s.rows) == 4 and s.seeds == (0, 1)  # a notebook may index any setting
 
 
 @pytest.mark.parametrize(
@@ -139,3 +139,15 @@ def test_the_disk_tier_is_keyed_on_the_numerics_and_can_be_turned_off(demo, monk
     assert len(demo.calls) == 3
     with pytest.raises(TypeError, match="decorates a function"):
         disk_memo(3)
+
+
+def test_smoke_runs_neither_store_nor_read_the_disk_tier(demo, monkeypatch, tmp_path):
+    g = disk_memo(demo.f)
+    g(5.0)  # a real run's entry
+    monkeypatch.setenv("LAB_SMOKE", "1")
+    g(5.0)
+    g(6.0)
+    assert len(demo.calls) == 3  # the smoke run computes and reads nothing from disk
+    monkeypatch.delenv("LAB_SMOKE")
+    g(6.0)
+    assert len(demo.calls) == 4  # and stored nothing under the real run's key

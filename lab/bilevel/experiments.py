@@ -435,7 +435,7 @@ def izom_rate(settings: RateSettings) -> RateStudy:
     logT = np.log(st.horizons)
     slope = float(np.polyfit(logT, np.log(median_sq), 1)[0])
     slope_mean = float(np.polyfit(logT, np.log(sq.mean(1)), 1)[0])
-    n = len(st.seeds)
+    n = sq.shape[1]  # the seeds that ran (two in smoke mode)
     boot = np.random.default_rng(0).integers(0, n, (1000, n))
     boot_slopes = [np.polyfit(logT, np.log(sq[:, b].mean(1)), 1)[0] for b in boot]
     se_mean = float(np.std(boot_slopes, ddof=1))

@@ -48,7 +48,13 @@ def cache_dir() -> Path:
 
 
 def _enabled() -> bool:
-    return os.environ.get("LAB_DISK_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    """The disk tier is on unless ``LAB_DISK_CACHE=0``, and never in smoke mode (``LAB_SMOKE``:
+    loops cut short, numbers meaningless: they must neither be stored under a real run's key nor
+    read in place of a smoke run's)."""
+    from lab.core.runtime import smoke
+
+    off = os.environ.get("LAB_DISK_CACHE", "1").strip().lower() in ("0", "false", "no", "off")
+    return not off and not smoke()
 
 
 @functools.cache

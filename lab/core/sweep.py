@@ -19,8 +19,8 @@ shows progress, honours smoke mode and turns per-seed values into intervals::
 Seeds pair across settings (seed ``s`` of one setting with seed ``s`` of another), so a paired
 interval is a common-random-numbers comparison when ``fn`` draws its data from the seed.
 Caching stays with ``fn`` (:func:`lab.core.memo.memo` in process, :func:`lab.core.diskcache.disk_memo`
-for what is expensive). In smoke mode (``LAB_SMOKE=1``) only the first two seeds and the first
-setting run.
+for what is expensive). In smoke mode (``LAB_SMOKE=1``) every setting runs on the first two
+seeds (a notebook may index any setting; ``fn`` shortens its own loops).
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ def sweep(
     seed_list = tuple(check_int("seeds", s) for s in seeds)
     if not seed_list or len(set(seed_list)) != len(seed_list):
         raise ValueError(f"seeds must be distinct integers, at least one, got {seed_list!r}")
-    if smoke():
-        settings, seed_list = settings[:1], tuple(smoke_items(seed_list))
+    if smoke():  # every setting (notebooks index a sweep by setting), the first two seeds
+        seed_list = tuple(smoke_items(seed_list))
     rows = []
     jobs = [(s, seed) for s in settings for seed in seed_list]
     for setting, seed in progress(jobs, desc=desc or getattr(fn, "__name__", "sweep")):
