@@ -7,5 +7,5 @@ The names re-exported here are the ones every notebook's parameters cell uses.
 from .core.numerics import seeds
 from .core.runtime import device, seed, setup, small_problem_threads
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["device", "seed", "seeds", "setup", "small_problem_threads", "__version__"]
