@@ -492,3 +492,22 @@ def test_the_lessons_worked_example():
     pi4, _ = o.reference.worst_case_weights(loss, C, 4.0, 1.0)
     assert np.allclose(pi4, [[0.651, 0.349]], atol=5e-4)
     assert abs(o.reference.implied_radius(pi4, C) - 0.349) < 5e-4
+
+
+def test_the_entropic_budget_falls_with_the_price_but_its_cost_part_need_not():
+    """What the lesson page says of eq. 5: the entropic budget E_pi C + eps KL(pi || uniform) is
+    the negative slope of a convex function of lambda, so it does not rise with the price, on
+    random instances; the cost part E_pi C alone can (the own copy the harder candidate)."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        loss, C, eps = rng.uniform(0, 3, 6), rng.uniform(0, 2, (4, 6)), rng.uniform(0.1, 2)
+        budgets = []
+        for lam in np.geomspace(0.1, 20, 40):
+            pi, _ = o.reference.worst_case_weights(loss, C, lam, eps)
+            kl = np.sum(pi * np.log(pi * C.shape[1] + 1e-300), axis=1).mean()
+            budgets.append(o.reference.implied_radius(pi, C) + eps * kl)
+        assert np.all(np.diff(budgets) <= 1e-12)
+    loss, C = np.array([2.0, 0.5]), np.array([[0.0, 1.0]])
+    rho = [o.reference.implied_radius(o.reference.worst_case_weights(loss, C, lam, 1.0)[0], C)
+           for lam in (1.0, 4.0)]  # fmt: skip
+    assert rho[1] > rho[0] + 0.1  # 0.076 -> 0.202
