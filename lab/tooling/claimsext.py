@@ -105,8 +105,20 @@ def control_text(rec: dict) -> str:
         parts.append(f"no rival at this size: {rec['no_rival']}")
     dx = rec.get("diagnosis")
     if dx:
-        parts.append(f"{dx.get('kind', '')}: {dx.get('evidence', '')}")
+        parts.append(f"{dx.get('kind', '')}: {dx.get('evidence', '')}{diagnosis_check(dx)}")
     return "; ".join(parts)
+
+
+def diagnosis_check(dx: dict) -> str:
+    """What the engine's check of a diagnosis's evidence found against it (or "")."""
+    data = dx.get("data") or {}
+    if dx.get("kind") == "noise-floor" and data.get("resolves"):
+        return " [check: the seeds resolve the paper's margin (2 SE below it): a tight null]"
+    if dx.get("kind") == "scale" and (data.get("trend") or {}).get("toward_paper") is False:
+        return " [check: the fitted trend over sizes does not point toward the paper]"
+    if dx.get("kind") == "tight-null" and (data.get("tost") or {}).get("equivalent") is False:
+        return " [check: the 90% interval is not inside the registered margin]"
+    return ""
 
 
 def diagnosis_of(rec: dict) -> str | None:
