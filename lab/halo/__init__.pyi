@@ -18,6 +18,7 @@ from .experiments import (
     pretrained_mlp,
     finetune,
     cached_finetune,
+    check_study,
     seed_study,
     pretrain,
 )

@@ -36,7 +36,7 @@ from lab.core.checks import check_bool, check_choice, check_int, check_range
 from lab.core.memo import memo
 from lab.core.runtime import smoke_steps
 
-from .experiments import MODES, SeedStudy, digits_data, pretrained_mlp
+from .experiments import MODES, SeedStudy, check_study, digits_data, pretrained_mlp
 from .reference import check_fmt
 
 __all__ = ["finetune_seeds", "cached_finetune_seeds", "seed_study_batched"]
@@ -289,18 +289,7 @@ def seed_study_batched(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, 
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    if not isinstance(configs, dict) or not configs:
-        raise TypeError("configs must be a non-empty dict label -> finetune keyword arguments")
-    allowed = {"mode", "fmt", "lr", "token_outliers"}
-    for label, cfg in configs.items():
-        if not isinstance(cfg, dict) or not set(cfg) <= allowed or "mode" not in cfg:
-            raise ValueError(
-                f"configs[{label!r}] must be a dict with 'mode' and keys among {sorted(allowed)}"
-            )
-    try:
-        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
-    except TypeError as exc:
-        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
+    seeds = check_study(configs, seeds, {"mode", "fmt", "lr", "token_outliers"})
     acc = {}
     for label, cfg in configs.items():
         c = {"fmt": "int8", "lr": 1e-3, "token_outliers": False, **cfg}

@@ -58,6 +58,7 @@ __all__ = [
     "pretrained_mlp",
     "finetune",
     "cached_finetune",
+    "check_study",
     "seed_study",
     "pretrain",
 ]
@@ -467,6 +468,28 @@ def cached_finetune(mode: str, scale: float, width: int, steps: int, batch: int,
                     seed=seed, lora_rank=lora_rank)  # fmt: skip
 
 
+def check_study(configs: Any, seeds: Any, allowed: set[str]) -> tuple[int, ...]:
+    """Validate a seed study's ``configs`` (label -> dict with ``mode`` and keys among
+    ``allowed``) and ``seeds`` (ints >= 0, at least one); return the seeds as a tuple.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(configs, dict) or not configs:
+        raise TypeError("configs must be a non-empty dict label -> finetune keyword arguments")
+    for label, cfg in configs.items():
+        if not isinstance(cfg, dict) or not set(cfg) <= set(allowed) or "mode" not in cfg:
+            raise ValueError(
+                f"configs[{label!r}] must be a dict with 'mode' and keys among {sorted(allowed)}"
+            )
+    try:
+        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
+    except TypeError as exc:
+        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    return seeds
+
+
 def seed_study(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: int = 512,
                steps: int = 100, batch: int = 64, progress=None) -> SeedStudy:  # fmt: skip
     """Test accuracy of several fine-tuning configurations over the same seeds.
@@ -490,20 +513,7 @@ def seed_study(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: i
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    if not isinstance(configs, dict) or not configs:
-        raise TypeError("configs must be a non-empty dict label -> finetune keyword arguments")
-    allowed = {"mode", "fmt", "lr", "token_outliers", "lora_rank"}
-    for label, cfg in configs.items():
-        if not isinstance(cfg, dict) or not set(cfg) <= allowed or "mode" not in cfg:
-            raise ValueError(
-                f"configs[{label!r}] must be a dict with 'mode' and keys among {sorted(allowed)}"
-            )
-    try:
-        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
-    except TypeError as exc:
-        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
+    seeds = check_study(configs, seeds, {"mode", "fmt", "lr", "token_outliers", "lora_rank"})
     jobs = [(label, s) for label in configs for s in seeds]
     acc = {label: np.zeros(len(seeds)) for label in configs}
     for label, s in progress(jobs) if progress is not None else jobs:
