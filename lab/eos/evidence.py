@@ -353,7 +353,7 @@ def supercritical_laws(eps: Any, amp: Any, offset: Any, gap: Any) -> tuple[dict,
 
 def drift_spread(law: Any, rival: Any) -> dict:
     """Thm 4.1: the spread of the two-step ``κ`` of ``law`` (a ``DriftLaw``); the rival is the
-    law "drift ∝ |θ⊥|" (``rival``, ``drift_law(..., power=1)``) on the same chords."""
+    law ``drift ∝ |θ⊥|`` (``rival``, ``drift_law(..., power=1)``) on the same chords."""
     check_fields("law", law, "cosine", "kappa", "perp", "spread", kind="DriftLaw")
     check_fields("rival", rival, "spread", kind="DriftLaw")
     _check("law", law, DriftLaw), _check("rival", rival, DriftLaw)
