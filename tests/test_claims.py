@@ -458,9 +458,16 @@ def test_scorecard_lists_every_chapter_with_records():
 # ----------------------------------------------------------------------------------------
 # Verdicts that can fail both ways: controls and diagnoses (tests/claim_gaps.py)
 # ----------------------------------------------------------------------------------------
-def _deviations(slug: str) -> str:
+def _deviations(slug: str) -> str | dict:
+    """A chapter's deviations: its registry's (a converted chapter), else the "Deviations"
+    part of its package docstring."""
     import importlib
 
+    from lab.tooling.registryext import chapter_registry
+
+    reg = chapter_registry(slug)
+    if reg is not None:
+        return {k.lower(): v for k, v in reg.deviations.items()}
     doc = importlib.import_module(f"lab.{slug}").__doc__ or ""
     m = re.search(r"deviations", doc, re.I)
     return doc[m.start() :].lower() if m else ""
@@ -470,7 +477,8 @@ def claim_gaps(recs: list[dict]) -> dict[str, set[str]]:
     """What each chapter's records still lack, as ``<kind>:<id>`` strings per chapter:
 
     - ``control:<id>``: a paper-sourced claim that reproduces without a control that its rule
-      rejects (the rule has not shown that it can say no);
+      rejects or that is judged by paired differences, and without a registered reason why no
+      rival exists at this size (the rule has not shown that it can say no);
     - ``diagnosis:<id>``: a verdict other than reproduced without a diagnosis;
     - ``sign-test:<id>``: a rule that thresholds one number at 0 or 1 (no interval over seeds);
     - ``fragile:<id>``: the expected verdict sits within two standard errors of the nearest
@@ -484,8 +492,14 @@ def claim_gaps(recs: list[dict]) -> dict[str, set[str]]:
         if r["size"] != "default":
             continue
         mine = gaps.setdefault(r["chapter"], set())
-        if r["verdict"] == claims.REPRODUCED and claims.is_paper_sourced(r["source"]):
-            if not any(c["verdict"] != claims.REPRODUCED for c in r.get("controls") or []):
+        if (
+            r["verdict"] == claims.REPRODUCED
+            and claims.is_paper_sourced(r["source"])
+            and not r.get("no_rival")  # "no rival at this size", said why and counted
+        ):
+            if not any(
+                c["verdict"] != claims.REPRODUCED or "as_good" in c for c in r.get("controls") or []
+            ):
                 mine.add(f"control:{r['id']}")
         if r["verdict"] != claims.REPRODUCED and not r.get("diagnosis"):
             mine.add(f"diagnosis:{r['id']}")

@@ -132,8 +132,9 @@ _GEOMETRY = (
         rule=claims.rule(reproduced=claims.at_most(0.0, deterministic=True)),
         expect="reproduced",
         size="ε = 0.05",
-        rival="p = 2 at the matching point (ε, 1/ε): the model for which Prop B.6 says the "
-        "convexity is global",
+        rival="the same model at its flattest minimiser (1, 1, 1), where Prop B.6 gives "
+        "geodesic convexity: the neighbouring regime (p = 2 at (ε, 1/ε) measured what the "
+        "depth-two claim measures)",
     ),
     Spec(
         "convexity-depth-two",
