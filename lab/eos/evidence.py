@@ -122,8 +122,6 @@ def _supercritical_holds(run: Any) -> tuple[bool, dict]:
 def supercritical_xy(run: Any, rival: Any) -> dict:
     """Thm 5.3 on one xy run (balanced by step 3000, on the root-found 2-cycle, centred on
     x = 1), and the same check on the ``rival`` run past the window."""
-    check_fields("run", run, "eta", "model", kind="a Trajectory of lab.eos.gd")
-    check_fields("rival", rival, "eta", "model", kind="a Trajectory of lab.eos.gd")
     _check("run", run, Trajectory), _check("rival", rival, Trajectory)
     ok, out = _supercritical_holds(run)
     ok_rival, rival_out = _supercritical_holds(rival)
@@ -146,8 +144,6 @@ def supercritical_xy(run: Any, rival: Any) -> dict:
 def hessian_at_flattest(model: Any, constants: Any) -> dict:
     """Prop B.7: the Riemannian Hessian of λ at θ∥* against ``ν I``; the rival is the
     Euclidean Hessian on the tangent space (no curvature of ``M``)."""
-    check_fields("model", model, "flattest", kind="a model of lab.eos.models")
-    check_fields("constants", constants, "nu", "theta_star")
     model, constants = check_model(model), _check("constants", constants, FlattestConstants)
     eig = np.linalg.eigvalsh(riemannian_hessian(model, constants.theta_star))
     err = float(np.max(np.abs(eig - constants.nu)) / constants.nu)
@@ -168,8 +164,6 @@ def convexity_on_ball(model: Any, constants: Any, n: int, seed: int) -> dict:
     """Prop B.6: the smallest Riemannian Hessian eigenvalue over ``n`` sampled points of the
     geodesic ball, over the modulus; the rival is the Euclidean tangent Hessian on the same
     points."""
-    check_fields("model", model, "flattest", kind="a model of lab.eos.models")
-    check_fields("constants", constants, "ball_radius", "modulus")
     n = check_int("n", n, 1)
     seed = check_int("seed", seed, 0)
     model, constants = check_model(model), _check("constants", constants, FlattestConstants)
@@ -231,8 +225,6 @@ def _exits(runs: Any, lam_star: float) -> bool:
 def subcritical_exit(sub: Any, crit: Any) -> dict:
     """Thm 5.1 on the subcritical ``ManifoldRuns`` (every start exits, λ never rises, a
     suboptimal limit), and the same check on the critical runs."""
-    check_fields("sub", sub, "eta", "exit_times", "lambda_star", "sharpness", kind="ManifoldRuns")
-    check_fields("crit", crit, "eta", "exit_times", "lambda_star", "t", kind="ManifoldRuns")
     _check("sub", sub, ManifoldRuns), _check("crit", crit, ManifoldRuns)
     tau = sub.exit_times()
     rise = float(np.nanmax(np.diff(sub.sharpness, axis=1)))
@@ -284,8 +276,6 @@ def critical_rates(crit: Any, sub: Any) -> dict:
     """Thm 5.2: per curve (distance, normal coordinate), the start whose log-log slope on the
     last decade is farthest from −1/2; the rival is the subcritical runs' last decade. Returns
     ``{"distance": kwargs, "normal": kwargs}``."""
-    check_fields("crit", crit, "t", kind="ManifoldRuns")
-    check_fields("sub", sub, "eta", "t", kind="ManifoldRuns")
     _check("crit", crit, ManifoldRuns), _check("sub", sub, ManifoldRuns)
     last = (crit.t[-1] / 10, crit.t[-1])
     slopes = _worst_slopes(crit, last)
@@ -308,8 +298,6 @@ def critical_rates(crit: Any, sub: Any) -> dict:
 def supercritical_centre(sup: Any, sub: Any) -> dict:
     """Thm 5.3: the largest final distance of the supercritical runs to θ∥*; the rival is the
     subcritical runs' final distance (they stop at a sharper minimiser)."""
-    check_fields("sup", sup, "distance", "perp", "t", kind="ManifoldRuns")
-    check_fields("sub", sub, "distance", "eta", "t", kind="ManifoldRuns")
     _check("sup", sup, ManifoldRuns), _check("sub", sub, ManifoldRuns)
     final = float(np.max(sup.distance[:, -1]))
     rival = float(np.max(sub.distance[:, -1]))
@@ -359,8 +347,6 @@ def supercritical_laws(eps: Any, amp: Any, offset: Any, gap: Any) -> tuple[dict,
 def drift_spread(law: Any, rival: Any) -> dict:
     """Thm 4.1: the spread of the two-step ``κ`` of ``law`` (a ``DriftLaw``); the rival is the
     law ``drift ∝ |θ⊥|`` (``rival``, ``drift_law(..., power=1)``) on the same chords."""
-    check_fields("law", law, "cosine", "kappa", "perp", "spread", kind="DriftLaw")
-    check_fields("rival", rival, "spread", kind="DriftLaw")
     _check("law", law, DriftLaw), _check("rival", rival, DriftLaw)
     return dict(
         measured=law.spread,
@@ -475,7 +461,6 @@ def attractors(p4: Any, inside: Any, chaos: Any) -> tuple[dict, dict]:
 def network_edge(runs: dict, edge: tuple = (0.2, 0.3, 0.4), rival: float = 0.05) -> dict:
     """The largest relative distance of the late sharpness (second half) from ``2/η`` over the
     ``edge`` steps; the rival is the smallest step's run."""
-    check_fields("runs", runs, "items", kind="a dict of results")
     rival = check_positive("rival", rival)
     _check_runs(runs)
     if not set(edge) | {rival} <= set(runs):
@@ -504,7 +489,6 @@ def network_edge(runs: dict, edge: tuple = (0.2, 0.3, 0.4), rival: float = 0.05)
 def network_sharpening(runs: dict) -> dict:
     """The smallest max/initial sharpness ratio over the runs whose start is stable; the rival
     is the runs whose start is already past ``2/η``."""
-    check_fields("runs", runs, "items", kind="a dict of results")
     _check_runs(runs)
 
     def rise(etas):
