@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -34,7 +35,9 @@ from lab.tooling.chapters import chapter_notebooks
 from lab.tooling.registryext import chapter_registry
 
 ROOT = Path(__file__).resolve().parents[1]
-CLAIMS_JSON = ROOT / "_build" / "html" / "_static" / "claims.json"
+CLAIMS_JSON = Path(
+    os.environ.get("LAB_CLAIMS_JSON") or ROOT / "_build" / "html" / "_static" / "claims.json"
+)
 #: what a converted notebook may not call: declarations belong in the registry
 DECLARATIONS = re.compile(r"\.claim\(|\bclaims\.rule\(|\brevision\(|\bclaims\.chapter\(")
 
