@@ -24,8 +24,7 @@ from pathlib import Path
 
 from lab.tooling.chapters import chapter_notebooks as _chapter_notebooks
 from lab.tooling.chapters import chapters, check_slug
-
-ROOT = Path(__file__).resolve().parents[1]
+from lab.tooling.paths import ROOT
 
 __all__ = ["bench", "chapter_notebooks", "chapters", "check_slug", "info", "main", "run"]
 

@@ -27,6 +27,8 @@ import re
 import sys
 from pathlib import Path
 
+from lab.tooling.paths import ROOT
+
 __all__ = [
     "CPU_INDEX",
     "ZIP_SOURCE",
@@ -40,7 +42,6 @@ __all__ = [
     "tested_python",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: where otter's container and Gradescope unpack the autograder zip
 ZIP_SOURCE = "/autograder/source"

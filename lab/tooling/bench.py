@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.checks import check_choice, check_int
+from lab.tooling.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 ROLES = ("reference", "fast", "peer")
 SCHEMA = 1

@@ -33,8 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from lab.tooling.chapters import chapters, toc_notebooks
+from lab.tooling.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 STAMP = "lab-sources.json"
 
 

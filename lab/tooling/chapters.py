@@ -21,6 +21,8 @@ import json
 import re
 from pathlib import Path
 
+from lab.tooling.paths import ROOT
+
 __all__ = [
     "ROOT",
     "chapter_notebooks",
@@ -31,7 +33,6 @@ __all__ = [
     "toc_notebooks",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 _CHAPTER = re.compile(r"book/([A-Za-z0-9_]+)/index")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from lab.core.claims import CLAIM_MIME, REPRODUCED, format_value
 from lab.core.numerics import fingerprint
+from lab.tooling.paths import ROOT
 
 __all__ = [
     "SCHEMA_FILE",
@@ -53,7 +54,6 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 SCHEMA_FILE = Path(__file__).with_name("claims.schema.json")
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("lab", "torch", "numpy", "scipy")
 # bookkeeping that says where a record was found, not what was measured
 _LOCATION = frozenset({"docname", "cell_index", "notebook", "key", "schema"})

@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lab.tooling.paths import ROOT
+
 __all__ = [
     "EXTRA",
     "TAGS",
@@ -44,7 +46,6 @@ __all__ = [
     "toc_notebooks",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 MARKER_TAG = "optlab-colab"
 # remove-cell: installation machinery, not part of the lesson; the book hides the whole cell
 # (no "show code" toggle on every page) but still executes it, where it is a no-op.

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.tooling.paths import ROOT
+
 __all__ = [
     "AssignmentBuild",
     "assert_close",
@@ -46,8 +48,6 @@ __all__ = [
     "roundtrip",
     "solution_lines",
 ]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _book_dir(root: Path | None) -> Path:

@@ -40,6 +40,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lab.tooling import paths
+
 __all__ = [
     "NotebookLesson",
     "PageLesson",
@@ -209,7 +211,7 @@ def page(slug: str, root: Path | None = None) -> PageLesson:
     """Measure a chapter's lesson page, reproduction page and assignment."""
     if not isinstance(slug, str) or not re.match(r"^[a-z][a-z0-9_]*$", slug):
         raise ValueError(f"slug must be a chapter's folder name, got {slug!r}")
-    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    root = Path(root) if root is not None else paths.ROOT
     chapter = root / "book" / slug
     index = chapter / "index.md"
     if not index.exists():
@@ -251,7 +253,7 @@ def as_dict(lesson: NotebookLesson | PageLesson) -> dict:
 def main(argv: list[str] | None = None) -> int:
     from lab.tooling.chapters import chapter_notebooks, chapters
 
-    root = Path(__file__).resolve().parents[2]
+    root = paths.ROOT
     slugs = (argv if argv is not None else sys.argv[1:]) or chapters(root)
     total = {"code": 0, "bk": 0, "recaps": 0, "notebooks": 0, "figures": 0, "captioned": 0}
     for slug in slugs:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.numerics import DISPATCHERS, SEED_SHIFTS, mode_environment
+from lab.tooling.paths import ROOT
 
 __all__ = [
     "CONFIGS",
@@ -49,7 +50,6 @@ __all__ = [
     "select_notebooks",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 #: the configurations of the check: numerics modes, then the registered seed shift
 CONFIGS = ("native", "avx2", "baseline", "seed+1000")
 

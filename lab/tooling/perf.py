@@ -19,8 +19,7 @@ from typing import Any
 
 from lab.tooling.bench import SCHEMA, fmt_seconds
 from lab.tooling.chapters import chapters
-
-ROOT = Path(__file__).resolve().parents[2]
+from lab.tooling.paths import ROOT
 
 
 def load_results(kind: str = "cpu", root: Path = ROOT) -> dict[str, dict | None]:

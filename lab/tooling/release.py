@@ -21,9 +21,10 @@ import json
 import sys
 from pathlib import Path
 
+from lab.tooling.paths import ROOT
+
 __all__ = ["RELEASED", "changes", "main", "registered", "released", "snapshots", "write_released"]
 
-ROOT = Path(__file__).resolve().parents[2]
 #: the last release's verdicts (package data: an installed lab renders the same scorecard)
 RELEASED = Path(__file__).with_name("released.json")
 

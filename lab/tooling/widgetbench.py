@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lab.tooling.paths import ROOT
+
 __all__ = [
     "TARGET_MAX_S",
     "TARGET_MEDIAN_S",
@@ -34,7 +36,6 @@ __all__ = [
     "time_live_updates",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 TARGET_MEDIAN_S = 0.150  # per notebook: median live update
 TARGET_MAX_S = 1.0  # per notebook: slowest live update
 
