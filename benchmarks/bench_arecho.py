@@ -50,7 +50,7 @@ def main() -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         chain = ar.TinyARECHO(tok, x.shape[1])
-    h_chain = ar.train(chain, corpus, seconds=seconds, seed=0, clock="cpu")
+    h_chain = ar.train(chain, corpus, ar.TrainSettings(seconds, seed=0, clock="cpu"))
 
     with bench.case(f"decode {n_dec} utterances, 9 metrics, confidence-first", n=n_dec) as case:
         ref = case.time(
@@ -123,7 +123,7 @@ def main() -> None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             par = ar.ParallelBaseline(x.shape[1], 9, "standardized")
-        h = ar.train(par, corpus, seconds=seconds, seed=0, clock="cpu")
+        h = ar.train(par, corpus, ar.TrainSettings(seconds, seed=0, clock="cpu"))
         e = ar.errors(ar.predict(par, x), y, corpus.types, ytr, corpus.names)
         num, cat = summary(e, corpus.types)
         case.record(

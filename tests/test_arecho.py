@@ -44,7 +44,7 @@ def chain(corpus, tok):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model = ar.TinyARECHO(tok, corpus.features.shape[1])
-        ar.train(model, corpus, seconds=60, steps=40, seed=0)
+        ar.train(model, corpus, ar.TrainSettings(60, 40, seed=0))
     return model
 
 
@@ -265,7 +265,7 @@ def test_parallel_baselines_train_and_predict(corpus, tok):
         for target in ("raw", "standardized", "universa", "tokens"):
             torch.manual_seed(0)
             m = ar.ParallelBaseline(256, 9, target, tok)
-            h = ar.train(m, corpus, seconds=60, steps=20)
+            h = ar.train(m, corpus, ar.TrainSettings(60, 20))
             assert h["steps"] == 20 and np.isfinite(h["loss"]).all()
             p = ar.predict(m, corpus.features[corpus.test[:10]])
             assert p.shape == (10, 9) and np.isfinite(p).all()
@@ -282,17 +282,18 @@ def test_training_is_deterministic_in_steps(corpus, tok):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)
                 m = ar.TinyARECHO(tok, 256)
-            ar.train(m, corpus, seconds=60, steps=5, seed=3)
+            ar.train(m, corpus, ar.TrainSettings(60, 5, seed=3))
             outs.append(ar.fast.decode(m, corpus.features[:6], "all", "fixed"))
     for name in corpus.names:
         np.testing.assert_array_equal(outs[0][name], outs[1][name])
 
 
 def test_figures_keep_trace_counts(corpus, chain):
-    comp = figures.query_compute(chain, corpus)
+    num = [n for n, t in zip(corpus.names, corpus.types, strict=True) if t == "num"]
+    comp = figures.query_compute(ar.query_panel(chain, corpus), num)
     counts = {len(comp(mode, "PESQ-WB, STOI", "nothing").data) for mode in ar.MODES}
     assert counts == {2}
-    tcomp = figures.tokenizer_compute(corpus)
+    tcomp = figures.tokenizer_compute(ar.tokenizer_panel(corpus))
     assert {len(tcomp(b, "linear", "STOI").data) for b in (4, 32)} == {4}
 
 
@@ -536,7 +537,7 @@ def test_reference_does_not_import_models():
 
 
 def test_widget_computations_are_memoised_and_validated(corpus):
-    from lab.arecho import experiments as ex
+    from lab.arecho import views as ex
 
     a, b = (
         ex.degraded_example(corpus, 0, 10, 0.0, 8000, False),
@@ -550,3 +551,31 @@ def test_widget_computations_are_memoised_and_validated(corpus):
     )
     with pytest.raises(ValueError, match="base"):
         ex.degraded_example(corpus, 99, 10, 0.0, 8000, False)
+
+
+def test_settings_are_validated_once_where_typed():
+    with pytest.raises(ValueError, match="label_dropout"):
+        ar.TrainSettings(label_dropout=0.99)
+    with pytest.raises(ValueError, match="clock"):
+        ar.TrainSettings(clock="gpu")
+    with pytest.raises(TypeError, match="settings"):
+        ar.train(ar.TinyARECHO.__new__(ar.TinyARECHO), None, {"seconds": 1})
+    with pytest.raises(ValueError, match="steps"):
+        ar.HeadSettings(steps=0)
+    with pytest.raises(ValueError, match="modes"):
+        ar.StudySettings(modes=("fixed", "beam"))
+    with pytest.raises(ValueError, match="seeds"):
+        ar.StudySettings(seeds=(0, 0))
+    assert ar.StudySettings(seeds=[2, 1]).seeds == (2, 1)
+
+
+def test_figures_draw_what_the_views_return(corpus):
+    panel = ar.degradation_panel(corpus, base=0)
+    v = panel(10.0, 0.0, 8000.0, False)
+    assert v.labels.shape == (9,) and v.spec.shape == v.clean_spec.shape == (16, 20)
+    assert len(figures.degradation_compute(panel)(10.0, 0.0, 8000.0, False).data) == 3
+    rho = ar.label_correlations(corpus)
+    assert rho.shape == (9, 9) and np.allclose(np.diag(rho), 1.0)
+    assert len(figures.correlation_figure(rho, corpus.names).data) == 1
+    with pytest.raises(TypeError, match="panel"):
+        figures.tokenizer_compute(corpus)

@@ -56,10 +56,12 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
 :mod:`lab.arecho.corpus` (the labelled corpus, ``python -m lab.arecho.corpus``),
 :mod:`lab.arecho.reference` (tokenizer, one-utterance decoder), :mod:`lab.arecho.models`
 (``TinyARECHO``, ``ParallelBaseline``, ``train``), :mod:`lab.arecho.fast` (batched
-``decode``, ``predict``), :mod:`lab.arecho.experiments` (errors, the seed study, what the
-widgets compute), :mod:`lab.arecho.checkpoint` (train-or-load: ``python -m
-lab.arecho.checkpoint``), :mod:`lab.arecho.official` (parity with the official code),
-:mod:`lab.arecho.figures` (drawing only).
+``decode``, ``predict``), :mod:`lab.arecho.settings` (the experiments' settings, validated
+once), :mod:`lab.arecho.scoring` (errors, chain positions, the teacher-forced ablation, the
+ridge ceiling), :mod:`lab.arecho.experiments` (the parallel heads, the study over seeds),
+:mod:`lab.arecho.views` (what the widgets show), :mod:`lab.arecho.checkpoint` (train-or-load:
+``python -m lab.arecho.checkpoint``), :mod:`lab.arecho.official` (parity with the official
+code), :mod:`lab.arecho.figures` (drawing only).
 
 See: book/arecho/index.md
 """

@@ -41,6 +41,7 @@ from lab.core.checks import check_int
 
 from .corpus import Corpus, load_corpus
 from .reference import MetricTokenizer
+from .settings import TrainSettings
 
 __all__ = [
     "SEEDS",
@@ -138,11 +139,12 @@ def train_models(
         par = ParallelBaseline(corpus.features.shape[1], len(corpus.names), "standardized")
     if device is not None:
         chain, par = chain.to(device), par.to(device)
-    h_c = train(chain, corpus, seconds=1e9, steps=steps, seed=seed, clock="cpu", progress=progress)
+    cpu = {"seed": seed, "clock": "cpu"}
+    h_c = train(chain, corpus, TrainSettings(1e9, steps, progress=progress, **cpu))
     if parallel_steps is None:
-        h_p = train(par, corpus, seconds=h_c["seconds"], seed=seed, clock="cpu")
+        h_p = train(par, corpus, TrainSettings(h_c["seconds"], **cpu))
     else:
-        h_p = train(par, corpus, seconds=1e9, steps=parallel_steps, seed=seed, clock="cpu")
+        h_p = train(par, corpus, TrainSettings(1e9, parallel_steps, **cpu))
     meta = {
         "seed": seed,
         "n_bins": n_bins,
@@ -272,9 +274,9 @@ def train_baselines(
             torch.manual_seed(seed)
             model = ParallelBaseline(corpus.features.shape[1], len(corpus.names), target, tok)
         if steps is None:
-            h = train(model, corpus, seconds=float(cpu_seconds), seed=seed, clock="cpu")
+            h = train(model, corpus, TrainSettings(float(cpu_seconds), seed=seed, clock="cpu"))
         else:
-            h = train(model, corpus, seconds=1e9, steps=steps[name], seed=seed, clock="cpu")
+            h = train(model, corpus, TrainSettings(1e9, steps[name], seed=seed, clock="cpu"))
         models[name] = model
         meta[f"{name}_steps"] = h["steps"]
         meta[f"{name}_cpu_seconds"] = round(h["seconds"], 2)

@@ -79,7 +79,7 @@ _SENTENCES = (
 )
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a corpus keys the memoised drivers
 class Corpus:
     """A labelled corpus of degraded utterances.
 
@@ -236,6 +236,25 @@ def _split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
+def _label_rows(clean: np.ndarray, params: dict, idx: np.ndarray, progress: bool):
+    """Features and labels of the rows ``idx`` (one degraded utterance each)."""
+    from lab.core.progress import progress as _progress
+
+    feats, labs = [], []
+    for i in _progress(idx, desc="labelling", disable=not progress):
+        f, y = label_utterance(
+            clean[params["base"][i]],
+            params["snr_db"][i],
+            params["t60"][i],
+            params["lowpass_hz"][i],
+            params["clip"][i],
+            int(params["seed"][i]),
+        )
+        feats.append(f)
+        labs.append(y)
+    return feats, labs
+
+
 def build_corpus(
     n: int = 1000,
     seed: int = 0,
@@ -277,8 +296,6 @@ def build_corpus(
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    from lab.core.progress import progress as _progress
-
     n = check_int("n", n, 8, 100_000)
     seed = check_int("seed", seed, 0, 2**31 - 1)
     n_base = check_int("n_base", n_base, 1, 1000)
@@ -297,18 +314,7 @@ def build_corpus(
     idx = np.arange(n) if rows is None else np.asarray(rows, dtype=int)
     if idx.size == 0 or idx.min() < 0 or idx.max() >= n:
         raise ValueError(f"rows must be indices in [0, {n - 1}]")
-    feats, labs = [], []
-    for i in _progress(idx, desc="labelling", disable=not progress):
-        f, y = label_utterance(
-            clean[params["base"][i]],
-            params["snr_db"][i],
-            params["t60"][i],
-            params["lowpass_hz"][i],
-            params["clip"][i],
-            int(params["seed"][i]),
-        )
-        feats.append(f)
-        labs.append(y)
+    feats, labs = _label_rows(clean, params, idx, progress)
     meta = {k: v[idx] for k, v in params.items()}
     train, test = _split(n, seed)
     corpus = Corpus(

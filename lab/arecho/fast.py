@@ -87,43 +87,57 @@ def decode(
         remaining = torch.ones(b, len(q), dtype=torch.bool, device=dev)
         qt = torch.tensor(q, device=dev)
         rand_keys = torch.as_tensor(rng.random((b, len(q))), device=dev)
+        blocks = (starts, sizes)
         for _ in range(len(q)):
             rows = torch.arange(b, device=dev)
-            if mode in ("fixed", "random"):
-                key = (
-                    -torch.arange(len(q), device=dev, dtype=torch.float64).expand(b, -1)
-                    if mode == "fixed"
-                    else rand_keys
-                )
-                pick = torch.where(remaining, key, -math.inf).argmax(1)
-            elif mode == "meta":
-                lp = model(None, seq, memory=mem)[:, -1].log_softmax(-1)  # step 1: <m> scores
-                pick = torch.where(remaining, lp[:, meta[qt]], -math.inf).argmax(1)
-            else:  # confidence: try every remaining metric, keep the surest value
-                r = len(q)
-                cand = torch.cat([seq.repeat_interleave(r, 0), meta[qt].repeat(b)[:, None]], 1)
-                lp = model(None, cand, memory=mem.repeat_interleave(r, 0))[:, -1].log_softmax(-1)
-                best = torch.stack(
-                    [
-                        lp[k::r, starts[j] : starts[j] + sizes[j]].max(1).values
-                        for k, j in enumerate(q)
-                    ],
-                    1,
-                )
-                pick = torch.where(remaining, best, -math.inf).argmax(1)
-            m_tok = meta[qt[pick]]
-            seq = torch.cat([seq, m_tok[:, None]], 1)
-            lp = model(None, seq, memory=mem)[:, -1]
-            # step 2: mask the vocabulary to the chosen metric's value block
-            lo = torch.as_tensor([starts[j] for j in q], device=dev)[pick]
-            hi = lo + torch.as_tensor([sizes[j] for j in q], device=dev)[pick]
-            v = torch.arange(lp.shape[1], device=dev)[None]
-            masked = torch.where((v >= lo[:, None]) & (v < hi[:, None]), lp, -math.inf)
-            seq = torch.cat([seq, masked.argmax(1)[:, None]], 1)
+            pick = _choose_metric(model, mode, seq, mem, remaining, q, meta, blocks, rand_keys)
+            seq = _write_value(model, seq, mem, meta[qt[pick]], pick, q, blocks)
             remaining[rows, pick] = False
     out = read_sequences(tok, seq.cpu().numpy(), skip=1 + 2 * len(g))
     result = {tok.names[j]: out[j] for j in q}
     return (result, seq.cpu().numpy()) if return_tokens else result
+
+
+def _choose_metric(model, mode, seq, mem, remaining, q, meta, blocks, rand_keys):
+    """Step 1 of eq. (10) for every row: the index (into ``q``) of the metric written next."""
+    import torch
+
+    b, dev = seq.shape[0], seq.device
+    qt = torch.tensor(q, device=dev)
+    if mode in ("fixed", "random"):
+        key = (
+            -torch.arange(len(q), device=dev, dtype=torch.float64).expand(b, -1)
+            if mode == "fixed"
+            else rand_keys
+        )
+        return torch.where(remaining, key, -math.inf).argmax(1)
+    if mode == "meta":
+        lp = model(None, seq, memory=mem)[:, -1].log_softmax(-1)  # step 1: <m> scores
+        return torch.where(remaining, lp[:, meta[qt]], -math.inf).argmax(1)
+    # confidence: try every remaining metric, keep the surest value
+    starts, sizes = blocks
+    r = len(q)
+    cand = torch.cat([seq.repeat_interleave(r, 0), meta[qt].repeat(b)[:, None]], 1)
+    lp = model(None, cand, memory=mem.repeat_interleave(r, 0))[:, -1].log_softmax(-1)
+    best = torch.stack(
+        [lp[k::r, starts[j] : starts[j] + sizes[j]].max(1).values for k, j in enumerate(q)], 1
+    )
+    return torch.where(remaining, best, -math.inf).argmax(1)
+
+
+def _write_value(model, seq, mem, m_tok, pick, q, blocks):
+    """Step 2 of eq. (10): append ``<m>`` and its value, the vocabulary masked to its block."""
+    import torch
+
+    starts, sizes = blocks
+    dev = seq.device
+    seq = torch.cat([seq, m_tok[:, None]], 1)
+    lp = model(None, seq, memory=mem)[:, -1]
+    lo = torch.as_tensor([starts[j] for j in q], device=dev)[pick]
+    hi = lo + torch.as_tensor([sizes[j] for j in q], device=dev)[pick]
+    v = torch.arange(lp.shape[1], device=dev)[None]
+    masked = torch.where((v >= lo[:, None]) & (v < hi[:, None]), lp, -math.inf)
+    return torch.cat([seq, masked.argmax(1)[:, None]], 1)
 
 
 def predict(model, features) -> np.ndarray:

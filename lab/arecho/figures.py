@@ -15,27 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import METRICS, Corpus
-from .experiments import (
-    GIVENS,
-    QUERIES,
-    degraded_example,
-    fitted_tokenizer,
-    nearest_test_rows,
-    profile_prediction,
-    quantisation_error,
-    query_errors,
-    spectrogram,
-)
+from .corpus import METRICS
 from .quality import SR
 
 __all__ = [
     "METRIC_LABELS",
-    "QUERIES",
-    "GIVENS",
     "wav_bytes",
     "AudioPlayer",
-    "spectrogram",
     "degradation_compute",
     "correlation_figure",
     "tokenizer_compute",
@@ -72,9 +58,11 @@ _RANGES = {
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f", "#d62728"
 
 
-def _check_corpus(corpus) -> None:
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+def _check_view(name: str, view) -> None:
+    if not callable(view):
+        raise TypeError(
+            f"{name} must be a view function of lab.arecho.views (got {type(view).__name__})"
+        )
 
 
 def _check_results(name: str, value) -> None:
@@ -132,8 +120,9 @@ def _norm(name: str, v: float) -> float:
     return float(np.clip((v - lo) / (hi - lo), 0, 1))
 
 
-def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | None = None):
-    """``compute(snr_db, t60, lowpass_hz, clip)`` for the degradation explorer.
+def degradation_compute(panel, player: AudioPlayer | None = None):
+    """``compute(snr_db, t60, lowpass_hz, clip)`` for the degradation explorer: draws what
+    ``panel`` (:func:`lab.arecho.views.degradation_panel`) returns.
 
     Figure: clean and degraded log-mel spectrograms and the nine metric values (bars on a
     0..1 display scale, true values in the hover text and on the bars).
@@ -142,14 +131,14 @@ def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | Non
     """
     from plotly.subplots import make_subplots
 
-    degraded_example(corpus, base, 15.0, 0.2, 8000.0, False)  # checks the arguments
-    clean_spec = spectrogram(corpus.clean[base])
+    _check_view("panel", panel)
 
     def compute(snr_db: float, t60: float, lowpass_hz: float, clip: bool):
         go = _go()
-        y, _, labels = degraded_example(corpus, base, snr_db, t60, lowpass_hz, clip)
+        v = panel(snr_db, t60, lowpass_hz, clip)
+        labels = v.labels
         if player is not None:
-            player.set(y)
+            player.set(v.waveform)
         fig = make_subplots(
             rows=1,
             cols=3,
@@ -157,8 +146,8 @@ def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | Non
             horizontal_spacing=0.14,
             subplot_titles=("clean", "degraded", "metrics (bar = position in display range)"),
         )
-        t = np.linspace(0, corpus.clean.shape[1] / SR, clean_spec.shape[1])
-        for col, spec in ((1, clean_spec), (2, spectrogram(y))):
+        t = np.linspace(0, v.duration, v.clean_spec.shape[1])
+        for col, spec in ((1, v.clean_spec), (2, v.spec)):
             fig.add_trace(
                 go.Heatmap(
                     z=spec,
@@ -205,19 +194,17 @@ def degradation_compute(corpus: Corpus, base: int = 0, player: AudioPlayer | Non
     return compute
 
 
-def correlation_figure(corpus: Corpus):
-    """Heat map of the Spearman correlations between the nine labels of the corpus.
-
-    Returns the figure and the correlation matrix.
+def correlation_figure(rho: np.ndarray, names):
+    """Heat map of the Spearman correlations between the labels
+    (:func:`lab.arecho.experiments.label_correlations`).
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    from scipy.stats import spearmanr
-
-    _check_corpus(corpus)
     go = _go()
-    rho = spearmanr(corpus.labels).statistic
-    names = list(corpus.names)
+    rho = np.asarray(rho, dtype=float)
+    names = list(names)
+    if rho.ndim != 2 or rho.shape != (len(names), len(names)):
+        raise ValueError(f"rho must be a square matrix with one row per name (got {rho.shape})")
     fig = go.Figure(
         go.Heatmap(
             z=rho,
@@ -238,11 +225,12 @@ def correlation_figure(corpus: Corpus):
         width=520,
         yaxis_autorange="reversed",
     )
-    return fig, rho
+    return fig
 
 
-def tokenizer_compute(corpus: Corpus):
-    """``compute(n_bins, spacing, metric)`` for the tokenizer explorer.
+def tokenizer_compute(panel):
+    """``compute(n_bins, spacing, metric)`` for the tokenizer explorer: draws what ``panel``
+    (:func:`lab.arecho.views.tokenizer_panel`) returns.
 
     Left: histogram of the training values with the bin edges; right: quantisation error
     (mean absolute round-trip error divided by the training standard deviation) against
@@ -250,90 +238,88 @@ def tokenizer_compute(corpus: Corpus):
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    from plotly.subplots import make_subplots
-
-    _check_corpus(corpus)
-    train = corpus.labels[corpus.train]
-    bins_grid = (4, 8, 16, 32, 64, 128, 256, 500)
+    _check_view("panel", panel)
 
     def compute(n_bins: int, spacing: str, metric: str):
-        go = _go()
-        j = corpus.names.index(metric)
-        tok = fitted_tokenizer(corpus, n_bins, spacing)
-        v = train[:, j]
-        fig = make_subplots(
-            rows=1,
-            cols=2,
-            column_widths=[0.6, 0.4],
-            horizontal_spacing=0.12,
-            subplot_titles=(
-                f"{metric}: training values and bin edges",
-                "round-trip error vs bins (test split)",
-            ),
-        )
-        counts, b_edges = np.histogram(v, bins=60)
-        fig.add_trace(
-            go.Bar(
-                x=0.5 * (b_edges[1:] + b_edges[:-1]),
-                y=counts,
-                width=np.diff(b_edges),
-                marker_color=_GREY,
-                name="values",
-                showlegend=False,
-            ),
-            row=1,
-            col=1,
-        )
-        edges = tok.edges[j] if tok.edges[j] is not None else np.array([])
-        ex = np.repeat(edges, 3)
-        ey = np.tile([0.0, 1.0, np.nan], edges.size)
-        fig.add_trace(
-            go.Scatter(
-                x=ex,
-                y=ey * counts.max(),
-                mode="lines",
-                line={"color": _RED, "width": 1},
-                name="bin edges",
-                showlegend=False,
-            ),
-            row=1,
-            col=1,
-        )
-        errs = [quantisation_error(corpus, b, spacing, metric) for b in bins_grid]
-        fig.add_trace(
-            go.Scatter(
-                x=list(bins_grid),
-                y=errs,
-                mode="lines+markers",
-                line={"color": _BLUE},
-                name=spacing,
-                showlegend=False,
-            ),
-            row=1,
-            col=2,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[int(n_bins)],
-                y=[quantisation_error(corpus, n_bins, spacing, metric)],
-                mode="markers",
-                marker={"size": 13, "color": _ORANGE},
-                name="current",
-                showlegend=False,
-            ),
-            row=1,
-            col=2,
-        )
-        fig.update_xaxes(title_text=METRIC_LABELS[metric], row=1, col=1)
-        fig.update_yaxes(title_text="count", row=1, col=1)
-        fig.update_xaxes(title_text="bins T", type="log", row=1, col=2)
-        fig.update_yaxes(title_text="MAE / σ", type="log", range=[-3.3, 0], row=1, col=2)
-        fig.update_layout(
-            height=360, title_text=(f"{tok.sizes[j]} tokens for {metric} ({spacing} spacing)")
-        )
-        return fig
+        return _tokenizer_figure(panel(n_bins, spacing, metric))
 
     return compute
+
+
+def _tokenizer_figure(tv):
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.6, 0.4],
+        horizontal_spacing=0.12,
+        subplot_titles=(
+            f"{tv.metric}: training values and bin edges",
+            "round-trip error vs bins (test split)",
+        ),
+    )
+    counts, b_edges = np.histogram(tv.values, bins=60)
+    fig.add_trace(
+        go.Bar(
+            x=0.5 * (b_edges[1:] + b_edges[:-1]),
+            y=counts,
+            width=np.diff(b_edges),
+            marker_color=_GREY,
+            name="values",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    edges = tv.edges
+    ex = np.repeat(edges, 3)
+    ey = np.tile([0.0, 1.0, np.nan], edges.size)
+    fig.add_trace(
+        go.Scatter(
+            x=ex,
+            y=ey * counts.max(),
+            mode="lines",
+            line={"color": _RED, "width": 1},
+            name="bin edges",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(tv.bins_grid),
+            y=list(tv.errors),
+            mode="lines+markers",
+            line={"color": _BLUE},
+            name=tv.spacing,
+            showlegend=False,
+        ),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[tv.n_bins],
+            y=[tv.error],
+            mode="markers",
+            marker={"size": 13, "color": _ORANGE},
+            name="current",
+            showlegend=False,
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_xaxes(title_text=METRIC_LABELS[tv.metric], row=1, col=1)
+    fig.update_yaxes(title_text="count", row=1, col=1)
+    fig.update_xaxes(title_text="bins T", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="MAE / σ", type="log", range=[-3.3, 0], row=1, col=2)
+    fig.update_layout(
+        height=360, title_text=(f"{tv.n_tokens} tokens for {tv.metric} ({tv.spacing} spacing)")
+    )
+    return fig
 
 
 def error_bars(results: dict[str, dict[str, float]], title: str, log: bool = False):
@@ -367,99 +353,25 @@ def error_bars(results: dict[str, dict[str, float]], title: str, log: bool = Fal
     return fig
 
 
-def profile_compute(
-    model, corpus: Corpus, base: int = 0, player: AudioPlayer | None = None, preds=None
-):
-    """``compute(snr_db, t60, clip)`` for the quality-profile explorer (notebook 2).
+def profile_compute(panel, player: AudioPlayer | None = None):
+    """``compute(snr_db, t60, clip)`` for the quality-profile explorer (notebook 2): draws what
+    ``panel`` (:func:`lab.arecho.views.profile_panel`) returns.
 
     Left: true (labelled with ``pesq``/``pystoi``/...) and predicted (the chain,
     confidence-first, reference-free) metrics of one degraded utterance. Right: true and
     predicted PESQ-WB and STOI for the test utterances of the corpus nearest to the chosen
-    SNR in every cell of the T60 x clipping grid. ``preds`` (the confidence-first decoding
-    of ``corpus.test``) is computed when not given.
+    SNR in every cell of the T60 x clipping grid.
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    from plotly.subplots import make_subplots
-
-    _check_corpus(corpus)
-    test = corpus.test
-    if preds is None:
-        preds = profile_prediction(model, corpus.features[test])
+    _check_view("panel", panel)
 
     def compute(snr_db: float, t60: float, clip: bool):
-        go = _go()
-        y, feats, labels = degraded_example(corpus, base, snr_db, t60, 8000.0, clip)
+        v = panel(snr_db, t60, clip)
         if player is not None:
-            player.set(y)
-        p = profile_prediction(model, feats)
-        names = list(METRICS)
-        pv = np.array([p[n][0] for n in names])
-        fig = make_subplots(
-            rows=1,
-            cols=2,
-            column_widths=[0.5, 0.5],
-            horizontal_spacing=0.14,
-            subplot_titles=(
-                "this utterance: true vs predicted",
-                "test utterances nearest this SNR, per T60 × clip cell",
-            ),
-        )
-        for vals, label, color in ((labels, "true", _GREY), (pv, "predicted", _ORANGE)):
-            fig.add_trace(
-                go.Bar(
-                    y=[METRIC_LABELS[n] for n in names],
-                    x=[_norm(n, v) for n, v in zip(names, vals, strict=True)],
-                    orientation="h",
-                    name=label,
-                    marker_color=color,
-                    text=[f"{v:.2f}" for v in vals],
-                    textposition="outside",
-                    hovertext=[f"{label} {n} = {v:.3f}" for n, v in zip(names, vals, strict=True)],
-                    hoverinfo="text",
-                ),
-                row=1,
-                col=1,
-            )
-        cells = nearest_test_rows(corpus, snr_db)
-        labels_x, ok = [c for c, _ in cells], [r for _, r in cells]
-        for metric, color in (("PESQ-WB", _BLUE), ("STOI", _GREEN)):
-            j = corpus.index(metric)
-            tv = corpus.labels[test[ok], j]
-            fig.add_trace(
-                go.Scatter(
-                    x=labels_x,
-                    y=[_norm(metric, v) for v in tv],
-                    mode="markers",
-                    marker={"color": color, "size": 10, "symbol": "circle"},
-                    name=f"true {metric}",
-                    hovertext=[f"{v:.3f}" for v in tv],
-                ),
-                row=1,
-                col=2,
-            )
-            pvv = preds[metric][ok]
-            fig.add_trace(
-                go.Scatter(
-                    x=labels_x,
-                    y=[_norm(metric, v) for v in pvv],
-                    mode="markers",
-                    name=f"predicted {metric}",
-                    marker={"color": color, "size": 10, "symbol": "x"},
-                    hovertext=[f"{v:.3f}" for v in pvv],
-                ),
-                row=1,
-                col=2,
-            )
-        fig.update_xaxes(range=[0, 1.35], showticklabels=False, row=1, col=1)
-        fig.update_yaxes(autorange="reversed", row=1, col=1)
-        fig.update_xaxes(title_text="T60 (✂ = clipped)", row=1, col=2)
-        fig.update_yaxes(title_text="position in display range", range=[-0.05, 1.05], row=1, col=2)
+            player.set(v.waveform)
+        fig = _profile_figure(v)
         fig.update_layout(
-            barmode="group",
-            height=440,
-            margin={"l": 120},
-            legend={"orientation": "h", "y": -0.25},
             title_text=f"SNR {snr_db:g} dB, T60 {t60:g} s, clipping {'on' if clip else 'off'} "
             "(predictions use the audio only, no reference)",
         )
@@ -468,24 +380,80 @@ def profile_compute(
     return compute
 
 
-def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = None):
-    """``compute(mode, query, given)`` for the query/decoding explorer (notebook 2).
+def _profile_figure(v):
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    names = list(METRICS)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.5, 0.5],
+        horizontal_spacing=0.14,
+        subplot_titles=(
+            "this utterance: true vs predicted",
+            "test utterances nearest this SNR, per T60 × clip cell",
+        ),
+    )
+    for vals, label, color in ((v.labels, "true", _GREY), (v.profile, "predicted", _ORANGE)):
+        fig.add_trace(
+            go.Bar(
+                y=[METRIC_LABELS[n] for n in names],
+                x=[_norm(n, x) for n, x in zip(names, vals, strict=True)],
+                orientation="h",
+                name=label,
+                marker_color=color,
+                text=[f"{x:.2f}" for x in vals],
+                textposition="outside",
+                hovertext=[f"{label} {n} = {x:.3f}" for n, x in zip(names, vals, strict=True)],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+    labels_x = list(v.cells)
+    for metric, color in (("PESQ-WB", _BLUE), ("STOI", _GREEN)):
+        for kind, vals, symbol in (("true", v.true, "circle"), ("predicted", v.predicted, "x")):
+            fig.add_trace(
+                go.Scatter(
+                    x=labels_x,
+                    y=[_norm(metric, x) for x in vals[metric]],
+                    mode="markers",
+                    marker={"color": color, "size": 10, "symbol": symbol},
+                    name=f"{kind} {metric}",
+                    hovertext=[f"{x:.3f}" for x in vals[metric]],
+                ),
+                row=1,
+                col=2,
+            )
+    fig.update_xaxes(range=[0, 1.35], showticklabels=False, row=1, col=1)
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text="T60 (✂ = clipped)", row=1, col=2)
+    fig.update_yaxes(title_text="position in display range", range=[-0.05, 1.05], row=1, col=2)
+    fig.update_layout(barmode="group", height=440, margin={"l": 120})
+    fig.update_layout(legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def query_compute(panel, numeric, reference: dict[str, float] | None = None):
+    """``compute(mode, query, given)`` for the query/decoding explorer (notebook 2): draws what
+    ``panel`` (:func:`lab.arecho.views.query_panel`) returns.
 
     Bars: per-metric test error of the chosen query and decoding mode, with the full-query
-    confidence-first errors as the reference (``reference``, computed when not given); given
-    metrics are imposed at their true values.
+    confidence-first errors as the reference (``reference``, the panel's when not given);
+    given metrics are imposed at their true values. ``numeric``: the numerical metrics'
+    names (the title's mean is over those).
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-
-    def err(mode: str, query: str, given: str) -> dict[str, float]:
-        return query_errors(model, corpus, mode, query, given)
+    _check_view("panel", panel)
+    numeric = set(numeric)
 
     def compute(mode: str, query: str, given: str):
         go = _go()
-        ref = reference if reference is not None else err("confidence", "all nine", "nothing")
+        ref = reference if reference is not None else panel("confidence", "all nine", "nothing")
         default = (mode, query, given) == ("confidence", "all nine", "nothing")
-        cur = ref if default and reference is not None else err(mode, query, given)
+        cur = ref if default and reference is not None else panel(mode, query, given)
         names = list(METRICS)
         fig = go.Figure()
         fig.add_trace(
@@ -504,7 +472,7 @@ def query_compute(model, corpus: Corpus, reference: dict[str, float] | None = No
                 marker_color=_ORANGE,
             )
         )
-        num = [cur[n] for n, t in zip(names, corpus.types, strict=True) if t == "num" and n in cur]
+        num = [cur[n] for n in names if n in numeric and n in cur]
         fig.update_layout(
             barmode="group",
             height=380,

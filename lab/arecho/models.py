@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_int, check_range
 from lab.core.runtime import smoke_steps
 
 from .reference import PAD, SOS, MetricTokenizer
+from .settings import TrainSettings
 
 __all__ = ["TinyARECHO", "ParallelBaseline", "train", "masked_l1_loss"]
 
@@ -337,21 +338,7 @@ def _batch_sequences(val_tok: np.ndarray, meta: np.ndarray, rng, label_dropout: 
     return seq
 
 
-def train(
-    model,
-    corpus,
-    seconds: float = 10.0,
-    *,
-    steps: int | None = None,
-    batch: int = 64,
-    lr: float = 2e-3,
-    label_dropout: float = 0.15,
-    label_smoothing: float = 0.05,
-    seed: int = 0,
-    rows: Any = None,
-    clock: str = "wall",
-    progress: bool = False,
-) -> dict[str, Any]:
+def train(model, corpus, settings: TrainSettings | None = None, *, rows: Any = None) -> dict:
     """Train a :class:`TinyARECHO` or :class:`ParallelBaseline` on a corpus's training split.
 
     Parameters
@@ -360,132 +347,143 @@ def train(
     corpus : Corpus
         Uses ``corpus.features[rows]`` and ``corpus.labels[rows]`` (``rows`` defaults to
         ``corpus.train``).
-    seconds : float
-        Time budget (the compute-matched comparisons give every model the same).
-    steps : int, optional
-        Stop after this many optimiser steps instead (deterministic; ``seconds`` still caps).
-    batch, lr : int, float
-        Mini-batch size and AdamW learning rate (cosine decay over the budget).
-    label_dropout : float
-        Probability of dropping each label from a training sequence (partial annotation).
-    label_smoothing : float
-        Cross-entropy label smoothing (token models).
-    seed : int
-        Seed of the batches, orders and dropout.
-    clock : str
-        ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``: the compute this
-        process used, insensitive to other processes on a shared machine; with one thread it
-        is the fair budget for a compute-matched comparison).
-    progress : bool
-        Show a progress bar over steps (when ``steps`` is given).
+    settings : TrainSettings, optional
+        Budget (``seconds``, ``steps``, ``clock``), optimiser (``batch``, ``lr``), the chain's
+        ``label_dropout`` and ``label_smoothing``, ``seed`` and ``progress``
+        (default ``TrainSettings()``).
+    rows : array_like of int, optional
+        The training rows (default ``corpus.train``).
 
     Returns
     -------
     dict
-        ``steps``, ``seconds`` (measured on ``clock``), ``wall_seconds``, ``loss`` (per step).
+        ``steps``, ``seconds`` (measured on ``settings.clock``), ``wall_seconds``, ``clock``,
+        ``loss`` (per step).
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    torch = _torch()
     if not isinstance(model, TinyARECHO | ParallelBaseline):
         raise TypeError(
             f"model must be TinyARECHO or ParallelBaseline (got {type(model).__name__})"
         )
-    seconds = check_positive("seconds", seconds)
-    if steps is not None:
-        steps = smoke_steps(check_int("steps", steps, 1))  # LAB_SMOKE=1: a few steps
-    batch = check_int("batch", batch, 1)
-    lr = check_positive("lr", lr)
-    label_dropout = check_range("label_dropout", label_dropout, 0.0, 0.95)
-    label_smoothing = check_range("label_smoothing", label_smoothing, 0.0, 0.5)
-    seed = check_int("seed", seed, 0)
-    clock = check_choice("clock", clock, ("wall", "cpu"))
-    now = time.perf_counter if clock == "wall" else time.process_time
+    settings = TrainSettings() if settings is None else settings
+    if not isinstance(settings, TrainSettings):
+        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
     rows = corpus.train if rows is None else np.asarray(rows, dtype=int)
     if rows.size == 0:
         raise ValueError("rows (or corpus.train) must not be empty")
-    dev = next(model.parameters()).device
-    x_all = corpus.features[rows].astype(np.float32)
-    y_all = corpus.labels[rows]
-    _set_norms(model, x_all, y_all)
-    rng = np.random.default_rng(seed)
-    x_t = torch.as_tensor(x_all, device=dev)
-    tok = model.tokenizer
-    if isinstance(model, TinyARECHO) or model.target in ("tokens", "universa"):
-        val_tok = tok.encode_matrix(y_all)
-        meta = np.array([tok.meta_token(j) for j in range(len(tok.names))])
-    if isinstance(model, ParallelBaseline):
-        y_t = torch.as_tensor(y_all, dtype=torch.float32, device=dev)
-        if model.target in ("tokens", "universa"):
-            local = val_tok - np.array(tok.offsets)[None]
-            local = torch.as_tensor(np.where(val_tok == PAD, -1, local), device=dev)
-            starts = model.starts
-    devices = [dev] if dev.type == "cuda" else []
+    steps = None if settings.steps is None else smoke_steps(settings.steps)  # LAB_SMOKE=1
+    batch = _Batches(model, corpus, rows, settings)
+    torch = _torch()
+    devices = [batch.dev] if batch.dev.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # local: the caller's generator is untouched
-        torch.manual_seed(seed)  # dropout (if any) inside the fork
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-        ce = torch.nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=label_smoothing)
-        losses: list[float] = []
-        model.train()
-        t0, w0 = now(), time.perf_counter()
-        bar = None
-        if progress and steps is not None:
-            from lab.core.progress import progress as _progress
+        torch.manual_seed(settings.seed)  # dropout (if any) inside the fork
+        return _fit(model, batch, settings, steps)
 
-            bar = _progress(total=steps, desc=type(model).__name__)
-        k = 0
-        while True:
-            elapsed = now() - t0
-            if (steps is not None and k >= steps) or elapsed >= seconds:
-                break
-            frac = k / steps if steps is not None else elapsed / seconds
-            for g in opt.param_groups:
-                g["lr"] = lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
-            idx = rng.integers(0, rows.size, size=min(batch, rows.size))
-            xb = x_t[idx]
-            if isinstance(model, TinyARECHO):
-                seq = torch.as_tensor(
-                    _batch_sequences(val_tok[idx], meta, rng, label_dropout), device=dev
+
+class _Batches:
+    """The training rows of one run as tensors, and the loss of a random mini-batch."""
+
+    def __init__(self, model, corpus, rows: np.ndarray, settings: TrainSettings) -> None:
+        torch = _torch()
+        self.model, self.rows, self.s = model, rows, settings
+        self.dev = next(model.parameters()).device
+        x_all = corpus.features[rows].astype(np.float32)
+        y_all = corpus.labels[rows]
+        _set_norms(model, x_all, y_all)
+        self.rng = np.random.default_rng(settings.seed)
+        self.x = torch.as_tensor(x_all, device=self.dev)
+        tok = model.tokenizer
+        if isinstance(model, TinyARECHO) or model.target in ("tokens", "universa"):
+            self.val_tok = tok.encode_matrix(y_all)
+            self.meta = np.array([tok.meta_token(j) for j in range(len(tok.names))])
+        if isinstance(model, ParallelBaseline):
+            self.y = torch.as_tensor(y_all, dtype=torch.float32, device=self.dev)
+            if model.target in ("tokens", "universa"):
+                local = self.val_tok - np.array(tok.offsets)[None]
+                self.local = torch.as_tensor(
+                    np.where(self.val_tok == PAD, -1, local), device=self.dev
                 )
-                logits = model(xb, seq[:, :-1])
-                loss = ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))  # eq. (9)
-            else:
-                out = model(xb)
-                if model.target == "universa":  # official UniVERSA: per metric, summed
-                    loss = sum(
-                        masked_l1_loss(out[:, starts[j]], y_t[idx, j], ~torch.isnan(y_t[idx, j]))
-                        if tok.types[j] == "num"
-                        else torch.nn.functional.cross_entropy(
-                            out[:, starts[j] : starts[j + 1]], local[idx, j], ignore_index=-1
-                        )
-                        for j in range(len(tok.sizes))
-                    )
-                elif model.target == "tokens":
-                    loss = sum(
-                        torch.nn.functional.cross_entropy(
-                            out[:, starts[j] : starts[j + 1]],
-                            local[idx, j],
-                            label_smoothing=label_smoothing,
-                        )
-                        for j in range(len(tok.sizes))
-                    ) / len(tok.sizes)
-                else:  # "raw": every metric in its own units; "standardized": z-scored
-                    resid = out - (y_t[idx] - model.y_mu) / model.y_sd
-                    loss = resid.abs().mean() if model.loss == "l1" else resid.pow(2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
-            k += 1
-            if bar is not None:
-                bar.update(1)
+        self.ce = torch.nn.CrossEntropyLoss(
+            ignore_index=PAD, label_smoothing=settings.label_smoothing
+        )
+
+    def loss(self):
+        """The loss of the next random mini-batch (eq. (9) for the chain)."""
+        torch = _torch()
+        model, s = self.model, self.s
+        idx = self.rng.integers(0, self.rows.size, size=min(s.batch, self.rows.size))
+        xb = self.x[idx]
+        if isinstance(model, TinyARECHO):
+            seq = _batch_sequences(self.val_tok[idx], self.meta, self.rng, s.label_dropout)
+            seq = torch.as_tensor(seq, device=self.dev)
+            logits = model(xb, seq[:, :-1])
+            return self.ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))  # eq. (9)
+        return self._head_loss(model(xb), idx)
+
+    def _head_loss(self, out, idx):
+        f = _torch().nn.functional
+        model, tok = self.model, self.model.tokenizer
+        starts = model.starts if model.target in ("tokens", "universa") else None
+        if model.target == "universa":  # official UniVERSA: per metric, summed
+            y = self.y[idx]
+            return sum(
+                masked_l1_loss(out[:, starts[j]], y[:, j], ~_torch().isnan(y[:, j]))
+                if tok.types[j] == "num"
+                else f.cross_entropy(
+                    out[:, starts[j] : starts[j + 1]], self.local[idx, j], ignore_index=-1
+                )
+                for j in range(len(tok.sizes))
+            )
+        if model.target == "tokens":
+            smoothing = self.s.label_smoothing
+            return sum(
+                f.cross_entropy(
+                    out[:, starts[j] : starts[j + 1]], self.local[idx, j], label_smoothing=smoothing
+                )
+                for j in range(len(tok.sizes))
+            ) / len(tok.sizes)
+        # "raw": every metric in its own units; "standardized": z-scored
+        resid = out - (self.y[idx] - model.y_mu) / model.y_sd
+        return resid.abs().mean() if model.loss == "l1" else resid.pow(2).mean()
+
+
+def _fit(model, batch: _Batches, s: TrainSettings, steps: int | None) -> dict:
+    """AdamW with cosine decay until ``steps`` or ``s.seconds`` on ``s.clock``."""
+    torch = _torch()
+    now = time.perf_counter if s.clock == "wall" else time.process_time
+    opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=1e-4)
+    losses: list[float] = []
+    model.train()
+    t0, w0 = now(), time.perf_counter()
+    bar = None
+    if s.progress and steps is not None:
+        from lab.core.progress import progress as _progress
+
+        bar = _progress(total=steps, desc=type(model).__name__)
+    k = 0
+    while True:
+        elapsed = now() - t0
+        if (steps is not None and k >= steps) or elapsed >= s.seconds:
+            break
+        frac = k / steps if steps is not None else elapsed / s.seconds
+        for g in opt.param_groups:
+            g["lr"] = s.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+        loss = batch.loss()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        k += 1
         if bar is not None:
-            bar.close()
-        model.eval()
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    model.eval()
     return {
         "steps": k,
         "seconds": now() - t0,
         "wall_seconds": time.perf_counter() - w0,
-        "clock": clock,
+        "clock": s.clock,
         "loss": losses,
     }

@@ -132,13 +132,15 @@ def official_parity(path: str | Path | None = None) -> dict[str, Any]:
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    import torch
-
-    from .fast import decode
-    from .models import masked_l1_loss
-    from .reference import decode as decode_reference
-
     fx = _load(path)
+    res = _tokenizer_parity(fx)
+    res.update(_search_parity(fx))
+    res["l1_diff"] = _l1_parity(fx)
+    return res
+
+
+def _tokenizer_parity(fx: dict[str, Any]) -> dict[str, Any]:
+    """Thresholds, bins and representatives against the official tokenizer's outputs."""
     inst, out = fx["instance"], fx["outputs"]
     tok = official_tokenizer(fx)
     res: dict[str, Any] = {"threshold_diff": 0.0, "decode_diff": 0.0, "categorical": {}}
@@ -168,7 +170,18 @@ def official_parity(path: str | Path | None = None) -> dict[str, Any]:
                 res["decode_diff"] = max(res["decode_diff"], abs(ours_v - v))
     res["encode"] = (agree, total)
     res["below_range"] = (below_official, below_ours, n_below)
-    model = OfficialToyDecoder(fx, tok)
+    return res
+
+
+def _search_parity(fx: dict[str, Any]) -> dict[str, Any]:
+    """The official beam-1 searches replayed by our batched and one-utterance decoders."""
+    import torch
+
+    from .fast import decode
+    from .reference import decode as decode_reference
+
+    out = fx["outputs"]
+    model = OfficialToyDecoder(fx, official_tokenizer(fx))
     fast_ok = ref_ok = 0
     values_diff = 0.0
     for s in out["searches"]:
@@ -179,14 +192,25 @@ def official_parity(path: str | Path | None = None) -> dict[str, Any]:
         ref = decode_reference(model, x, s["query"], mode)
         ref_ok += int(all(ref[n][0] == got[n][0] for n in s["query"]))
         values_diff = max(values_diff, *(abs(got[n][0] - v) for n, v in s["values"].items()))
-    res["searches"] = len(out["searches"])
-    res["searches_fast"], res["searches_reference"] = fast_ok, ref_ok
-    res["values_diff"] = float(values_diff)
+    return {
+        "searches": len(out["searches"]),
+        "searches_fast": fast_ok,
+        "searches_reference": ref_ok,
+        "values_diff": float(values_diff),
+    }
+
+
+def _l1_parity(fx: dict[str, Any]) -> float:
+    """Our masked L1 against the official one, over all metrics and per metric."""
+    import torch
+
+    from .models import masked_l1_loss
+
+    inst, out = fx["instance"], fx["outputs"]
     pred = torch.tensor(inst["l1"]["pred"], dtype=torch.float64)
     target = torch.tensor(inst["l1"]["target"], dtype=torch.float64)
     mask = target > inst["l1"]["pad_value"] + 1e-6
     diffs = [abs(float(masked_l1_loss(pred, target, mask)) - out["masked_l1_all"])]
     for j, v in enumerate(out["masked_l1_per_metric"]):
         diffs.append(abs(float(masked_l1_loss(pred[:, j], target[:, j], mask[:, j])) - v))
-    res["l1_diff"] = max(diffs)
-    return res
+    return max(diffs)

@@ -20,7 +20,6 @@ See: book/arecho/01-degraded-speech-and-tokens.ipynb
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int, check_range
+from lab.core.memo import memo
 
 __all__ = [
     "SR",
@@ -476,7 +476,7 @@ def stoi(ref: Any, est: Any, sr: int = SR, extended: bool = False) -> float:
 # ----------------------------------------------------------------------------------------
 # features and storage helpers
 # ----------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=4)
+@memo(maxsize=4)
 def mel_bank(n_mels: int, n_fft: int, sr: int) -> np.ndarray:
     def hz2mel(f):
         return 2595 * np.log10(1 + f / 700)
