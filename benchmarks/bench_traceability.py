@@ -76,20 +76,20 @@ def main() -> int:
         for r in case.rows:
             r["scores_per_s"] = scores / r["seconds"]
 
-    kw = dict(n=n, d=d, sigmas=list(sig), reps=2, n_ref=R, n_fresh=R, show_progress=False)
+    settings = tr.TradeoffSettings(n=n, d=d, sigmas=tuple(sig), n_ref=R, n_fresh=R)
     with bench.case("tradeoff_curve end to end (2 reps per sigma)", **size) as case:
         case.metric("peer", PEER)
         a = case.time(
             "reference",
             "tradeoff_curve (numpy backend)",
-            lambda: tr.tradeoff_curve(backend="numpy", **kw),
+            lambda: tr.tradeoff_curve(settings, reps=2, backend="numpy"),
             reps=1,
             warmup=0,
         )
         b = case.time(
             "fast",
             "tradeoff_curve (torch backend)",
-            lambda: tr.tradeoff_curve(backend="torch", device="cpu", **kw),
+            lambda: tr.tradeoff_curve(settings, reps=2, backend="torch", device="cpu"),
             reps=1,
             warmup=0,
         )

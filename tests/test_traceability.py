@@ -194,10 +194,10 @@ def test_pair_trace(inst):
 
 
 def test_tradeoff_backends_agree_and_deterministic():
-    kw = dict(n=30, d=300, sigmas=[0.0, 0.5, 3.0], reps=3, seed=2, n_ref=400, n_fresh=300)
-    a = tr.tradeoff_curve(backend="numpy", **kw)
-    b = tr.tradeoff_curve(backend="torch", device="cpu", **kw)
-    c = tr.tradeoff_curve(backend="torch", device="cpu", **kw)
+    s = tr.TradeoffSettings(n=30, d=300, sigmas=(0.0, 0.5, 3.0), n_ref=400, n_fresh=300)
+    a = tr.tradeoff_curve(s, reps=3, seed=2, backend="numpy")
+    b = tr.tradeoff_curve(s, reps=3, seed=2, backend="torch", device="cpu")
+    c = tr.tradeoff_curve(s, reps=3, seed=2, backend="torch", device="cpu")
     assert np.array_equal(a["traced_all"], b["traced_all"])
     assert np.array_equal(a["fpr_all"], b["fpr_all"])
     assert np.allclose(a["excess_all"], b["excess_all"])
@@ -207,13 +207,14 @@ def test_tradeoff_backends_agree_and_deterministic():
 def test_tradeoff_monotone_default():
     from scipy.stats import spearmanr
 
-    r = tr.tradeoff_curve(50, 1000, sigmas=[0, 0.1, 0.3, 1, 3, 10], reps=5, device="cpu")
+    s = tr.TradeoffSettings(50, 1000, sigmas=(0, 0.1, 0.3, 1, 3, 10))
+    r = tr.tradeoff_curve(s, reps=5, device="cpu")
     assert np.all(np.diff(r["excess"]) > 0)
     assert spearmanr(r["sigma"], r["traced"]).statistic <= -0.9
 
 
 def test_dp_learner_below_ceiling():
-    r = tr.tradeoff_curve(50, 1000, eps=[0.5, 1.0, 2.0], reps=20, device="cpu")
+    r = tr.tradeoff_curve(tr.TradeoffSettings(50, 1000, eps=(0.5, 1.0, 2.0)), reps=20, device="cpu")
     for e, t, se in zip(r["eps"], r["traced"], r["traced_se"], strict=True):
         assert t <= tr.dp_trace_bound(e, 1e-5, 0.05) + 3 * se
 
@@ -237,7 +238,7 @@ def test_dp_learner_below_ceiling():
         lambda: tr.excess_risk_linear(np.zeros(3), np.ones(4), 3),
         lambda: tr.noisy_erm_l2(np.ones((2, 3)), -1.0),
         lambda: tr.fingerprint_terms("mode"),
-        lambda: tr.tradeoff_curve(10, 10, sigmas=[0.1], eps=[1.0]),
+        lambda: tr.TradeoffSettings(10, 10, sigmas=(0.1,), eps=(1.0,)),
         lambda: tr.dual_map(np.ones(3), 1.0),
     ],
 )
@@ -255,9 +256,9 @@ def test_type_errors():
 
 @pytest.mark.cuda
 def test_cuda_matches_cpu():
-    kw = dict(n=30, d=300, sigmas=[0.0, 1.0], reps=2, seed=0, n_ref=400, n_fresh=300)
-    a = tr.tradeoff_curve(device="cpu", **kw)
-    b = tr.tradeoff_curve(device="cuda", **kw)
+    s = tr.TradeoffSettings(n=30, d=300, sigmas=(0.0, 1.0), n_ref=400, n_fresh=300)
+    a = tr.tradeoff_curve(s, reps=2, device="cpu")
+    b = tr.tradeoff_curve(s, reps=2, device="cuda")
     assert np.abs(a["traced_all"] - b["traced_all"]).max() <= 2 / 30
 
 
@@ -306,13 +307,14 @@ def test_box_learners_and_excess():
 
 def test_sparse_fingerprinting_identity_every_learner():
     for n, d, k, alpha, p in [(10, 60, 60, 0.2, 2.0), (10, 60, 12, 0.15, 4.0)]:
-        chk = tr.identity_check(n, d, k, alpha, p, reps=1500, seed=1)
+        chk = tr.identity_check(tr.IdentitySettings(n, d, k, alpha, p), reps=1500, seed=1)
         assert np.all(np.abs(chk.z) <= 4.0), chk
         assert chk.lhs[chk.learners.index("constant")] == 0.0
 
 
 def test_identity_check_can_fail_with_the_dense_centre():
-    chk = tr.identity_check(10, 60, 12, 0.15, 4.0, learners=("erm",), reps=1500, centre="dense")
+    dense = tr.IdentitySettings(10, 60, 12, 0.15, 4.0, learners=("erm",), centre="dense")
+    chk = tr.identity_check(dense, reps=1500)
     assert abs(chk.z[0]) > 4.0  # centring at µ on every coordinate breaks the lemma for k < d
 
 
@@ -333,34 +335,47 @@ def test_paper_sparsity_and_ranges():
 
 
 def test_recall_curve_sound_and_dp_below_ceiling():
-    r = tr.recall_curve(50, 400, 0.15, 2.0, sigmas=(0.0, 3.0), eps=(1.0,), reps=6, n_ref=400)
+    s = tr.RecallSettings(50, 400, 0.15, 2.0, sigmas=(0.0, 3.0), eps=(1.0,), n_ref=400)
+    r = tr.recall_curve(s, reps=6)
     assert np.all(np.abs(r.fpr - 0.05) <= 4 * np.sqrt(0.05 * 0.95 * 3 / (400 * 6)))
     assert r.traced[0] > 3 * 0.05  # ERM is traced on a constant fraction
     assert r.traced[2] <= tr.dp_trace_bound(1.0, 1 / 50**2, 0.05) + 3 * r.traced_se[2] + 1e-12
     assert r.excess[0] < r.excess[1]
 
 
-def test_recall_sweep_is_the_memoised_widget_curve():
+def test_recall_widget_is_the_memoised_widget_curve():
     """The recall widget's driver: recall_curve over RECALL_SIGMAS and DP, computed once."""
-    tr.recall_sweep.clear()
-    a = tr.recall_sweep(0.15, 2.0, 0.05, 20, 200, 2, 0)
-    assert tr.recall_sweep(0.15, 2.0, 0.05, 20, 200, 2, 0) is a
-    b = tr.recall_curve(
-        20, 200, 0.15, 2.0, sigmas=tr.RECALL_SIGMAS, eps=(1.0,), xi=0.05, reps=2, n_ref=500
-    )
+    tr.recall_widget.clear()
+    a = tr.recall_widget(0.15, 2.0, 0.05, 20, 200, 2, 0)
+    assert tr.recall_widget(0.15, 2.0, 0.05, 20, 200, 2, 0) is a
+    s = tr.RecallSettings(20, 200, 0.15, 2.0, sigmas=tr.RECALL_SIGMAS, eps=(1.0,), n_ref=500)
+    b = tr.recall_curve(s, reps=2)
     assert np.array_equal(a.traced, b.traced) and np.array_equal(a.excess, b.excess)
+    assert a.ceiling == tr.dp_trace_bound(1.0, 1 / 20**2, 0.05)
     with pytest.raises((ValueError, TypeError)):
-        tr.recall_sweep(0.15, 2.0, 0.05, 1, 200, 2, 0)
+        tr.recall_widget(0.15, 2.0, 0.05, 1, 200, 2, 0)
+    fig = tr.figures.recall_figure(a)
+    assert len(fig.data) == 5
+    with pytest.raises(TypeError, match="r must be a RecallCurve"):
+        tr.figures.recall_figure(None)
+
+
+def test_scores_view_feeds_the_score_figure():
+    view = tr.tracer_scores_view(tr.ScoresSettings(0.1, 30, 300, 0.05), 0)
+    assert view.train.shape == (30,) and view.fresh.shape == (1000,)
+    assert len(tr.figures.scores_figure(view).data) == 4
+    with pytest.raises(TypeError, match="scores must be a Scores"):
+        tr.figures.scores_figure(None)
 
 
 def test_l2_counterexample_rate():
-    rate = tr.l2_erm_rate([25, 100, 400], d=200, reps=10)
+    rate = tr.l2_erm_rate(tr.L2RateSettings((25, 100, 400), d=200), reps=10)
     assert np.all(np.diff(rate.excess) < 0)
     # noisy ERM (noise of norm 0.3): its excess risk stays on a plateau the 1/n rate would cross
-    noisy = tr.l2_erm_rate([25, 100, 400], d=200, reps=10, sigma=0.3)
+    noisy = tr.l2_erm_rate(tr.L2RateSettings((25, 100, 400), d=200, sigma=0.3), reps=10)
     assert noisy.excess[-1] > 3 * rate.excess[-1]
     with pytest.raises(ValueError, match="sigma"):
-        tr.l2_erm_rate([25, 100], d=200, reps=2, sigma=-1.0)
+        tr.L2RateSettings((25, 100), d=200, sigma=-1.0)
 
 
 def test_clipped_mean_learner():
@@ -378,17 +393,20 @@ def test_clipped_mean_learner():
         tr.excess_risk_box(th, s.mu, s.k, 2.0)
         >= tr.excess_risk_box(tr.erm_box(s.Z, 2.0), s.mu, s.k, 2.0) - 1e-12
     )
-    curve = tr.recall_curve(
-        50, 400, 0.15, 2.0, sigmas=(0.0,), clip_scales=(3.0,), eps=(1.0,), reps=3, n_ref=200
+    both = tr.RecallSettings(
+        50, 400, 0.15, 2.0, sigmas=(0.0,), clip_scales=(3.0,), eps=(1.0,), n_ref=200
     )
+    curve = tr.recall_curve(both, reps=3)
     assert curve.labels == [("noisy", 0.0), ("clipped", 3.0), ("dp", 1.0)]
     assert curve.traced[1] > 3 * 0.05
-    only = tr.recall_curve(50, 400, 0.15, 2.0, sigmas=(), clip_scales=(3.0,), reps=3, n_ref=200)
+    only = tr.recall_curve(
+        tr.RecallSettings(50, 400, 0.15, 2.0, sigmas=(), clip_scales=(3.0,), n_ref=200), reps=3
+    )
     np.testing.assert_allclose(only.traced, curve.traced[1:2])
     with pytest.raises(ValueError, match="scale"):
         tr.clipped_mean_box(s.Z, 2.0, 0.0)
     with pytest.raises(ValueError, match="clip_scales"):
-        tr.recall_curve(50, 400, 0.15, 2.0, clip_scales=(-1.0,), reps=2)
+        tr.RecallSettings(50, 400, 0.15, 2.0, clip_scales=(-1.0,))
 
 
 @pytest.mark.parametrize(
@@ -403,8 +421,8 @@ def test_clipped_mean_learner():
         lambda: tr.dp_lower_bound(10, 10, 1.5, 0.5),
         lambda: tr.dp_lower_bound(10, 10, 3.0, 2.0),
         lambda: tr.alpha_range(10, 10, 2.0, 0.5),
-        lambda: tr.identity_check(5, 10, 2, 0.1, 2.0, learners=("oracle",)),
-        lambda: tr.recall_curve(5, 10, 0.1, 2.0, sigmas=()),
+        lambda: tr.IdentitySettings(5, 10, 2, 0.1, 2.0, learners=("oracle",)),
+        lambda: tr.RecallSettings(5, 10, 0.1, 2.0, sigmas=()),
     ],
 )
 def test_sparse_bad_input_raises(call):

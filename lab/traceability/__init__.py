@@ -101,12 +101,13 @@ numpy so that both backends see the same numbers.
 * ``problems.py`` — P_{k,p}: ``sparse_instance``, ``fingerprint_scores``, the box learners,
   ``excess_risk_box``, theorem formulas (``alpha_range``, ``dp_lower_bound``,
   ``minimax_rate``, ``conjectured_dp_rate``).
-* ``experiments.py`` — ``identity_check`` (Lemma 4.2 by Monte Carlo), ``recall_curve``
-  (recall vs excess risk, DP ceiling), ``recall_sweep`` (its memoised widget sweep), ``l2_erm_rate`` (App. B.1).
+* ``experiments.py`` — settings objects and drivers: ``identity_check`` (Lemma 4.2 by Monte
+  Carlo), ``recall_curve`` (recall vs excess risk, DP ceiling), ``recall_widget`` (its memoised
+  widget curve), ``l2_erm_rate`` (App. B.1), ``tracer_scores_view`` (the score widget).
 * ``reference.py`` — the dense lemma, the ℓ2 counterexample, its learners, the Gaussian
   mechanism, the tracer with an estimated centre, ``dp_trace_bound``.
 * ``fast.py`` — ``trace`` (batched) and ``tradeoff_curve`` (batched torch, CPU or CUDA).
-* ``figures.py`` — widget figures.
+* ``figures.py`` — widget figures, drawn from the drivers' results.
 """
 
 import lazy_loader as _lazy

@@ -2,27 +2,34 @@
 from . import experiments, fast, figures, problems, reference
 from .experiments import (
     LEARNERS,
+    IdentitySettings,
     IdentityCheck,
+    RecallSettings,
     RecallCurve,
+    L2RateSettings,
     L2Rate,
+    ScoresSettings,
+    Scores,
     fit_learner,
     identity_check,
     recall_curve,
     RECALL_SIGMAS,
-    recall_sweep,
+    recall_widget,
     l2_erm_rate,
+    tracer_scores_view,
 )
 from .fast import (
+    TradeoffSettings,
     tradeoff_curve,
 )
 from .figures import (
     recall_figure,
     scores_figure,
-    tradeoff_figure,
 )
 from .problems import (
     PRIOR_CONSTANT,
     SparseInstance,
+    SparseProblem,
     paper_sparsity,
     prior_scale,
     sparse_instance,

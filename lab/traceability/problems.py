@@ -17,6 +17,7 @@ from lab.core.checks import check_array, check_int, check_positive, check_range,
 __all__ = [
     "PRIOR_CONSTANT",
     "SparseInstance",
+    "SparseProblem",
     "paper_sparsity",
     "prior_scale",
     "sparse_instance",
@@ -76,6 +77,10 @@ def prior_scale(d: int, k: int, alpha: float, p: float) -> float:
     k = check_int("k", k, 1, d)
     alpha = _check_alpha(alpha)
     p = _check_p(p)
+    return _prior_scale(d, k, alpha, p)
+
+
+def _prior_scale(d: int, k: int, alpha: float, p: float) -> float:
     return max(1.0, PRIOR_CONSTANT * alpha**-2 * (k / d) ** (1 / p))
 
 
@@ -100,8 +105,33 @@ class SparseInstance:
         """``m`` new rows from the same ``D_{µ,k}`` (reference or fresh data for the tracer)."""
         m = check_int("m", m, 1)
         seed = check_int("seed", seed, 0)
-        rng = np.random.default_rng([self.seed, 7919, seed])
-        return draw_sparse(self.mu, self.k, m, rng)
+        return self._fresh(m, seed)
+
+    def _fresh(self, m: int, seed: int) -> np.ndarray:
+        return _draw_sparse(self.mu, self.k, m, np.random.default_rng([self.seed, 7919, seed]))
+
+    # the instance's arrays were validated when it was drawn: these run unchecked
+    def scores(self, theta: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        """:func:`fingerprint_scores` of the rows ``Z`` against ``theta`` on this instance."""
+        return _fingerprint_scores(theta, Z, self.mu, self.k, self.p)
+
+    def excess(self, theta: np.ndarray) -> float:
+        """:func:`excess_risk_box` of ``theta`` on this instance."""
+        return _excess_risk_box(theta, self.mu, self.k, self.p)
+
+    def fit(self, kind: str, level: float, seed: int) -> np.ndarray:
+        """A learner of the box on ``Z``, its level checked by the caller's settings:
+        ``"noisy"`` (noise σ = ``level``; 0 is ERM), ``"clipped"`` (scale ``level``), ``"dp"``
+        (ε = ``level``, δ = 1/n²) or ``"constant"`` (θ̂ = 0)."""
+        if kind == "noisy":
+            return _box(self.Z, self.p, level, seed)
+        if kind == "clipped":
+            return _clipped(self.Z, self.p, level)
+        if kind == "dp":
+            return _dp(self.Z, self.k, level, 1 / self.Z.shape[0] ** 2, self.p, seed)
+        if kind == "constant":
+            return np.zeros(self.d)
+        raise ValueError(f"kind must be one of noisy, clipped, dp, constant; got {kind!r}")
 
 
 def draw_sparse(mu, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
@@ -118,6 +148,11 @@ def draw_sparse(mu, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
         raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     if np.any(np.abs(mu) > k / d + 1e-12):
         raise ValueError(f"mu must lie in [-k/d, k/d] = [-{k / d:g}, {k / d:g}]")
+    return _draw_sparse(mu, k, m, rng)
+
+
+def _draw_sparse(mu: np.ndarray, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    d = mu.size
     if k == d:
         J = np.broadcast_to(np.arange(d), (m, d))
     else:
@@ -127,6 +162,42 @@ def draw_sparse(mu, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
     Z = np.zeros((m, d))
     np.put_along_axis(Z, np.asarray(J), signs, axis=1)  # (iii) zero off the support
     return Z
+
+
+@dataclass(frozen=True)
+class SparseProblem:
+    """The hard problem ``P_{k,p}`` (eq. (7)) at one size, validated once: ``n`` rows (≥ 1) in
+    dimension ``d`` (≥ 1), ``k`` non-zeros per row (``1 ≤ k ≤ d``), target accuracy ``alpha``
+    in (0, 1] (sets β = :func:`prior_scale`), geometry ``p`` > 1. :meth:`draw` gives one
+    instance per seed.
+
+    See: book/traceability/02-dp-and-tradeoff.ipynb
+    """
+
+    n: int
+    d: int
+    k: int
+    alpha: float
+    p: float
+
+    def __post_init__(self):
+        check_int("n", self.n, 1)
+        check_int("d", self.d, 1)
+        check_int("k", self.k, 1, self.d)
+        object.__setattr__(self, "alpha", _check_alpha(self.alpha))
+        object.__setattr__(self, "p", _check_p(self.p))
+
+    def draw(self, seed: int = 0) -> SparseInstance:
+        """Draw µ from the prior ``s-beta_[−k/d, k/d](β, β)^{⊗d}`` and n rows of ``D_{µ,k}``."""
+        return self._draw(check_int("seed", seed, 0))
+
+    def _draw(self, seed: int) -> SparseInstance:
+        n, d, k, alpha, p = self.n, self.d, self.k, self.alpha, self.p
+        beta = _prior_scale(d, k, alpha, p)
+        rng = np.random.default_rng([seed, 104729])
+        mu = (k / d) * (2 * rng.beta(beta, beta, size=d) - 1)  # s-beta on [−k/d, k/d]
+        Z = _draw_sparse(mu, k, n, rng)
+        return SparseInstance(Z, mu, float(beta), k, float(p), float(alpha), d, seed)
 
 
 def sparse_instance(
@@ -153,17 +224,7 @@ def sparse_instance(
 
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
-    n = check_int("n", n, 1)
-    d = check_int("d", d, 1)
-    k = check_int("k", k, 1, d)
-    alpha = _check_alpha(alpha)
-    p = _check_p(p)
-    seed = check_int("seed", seed, 0)
-    beta = prior_scale(d, k, alpha, p)
-    rng = np.random.default_rng([seed, 104729])
-    mu = (k / d) * (2 * rng.beta(beta, beta, size=d) - 1)  # s-beta on [−k/d, k/d] (Def. A.13)
-    Z = draw_sparse(mu, k, n, rng)
-    return SparseInstance(Z, mu, float(beta), k, float(p), float(alpha), d, seed)
+    return SparseProblem(n, d, k, alpha, p).draw(seed)
 
 
 def fingerprint_scores(theta, Z, mu, k: int, p: float) -> np.ndarray:
@@ -193,6 +254,11 @@ def fingerprint_scores(theta, Z, mu, k: int, p: float) -> np.ndarray:
         )
     k = check_int("k", k, 1, d)
     p = _check_p(p)
+    return _fingerprint_scores(theta, Z, mu, k, p)
+
+
+def _fingerprint_scores(theta, Z, mu, k: int, p: float) -> np.ndarray:
+    d = theta.size
     centred = Z - (d / k) * mu * (Z != 0)  # Z − (d/k) µ_supp(Z)  (Lemma 4.2)
     return d ** (1 / p) / math.sqrt(k) * (centred @ theta)
 
@@ -216,8 +282,12 @@ def excess_risk_box(theta, mu, k: int, p: float) -> float:
         raise ValueError(f"theta and mu must have the same length, got {theta.size}, {mu.size}")
     k = check_int("k", k, 1, mu.size)
     p = _check_p(p)
+    return _excess_risk_box(theta, mu, k, p)
+
+
+def _excess_risk_box(theta, mu, k: int, p: float) -> float:
     q = p / (p - 1)
-    return float(k ** (-1 / q) * (box_radius(mu.size, p) * np.abs(mu).sum() - theta @ mu))
+    return float(k ** (-1 / q) * (mu.size ** (-1 / p) * np.abs(mu).sum() - theta @ mu))
 
 
 def erm_box(Z, p: float) -> np.ndarray:
@@ -226,7 +296,16 @@ def erm_box(Z, p: float) -> np.ndarray:
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     Z = check_array("Z", Z, ndim=2, min_size=1)
-    return box_radius(Z.shape[1], p) * np.sign(Z.mean(axis=0))
+    return _box(Z, _check_p(p), 0.0, 0)
+
+
+def _box(Z: np.ndarray, p: float, sigma: float, seed: int) -> np.ndarray:
+    """θ̂ = d^(−1/p) sign(z̄ + σ g): ERM for σ = 0, noisy ERM otherwise (unchecked)."""
+    d = Z.shape[1]
+    if sigma == 0:
+        return d ** (-1 / p) * np.sign(Z.mean(axis=0))
+    g = np.random.default_rng([seed, 31337]).standard_normal(d)
+    return d ** (-1 / p) * np.sign(Z.mean(axis=0) + sigma * g)
 
 
 def noisy_erm_box(Z, sigma: float, p: float, seed: int = 0) -> np.ndarray:
@@ -251,28 +330,34 @@ def clipped_mean_box(Z, p: float, scale: float = 3.0) -> np.ndarray:
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     Z = check_array("Z", Z, ndim=2, min_size=1)
-    scale = check_positive("scale", scale)
+    return _clipped(Z, _check_p(p), check_positive("scale", scale))
+
+
+def _clipped(Z: np.ndarray, p: float, scale: float) -> np.ndarray:
     n, d = Z.shape
-    return box_radius(d, p) * np.clip(scale * math.sqrt(n) * Z.mean(axis=0), -1.0, 1.0)
+    return d ** (-1 / p) * np.clip(scale * math.sqrt(n) * Z.mean(axis=0), -1.0, 1.0)
 
 
 def dp_erm_box(Z, k: int, eps: float, delta: float, p: float, seed: int = 0) -> np.ndarray:
     """(ε, δ)-DP learner: the Gaussian mechanism on z̄, then the sign map (post-processing).
 
     Replacing one row moves z̄ by at most ``2√k/n`` in ℓ2 (‖z‖₂ = √k); the noise is the
-    analytic calibration of :func:`lab.traceability.gaussian_sigma`.
+    analytic calibration of :func:`lab.traceability.gaussian_sigma` (which checks ε and δ).
 
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
+    Z = check_array("Z", Z, ndim=2, min_size=1)
+    k = check_int("k", k, 1, Z.shape[1])
+    return _dp(Z, k, eps, delta, _check_p(p), check_int("seed", seed, 0))
+
+
+def _dp(Z: np.ndarray, k: int, eps: float, delta: float, p: float, seed: int) -> np.ndarray:
     from lab.traceability.reference import gaussian_sigma
 
-    Z = check_array("Z", Z, ndim=2, min_size=1)
     n, d = Z.shape
-    k = check_int("k", k, 1, d)
-    seed = check_int("seed", seed, 0)
     s = gaussian_sigma(2 * math.sqrt(k) / n, eps, delta)
     g = np.random.default_rng([seed, 2718]).standard_normal(d)
-    return box_radius(d, p) * np.sign(Z.mean(axis=0) + s * g)
+    return d ** (-1 / p) * np.sign(Z.mean(axis=0) + s * g)
 
 
 def constant_box(Z, p: float) -> np.ndarray:

@@ -163,7 +163,10 @@ def dual_map(v, p: float = 2.0) -> np.ndarray:
     Accepts a vector (d,) or a batch (..., d). See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     v = check_array("v", v, ndim=(1, 2, 3), min_size=1)
-    p = check_p(p)
+    return _dual_map(v, check_p(p))
+
+
+def _dual_map(v: np.ndarray, p: float) -> np.ndarray:
     q = p / (p - 1.0)
     a = np.abs(v)
     amax = a.max(axis=-1, keepdims=True)
@@ -190,7 +193,7 @@ def erm_lp(Z, p: float = 2.0) -> np.ndarray:
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
     Z = check_array("Z", Z, ndim=2, min_size=1)
-    return dual_map(Z.mean(axis=0), p)
+    return _dual_map(Z.mean(axis=0), check_p(p))
 
 
 def noisy_erm_lp(Z, sigma: float, p: float = 2.0, seed: int = 0) -> np.ndarray:
@@ -202,7 +205,7 @@ def noisy_erm_lp(Z, sigma: float, p: float = 2.0, seed: int = 0) -> np.ndarray:
     Z = check_array("Z", Z, ndim=2, min_size=1)
     sigma = check_positive("sigma", sigma, allow_zero=True)
     seed = check_int("seed", seed, 0)
-    return dual_map(_noisy_mean(Z, sigma, seed), p)
+    return _dual_map(_noisy_mean(Z, sigma, seed), check_p(p))
 
 
 def erm_l2(Z) -> np.ndarray:
@@ -299,8 +302,9 @@ def dp_gaussian_l2(
     """
     Z = check_array("Z", Z, ndim=2, min_size=1)
     n, d = Z.shape
+    seed = check_int("seed", seed, 0)
     s = gaussian_sigma(2.0 / n, eps, delta, method)
-    return noisy_erm_l2(Z, math.sqrt(d) * s, seed)
+    return _dual_map(_noisy_mean(Z, math.sqrt(d) * s, seed), 2.0)
 
 
 def excess_risk_linear(w, mu, d: int, p: float = 2.0) -> float:
@@ -342,7 +346,11 @@ def tracer_scores(w, Z, center) -> np.ndarray:
     w = check_array("w", w, ndim=1, min_size=1)
     Z = check_array("Z", Z, shape=(None, w.shape[0]))
     center = check_array("center", center, shape=(w.shape[0],))
-    return (Z - center) @ w
+    return _scores(w, Z, center)
+
+
+def _scores(w: np.ndarray, Z: np.ndarray, center: np.ndarray) -> np.ndarray:
+    return (Z - center) @ w  # eq. (7): s(z) = ⟨ŵ, z − m̂⟩
 
 
 def calibrate_threshold(ref_scores, xi: float) -> float:
@@ -396,9 +404,10 @@ def trace(w, Z_train, Z_ref, xi: float, center=None) -> np.ndarray:
         h = centre_rows(Z_ref.shape[0])
         center, calib = Z_ref[:h].mean(axis=0), Z_ref[h:]  # m̂ from one half
     else:
+        center = check_array("center", center, shape=(d,))
         calib = Z_ref
-    tau = calibrate_threshold(tracer_scores(w, calib, center), xi)  # τ from the other half
-    return tracer_scores(w, Z_train, center) > tau  # eq. (7): IN iff s(z) > τ
+    tau = float(np.quantile(_scores(w, calib, center), 1.0 - xi))  # τ: the (1 − ξ) quantile
+    return _scores(w, Z_train, center) > tau  # eq. (7): IN iff s(z) > τ
 
 
 def binomial_interval(k: int, m: int, z: float = 2.576) -> tuple[float, float]:
