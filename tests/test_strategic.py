@@ -1,7 +1,8 @@
 """Tests of lab.strategic: online strategic classification with Massart noise.
 
-The paper's model and Algorithm 1 (reference vs fast path, closed forms, invariants); the first
-reconstruction, kept as an extra baseline, is tested in ``tests/test_strategic_legacy.py``. CPU, float64, a few seconds.
+The paper's model and Algorithm 1 (reference vs fast path, closed forms, invariants), the
+settings and drivers; the extra baseline (explore-fit-shift on the offset game) is tested in
+``tests/test_strategic_offset_game.py``. CPU, float64, a few seconds.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from lab import strategic as st
-from lab.strategic import legacy
+from lab.strategic import offset_game
 
 
 # ------------------------------------------------------------------------------------------
@@ -31,8 +32,8 @@ def test_best_response_lemma1():
         assert np.all(np.linalg.norm(R - X, axis=1) <= gamma + 1e-8)  # at most gamma
         assert np.all(st.admits(R[band], w, m))  # every mover gets in
         np.testing.assert_allclose(R[band] @ w + m, 1e-9, atol=1e-12)  # onto the boundary
-        # the same agents as the first reconstruction's rule with tau = -m, r = gamma
-        np.testing.assert_allclose(R, legacy.best_response(X, w, -m, gamma), atol=1e-15)
+        # the same agents as the offset game's rule with tau = -m, r = gamma
+        np.testing.assert_allclose(R, offset_game.best_response(X, w, -m, gamma), atol=1e-15)
     np.testing.assert_array_equal(st.best_response(X, w, 0.1, 0.0), X)  # gamma = 0
 
 
@@ -144,9 +145,9 @@ def test_prox_step_is_the_papers_argmin():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_prox_step_fallback_solver(monkeypatch):
     """Where Newton's method does not converge, the general solver gives the same argmin."""
-    from lab.strategic import reference
+    from lab.strategic import prox
 
-    monkeypatch.setattr(reference, "_prox_newton", lambda w, g, *a: (w.copy(), False))
+    monkeypatch.setattr(prox, "_prox_newton", lambda w, g, *a: (w.copy(), False))
     rng = np.random.default_rng(8)
     for trial in range(6):
         d = (2, 4)[trial % 2]
@@ -158,7 +159,7 @@ def test_prox_step_fallback_solver(monkeypatch):
 
 def test_batched_prox_equals_the_reference():
     """The fast path's batched Newton (one KKT system per row) = the reference's step."""
-    from lab.strategic import fast, reference
+    from lab.strategic import fast, prox
 
     rng = np.random.default_rng(11)
     for d in (2, 3, 5):
@@ -167,7 +168,7 @@ def test_batched_prox_equals_the_reference():
         W, G, _, U, C = (np.array([r[i] for r in rows]) for i in range(5))
         sol, ok = fast._prox_rows(W, G, 0.05, U, C, p)
         assert ok.mean() > 0.9
-        ref = np.stack([reference.prox_argmin(W[i], G[i], 0.05, U[i], C[i], p) for i in range(40)])
+        ref = np.stack([prox.prox_argmin(W[i], G[i], 0.05, U[i], C[i], p) for i in range(40)])
         np.testing.assert_allclose(sol[ok], ref[ok], atol=1e-10)
         np.testing.assert_allclose(fast._project_rows(W + G, U, C),
                                    [st.project_cone_ball(W[i] + G[i], U[i], C[i]) for i in range(40)],
@@ -265,13 +266,17 @@ def test_prop4_outcomes_scores_complete_batches_only():
 
 
 def test_horizon_study_curves():
-    env = st.StrategicMassart(d=2, gamma=0.2, eta=0.2)
-    final, curves = st.horizon_study(env, [300, 600], [0, 1], device="cpu", curves=True)
+    settings = st.HorizonSettings(st.Instance(d=2, gamma=0.2, eta=0.2), (300, 600), (0, 1))
+    final, curves = st.horizon_study(settings, device="cpu", curves=True)
     assert final.shape == (2, 2) and [c.shape for c in curves] == [(300,), (600,)]
     np.testing.assert_allclose([c[-1] for c in curves], final.mean(0))
-    np.testing.assert_array_equal(st.horizon_study(env, [300, 600], [0, 1], device="cpu"), final)
+    np.testing.assert_array_equal(st.horizon_study(settings, device="cpu"), final)
+    direct = st.strategic_massart_many(settings.instance.env, 600, [0, 1], device="cpu")
+    np.testing.assert_array_equal(final[:, 1], direct.regret.sum(1))  # the driver = the kernel
     with pytest.raises(TypeError, match="curves"):
-        st.horizon_study(env, [300], [0], curves="yes")
+        st.horizon_study(settings, curves="yes")
+    with pytest.raises(TypeError, match="settings must be a HorizonSettings"):
+        st.horizon_study(st.Instance())
 
 
 @pytest.fixture(scope="module")
@@ -315,10 +320,15 @@ def test_determinism():
 
 
 def test_baselines_linear_regret_and_ours_sublinear():
-    env = st.StrategicMassart(d=2, gamma=0.2, eta=0.2)
-    out = st.compare_learners(
-        env, 4000, seeds=range(3), learners=("ours", "zhang-partial", "perceptron-full")
-    )
+    instance = st.Instance(d=2, gamma=0.2, eta=0.2)
+    env = instance.env
+    learners = ("ours", "zhang-partial", "perceptron-full")
+    out = st.compare_learners(st.ComparisonSettings(instance, 4000, (0, 1, 2), learners))
+    # the driver's runs are the kernels' runs on the same seeds
+    ours = st.strategic_massart_many(env, 4000, [0, 1, 2], device="cpu")
+    np.testing.assert_array_equal(out.final["ours"], np.cumsum(ours.regret, 1)[:, -1])
+    perc = st.strategic_perceptron(env, 4000, [0, 1, 2], feedback="full")
+    np.testing.assert_array_equal(out.final["perceptron-full"], np.cumsum(perc.regret, 1)[:, -1])
     # the non-strategic learner pays the manipulators' band every cycle at the end
     band = (1 - 2 * env.eta) * (0.5 - (1 - math.erf(env.gamma / math.sqrt(2))) / 2)
     late = np.diff(out.mean["zhang-partial"][-1000:]).mean()
@@ -349,7 +359,23 @@ def test_new_bad_inputs():
     with pytest.raises(ValueError, match="T must"):
         st.strategic_massart_learner(env, 2)
     with pytest.raises(ValueError, match="name"):
-        st.parameter_sweep("zeta", [1], 100)
+        st.SweepSettings("zeta", [1], 100)
+    with pytest.raises(TypeError, match="settings must be a SweepSettings"):
+        st.parameter_sweep("gamma")
+    with pytest.raises(ValueError, match="learners"):
+        st.ComparisonSettings(learners=("ours", "adam"))
+    with pytest.raises(ValueError, match="seeds"):
+        st.ComparisonSettings(seeds=(0, 0))
+    with pytest.raises(ValueError, match="T must"):
+        st.ComparisonSettings(T=10)
+    with pytest.raises(ValueError, match="eta"):
+        st.Instance(eta=0.6)
+    with pytest.raises(ValueError, match="shift"):
+        st.ScatterSettings(shift=9.0)
+    with pytest.raises(ValueError, match="radii"):
+        st.RaiseSettings(radii=(-1.0,))
+    with pytest.raises(TypeError, match="constants"):
+        st.HorizonSettings(constants="c")
 
 
 @pytest.mark.cuda
@@ -363,7 +389,23 @@ def test_fast_path_cuda_matches_cpu():
 def test_parameter_sweep_smoke_mode_keeps_its_shape(monkeypatch):
     """Under LAB_SMOKE=1 each run stops after 200 cycles; one final regret per seed and value."""
     monkeypatch.setenv("LAB_SMOKE", "1")
-    sweep = st.parameter_sweep("d", [2, 3], 5_000, [0, 1, 2])
+    sweep = st.parameter_sweep(st.SweepSettings("d", (2, 3), 5_000, (0, 1, 2)))
     assert sweep.final.shape == (3, 2)
     short = st.strategic_massart_many(st.StrategicMassart(d=2), 200, [0, 1, 2])
     assert np.allclose(sweep.final[:, 0], short.regret.sum(1))
+
+
+def test_notebook1_drivers():
+    """raise_curves: the best raise is the radius and the unraised rule's loss gap matches its
+    quadrature; best_response_scene: movers = the band, every mover accepted."""
+    rc = st.raise_curves(st.RaiseSettings(radii=(0.5,), n_mc=20_000))
+    assert abs(rc.best[0.5] - 0.5) < 1e-9
+    assert abs(rc.gap[0.5][0] - rc.gap[0.5][1]) < 0.01
+    sc = st.best_response_scene(st.ScatterSettings(shift=0.5, r=0.5, n=300))
+    s = sc.X @ sc.w
+    np.testing.assert_array_equal(sc.moved, (s >= sc.tau - sc.r) & (s < sc.tau))
+    assert np.all(sc.accepted[sc.moved])
+    fig = st.best_response_figure(sc)
+    assert len(fig.data) == 7
+    with pytest.raises(TypeError, match="scene"):
+        st.best_response_figure("scene")

@@ -59,8 +59,9 @@ $E[\mathrm{Reg}_T] = O\big(d\ln d(\ln T)^2/(1-2\eta)^8 + \sqrt{(\gamma+1)d\ln d\
 **Baselines (App. A.2)**: the Strategic Perceptron of Ahmadi et al. (2021), full and partial
 feedback (Alg. 5, 6, proxy eq. (2)); the non-strategic Massart learner of Zhang et al. (2020)
 (thresholds at 0, bands $|\langle w, r\rangle| \le b_k$ with full or $0 < \langle w, r\rangle \le
-b_k$ with partial feedback). Extra baseline (ours, labelled as such): the chapter's first
-reconstruction, explore-fit-shift in doubling epochs (:mod:`lab.strategic.legacy`).
+b_k$ with partial feedback). Extra baseline (ours, labelled as such): explore-fit-shift in
+doubling epochs, a learner built from the abstract alone (:mod:`lab.strategic.doubling_epochs`,
+on the simulator :mod:`lab.strategic.offset_game`).
 
 ## Deviations from the paper
 
@@ -85,13 +86,14 @@ reconstruction, explore-fit-shift in doubling epochs (:mod:`lab.strategic.legacy
 
 | file | what it holds |
 |---|---|
-| `model.py` | `StrategicMassart`, `best_response` (Lemma 1), `admits`, exact regret (`rule_regret`) |
-| `reference.py` | `Constants`, `schedule`, `prox_step` (Alg. 3 l.6 / Alg. 4 l.8), `strategic_massart_learner` (numpy, cycle by cycle); `mirror_step`, the earlier step, as an ablation |
+| `model.py` | `StrategicMassart`, the paper's instance (Gaussian features, Massart labels) |
+| `reference.py` | the equations: `best_response` (Lemma 1), `admits`, `clairvoyant_rule` (Cor. 1), exact regret (`rule_regret`, eq. (1)); `Constants`, `schedule`, `prox_step` (Alg. 3 l.6 / Alg. 4 l.8), `strategic_massart_learner` (numpy, cycle by cycle); `mirror_step`, the earlier step, as an ablation |
+| `prox.py` | the solver of the proximal step: projection onto `W`, Newton on its KKT conditions |
 | `fast.py` | `strategic_massart_many` (the reference's `strategic_massart_learner` in torch, seeds batched, the proximal steps solved together; also Zhang et al.), `strategic_perceptron` (the baseline, batched), `draw_streams` (`draw_agents` per seed, stacked) |
-| `legacy.py` | the first reconstruction, an extra baseline: the public names of the two modules below |
-| `offset_game.py` | its game simulator (an offset `b*`, Monte Carlo losses) |
-| `doubling_epochs.py` | its learner, explore-fit-shift in doubling epochs, with 0-1 ERM and logistic fitters |
-| `experiments.py` | drivers of the notebooks; `prop4_outcomes` (Prop. 4 on the complete batches) |
+| `offset_game.py` | a game simulator more general than the paper's model (an offset `b*`, Monte Carlo losses) |
+| `doubling_epochs.py` | the extra baseline, explore-fit-shift in doubling epochs, with 0-1 ERM and logistic fitters |
+| `settings.py` | one frozen settings dataclass per experiment family, validated once |
+| `experiments.py` | drivers of the notebooks (settings in, results out); `prop4_outcomes` (Prop. 4 on the complete batches) |
 | `figures.py` | results -> figures |
 
 See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb,
@@ -100,7 +102,7 @@ book/strategic/03-sweeps.ipynb
 
 import lazy_loader as _lazy
 
-SUBMODULE_ONLY = ("legacy", "offset_game", "doubling_epochs")
+SUBMODULE_ONLY = ("offset_game", "doubling_epochs")
 #: reference name -> fast name (the fast one adds seeds batched, ``variant=`` and ``device=``)
 PAIRS = {"strategic_massart_learner": "strategic_massart_many"}
 

@@ -1,5 +1,5 @@
-r"""Explore-fit-shift in doubling epochs, the chapter's first reconstruction of the learner (an
-extra baseline, part of :mod:`lab.strategic.legacy`): rounds that accept everyone give clean
+r"""Explore-fit-shift in doubling epochs, a learner built from the paper's abstract alone (an
+extra baseline, not the paper's algorithm): rounds that accept everyone give clean
 labelled data, a 0-1 empirical risk minimiser (or logistic regression) is fitted on it and
 announced shifted by the manipulation radius; the unshifted baseline and the log-log regret
 slope. Runs on :mod:`lab.strategic.offset_game`. Equation (6): the doubling-epoch schedule.
@@ -279,55 +279,80 @@ def explore_fit_shift(
             f"explore_fit_shift fits halfspaces in the plane: env.d must be 2 (got {env.d})"
         )
     sched = epoch_schedule(T, L0, c_e, env.d)
-    rng = np.random.default_rng(seed)
-    regret = np.empty(T)
-    loss = np.empty(T)
-    seen = np.empty(T, bool)
-    explore = np.zeros(T, bool)
-    Xc, yc = np.empty((0, 2)), np.empty(0)
-    w_hat, b_hat = np.array([1.0, 0.0]), 0.0
-    ws, bs, ns = [], [], []
-    reg_all = env.regret(w_hat, -np.inf)  # accept-all rounds: no one moves
-    t = 0
+    run = _EpochRun(env, T, np.random.default_rng(seed))
     for n_exp, n_exploit in progress(sched, desc="epochs"):
-        if n_exp:
-            Xt, ys, info = env.step(w_hat, -np.inf, rng, n_exp)
-            Xc = np.vstack([Xc, Xt])  # exact features: nobody manipulates when all pass
-            yc = np.concatenate([yc, ys])  # every label revealed
-            regret[t : t + n_exp] = reg_all
-            loss[t : t + n_exp] = info["loss"]
-            seen[t : t + n_exp] = True
-            explore[t : t + n_exp] = True
-            t += n_exp
-        if len(np.unique(yc)) == 2:
+        run.explore_rounds(n_exp)
+        run.fit(fitter, n_dirs, backend)
+        run.exploit_rounds(n_exploit, shift)
+    return run.result(sched)
+
+
+class _EpochRun:
+    """The state of one explore-fit-shift run: the per-round records, the clean data and the
+    current estimate (eq. (6): explore, fit, shift)."""
+
+    def __init__(self, env: StrategicEnv, T: int, rng: np.random.Generator):
+        self.env, self.rng, self.t = env, rng, 0
+        self.regret, self.loss = np.empty(T), np.empty(T)
+        self.seen, self.explore = np.empty(T, bool), np.zeros(T, bool)
+        self.Xc, self.yc = np.empty((0, 2)), np.empty(0)
+        self.w_hat, self.b_hat = np.array([1.0, 0.0]), 0.0
+        self.ws, self.bs, self.ns = [], [], []
+        self.reg_all = env.regret(self.w_hat, -np.inf)  # accept-all rounds: no one moves
+
+    def explore_rounds(self, n: int) -> None:
+        """Rounds that accept everyone: nobody moves, every label is revealed."""
+        if not n:
+            return
+        t = self.t
+        Xt, ys, info = self.env.step(self.w_hat, -np.inf, self.rng, n)
+        self.Xc = np.vstack([self.Xc, Xt])  # exact features: nobody manipulates when all pass
+        self.yc = np.concatenate([self.yc, ys])  # every label revealed
+        self.regret[t : t + n] = self.reg_all
+        self.loss[t : t + n] = info["loss"]
+        self.seen[t : t + n] = True
+        self.explore[t : t + n] = True
+        self.t += n
+
+    def fit(self, fitter: str, n_dirs: int, backend: str) -> None:
+        """The 0-1 ERM (or logistic) fit on all clean data so far."""
+        if len(np.unique(self.yc)) == 2:
             if fitter == "erm01":
-                w_hat, b_hat = erm01_halfspace(Xc, yc, n_dirs=n_dirs, backend=backend)
+                self.w_hat, self.b_hat = erm01_halfspace(
+                    self.Xc, self.yc, n_dirs=n_dirs, backend=backend
+                )
             else:
-                w_hat, b_hat = logistic_halfspace(Xc, yc)
-        ws.append(w_hat.copy())
-        bs.append(b_hat)
-        ns.append(len(yc))
-        if n_exploit:
-            tau = b_hat + env.r if shift else b_hat  # the shift by the manipulation radius
-            _, ys, info = env.step(w_hat, tau, rng, n_exploit)
-            regret[t : t + n_exploit] = env.regret(w_hat, tau)
-            loss[t : t + n_exploit] = info["loss"]
-            seen[t : t + n_exploit] = info["accepted"]  # labels of accepted agents only
-            t += n_exploit
-    ws = np.array(ws)
-    bs = np.array(bs)
-    return {
-        "regret": regret,
-        "loss": loss,
-        "seen": seen,
-        "explore": explore,
-        "schedule": sched,
-        "w_hat": ws,
-        "b_hat": bs,
-        "w_err": np.linalg.norm(ws - env.w_star, axis=1),
-        "b_err": np.abs(bs - env.b_star),
-        "n_clean": np.array(ns),
-    }
+                self.w_hat, self.b_hat = logistic_halfspace(self.Xc, self.yc)
+        self.ws.append(self.w_hat.copy())
+        self.bs.append(self.b_hat)
+        self.ns.append(len(self.yc))
+
+    def exploit_rounds(self, n: int, shift: bool) -> None:
+        """Rounds that post the estimate, raised by the radius (or not, the ablation)."""
+        if not n:
+            return
+        t, env = self.t, self.env
+        tau = self.b_hat + env.r if shift else self.b_hat  # the shift by the manipulation radius
+        _, ys, info = env.step(self.w_hat, tau, self.rng, n)
+        self.regret[t : t + n] = env.regret(self.w_hat, tau)
+        self.loss[t : t + n] = info["loss"]
+        self.seen[t : t + n] = info["accepted"]  # labels of accepted agents only
+        self.t += n
+
+    def result(self, sched) -> dict:
+        ws, bs = np.array(self.ws), np.array(self.bs)
+        return {
+            "regret": self.regret,
+            "loss": self.loss,
+            "seen": self.seen,
+            "explore": self.explore,
+            "schedule": sched,
+            "w_hat": ws,
+            "b_hat": bs,
+            "w_err": np.linalg.norm(ws - self.env.w_star, axis=1),
+            "b_err": np.abs(bs - self.env.b_star),
+            "n_clean": np.array(self.ns),
+        }
 
 
 def naive_unshifted(env: StrategicEnv, T: int, seed: int = 0) -> dict:

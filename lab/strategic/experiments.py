@@ -1,6 +1,19 @@
-"""Drivers of the chapter's notebooks: learners compared, horizons, parameter sweeps.
+"""Drivers of the chapter's notebooks: each takes a settings object
+(:mod:`lab.strategic.settings`), computes, and returns a small result that
+:mod:`lab.strategic.figures` draws.
 
-See: book/strategic/02-regret.ipynb, book/strategic/03-sweeps.ipynb
+* :func:`raise_curves` - the expected loss of the raised boundary, several radii (notebook 1);
+* :func:`best_response_scene` - one picture of the agents' best responses (notebook 1's widget);
+* :func:`compare_learners` - the paper's algorithm and the baselines on the same seeds;
+* :func:`horizon_study` - the paper's algorithm at several horizons;
+* :func:`prop4_outcomes` - Proposition 4 scored on the complete batches of a run (notebook 2);
+* :func:`parameter_sweep` - one parameter of the instance or one constant varied (notebook 3).
+
+The expensive drivers keep their results on disk (:func:`lab.core.diskcache.disk_memo`); the
+extra baseline's seed loop runs through :func:`lab.core.sweep.sweep`.
+
+See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb,
+book/strategic/03-sweeps.ipynb
 """
 
 from __future__ import annotations
@@ -9,45 +22,132 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int
-from lab.core.runtime import smoke_steps
-from lab.strategic.fast import strategic_massart_many, strategic_perceptron
-from lab.strategic.model import StrategicMassart
-from lab.strategic.reference import Constants
+from lab.core.checks import check_array, check_bool
+from lab.core.diskcache import disk_memo
+from lab.core.memo import memo
+from lab.core.runtime import resolve_device, smoke_steps
+from lab.core.sweep import sweep
+from lab.strategic.doubling_epochs import explore_fit_shift
+from lab.strategic.fast import (
+    draw_streams,
+    strategic_massart_many_unchecked,
+    strategic_perceptron_unchecked,
+)
+from lab.strategic.offset_game import (
+    StrategicEnv,
+    accepts,
+    best_response,
+    closed_form_unshifted_gap,
+)
+from lab.strategic.settings import (
+    ComparisonSettings,
+    HorizonSettings,
+    Instance,
+    RaiseSettings,
+    ScatterSettings,
+    SweepSettings,
+)
 
 __all__ = [
     "Comparison",
     "Prop4",
+    "RaiseCurves",
+    "ResponseScene",
     "Sweep",
+    "best_response_scene",
     "compare_learners",
     "horizon_study",
     "parameter_sweep",
     "prop4_outcomes",
+    "raise_curves",
 ]
 
-LEARNERS = (
-    "ours",
-    "zhang-partial",
-    "zhang-full",
-    "perceptron-partial",
-    "perceptron-full",
-    "explore-fit-shift",
-)
+
+def _settings(name: str, value, kind):
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+    return value
 
 
-def _seeds(seeds) -> list[int]:
-    seeds = [check_int("seed", s, 0) for s in np.atleast_1d(np.asarray(seeds)).tolist()]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
-    return seeds
+# ------------------------------------------------------------------------------------------
+# Notebook 1: the game
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RaiseCurves:
+    """Expected 0-1 loss of posting ``(w*, b* + s)`` for each shift ``s`` and radius ``r``:
+    ``loss[r]`` ``[len(shifts)]``, the ``best`` shift per radius and ``gap[r]`` = (the unraised
+    rule's loss minus the smallest on the grid, its closed form by quadrature)."""
+
+    shifts: np.ndarray
+    loss: dict
+    best: dict
+    gap: dict
 
 
+@memo
+def raise_curves(settings: RaiseSettings) -> RaiseCurves:
+    """The loss of the raised boundary on the offset game's Monte Carlo pool (``b* = 0``).
+
+    See: book/strategic/01-best-responses.ipynb
+    """
+    st = _settings("settings", settings, RaiseSettings)
+    shifts = np.array(st.shifts)
+    loss, best, gap = {}, {}, {}
+    for radius in st.radii:
+        env = StrategicEnv(b_star=0.0, r=radius, n_mc=st.n_mc, seed=st.seed)
+        loss[radius] = np.array([env.expected_loss(env.w_star, env.b_star + s) for s in shifts])
+        best[radius] = shifts[np.argmin(loss[radius])]
+        unraised = loss[radius][shifts == 0][0] if np.any(shifts == 0) else np.nan
+        gap[radius] = (unraised - loss[radius].min(), closed_form_unshifted_gap(env))
+    return RaiseCurves(shifts, loss, best, gap)
+
+
+@dataclass(frozen=True)
+class ResponseScene:
+    """Agents facing the rule ``<w, x> >= tau``: true features ``X``, reported ``Xt``, labels
+    ``y``, the ``accepted`` and ``moved`` masks, the rule, the radius ``r``, the true offset
+    ``b_star`` and the rule's expected ``regret`` per round."""
+
+    X: np.ndarray
+    Xt: np.ndarray
+    y: np.ndarray
+    accepted: np.ndarray
+    moved: np.ndarray
+    w: np.ndarray
+    tau: float
+    r: float
+    b_star: float
+    shift: float
+    regret: float
+
+
+def best_response_scene(settings: ScatterSettings) -> ResponseScene:
+    """Draw ``n`` agents of the offset game (``b* = 0``, radius ``r``) and let them best-respond
+    to ``<w*, x> >= shift``.
+
+    See: book/strategic/01-best-responses.ipynb
+    """
+    st = _settings("settings", settings, ScatterSettings)
+    env = StrategicEnv(b_star=0.0, r=st.r, noise=st.noise, n_mc=20_000)
+    X, y = env.sample(st.n, np.random.default_rng(st.seed))
+    w, tau = env.w_star, env.b_star + st.shift
+    Xt = best_response(X, w, tau, st.r)
+    acc = accepts(Xt, w, tau)
+    moved = np.any(Xt != X, axis=1)
+    return ResponseScene(
+        X, Xt, y, acc, moved, w, tau, st.r, env.b_star, st.shift, env.regret(w, tau)
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Notebook 2: the learners
+# ------------------------------------------------------------------------------------------
 @dataclass
 class Comparison:
     """Cumulative expected regret per learner: ``mean`` curves ``[T]`` and ``final`` ``[S]``
     (``angles`` ``[S, batches]`` for ours); ``batch_angles`` and ``phases`` per learner of
-    :func:`strategic_massart_many` (ours and Zhang et al.'s); ``cumulative`` ``[S, T]`` per
-    learner."""
+    :func:`~lab.strategic.fast.strategic_massart_many` (ours and Zhang et al.'s);
+    ``cumulative`` ``[S, T]`` per learner."""
 
     T: int
     mean: dict
@@ -58,49 +158,44 @@ class Comparison:
     cumulative: dict = field(default_factory=dict)
 
 
-def compare_learners(
-    env: StrategicMassart,
-    T: int,
-    seeds=range(4),
-    learners=LEARNERS,
-    constants: Constants | None = None,
-    device=None,
-) -> Comparison:
-    """Run the paper's algorithm and the baselines on the same instance and seeds.
+def _explore_fit_shift_regret(instance: Instance, T: int, seed: int) -> np.ndarray:
+    """The per-round regret of the extra baseline on the offset game with ``b* = 0``."""
+    env = instance.env
+    game = StrategicEnv(
+        w_star=env.w_star, b_star=0.0, r=env.gamma, noise="uniform", eta_max=env.eta, n_mc=50_000
+    )
+    return explore_fit_shift(game, T, seed=seed, n_dirs=180)["regret"]
 
-    ``learners`` from ``("ours", "zhang-partial", "zhang-full", "perceptron-partial",
-    "perceptron-full", "explore-fit-shift")``; the last (our first reconstruction, an extra
-    baseline) runs in ``d = 2`` only, one seed at a time, with a Monte Carlo regret.
 
-    See: book/strategic/02-regret.ipynb
-    """
-    if not isinstance(env, StrategicMassart):
-        raise TypeError(f"env must be a StrategicMassart (got {type(env).__name__})")
-    T, seeds = check_int("T", T, 64), _seeds(seeds)
-    learners = [check_choice("learners", name, LEARNERS) for name in learners]
-    mean, final, angles, batch_angles, phases = {}, {}, np.zeros((len(seeds), 0)), {}, {}
+def _explore_fit_shift_runs(instance: Instance, T: int, seeds) -> np.ndarray:
+    """The extra baseline, one seed at a time (:func:`lab.core.sweep.sweep`): ``[S, T]``."""
+    runs = {}
+
+    def final_regret(seed: int) -> float:
+        runs[seed] = _explore_fit_shift_regret(instance, T, seed)
+        return float(runs[seed].sum())
+
+    table = sweep(final_regret, None, seeds=seeds, desc="explore-fit-shift")
+    return np.stack([runs[s] for s in table.seeds])
+
+
+@disk_memo
+def _compare(settings: ComparisonSettings, device: str) -> Comparison:
+    env, T = settings.instance.env, settings.T
+    draws = draw_streams(T, env.d, list(settings.seeds))
+    mean, final, angles, batch_angles, phases = {}, {}, np.zeros((len(settings.seeds), 0)), {}, {}
     cumulative = {}
-    for name in learners:
+    for name in settings.learners:
         if name.startswith("perceptron"):
-            reg = strategic_perceptron(env, T, seeds, feedback=name.split("-")[1]).regret
+            reg = strategic_perceptron_unchecked(
+                env, T, draws[0], draws[1], name.split("-")[1]
+            ).regret
         elif name == "explore-fit-shift":
             if env.d != 2:
                 continue
-            from lab.strategic import legacy
-
-            old = legacy.StrategicEnv(
-                w_star=env.w_star,
-                b_star=0.0,
-                r=env.gamma,
-                noise="uniform",
-                eta_max=env.eta,
-                n_mc=50_000,
-            )
-            reg = np.stack(
-                [legacy.explore_fit_shift(old, T, seed=s, n_dirs=180)["regret"] for s in seeds]
-            )
+            reg = _explore_fit_shift_runs(settings.instance, T, settings.seeds)
         else:
-            run = strategic_massart_many(env, T, seeds, constants, variant=name, device=device)
+            run = strategic_massart_many_unchecked(env, T, draws, settings.constants, name, device)
             reg = run.regret
             batch_angles[name], phases[name] = run.angles, run.phases
             if name == "ours":
@@ -108,6 +203,19 @@ def compare_learners(
         cum = np.cumsum(reg, axis=1)
         mean[name], final[name], cumulative[name] = cum.mean(0), cum[:, -1], cum
     return Comparison(T, mean, final, angles, batch_angles, phases, cumulative)
+
+
+def compare_learners(settings: ComparisonSettings, device=None) -> Comparison:
+    """Run the paper's algorithm and the baselines on the same instance and seeds.
+
+    ``settings.learners`` from :data:`lab.strategic.settings.LEARNERS`; the extra baseline
+    ``"explore-fit-shift"`` runs in ``d = 2`` only, one seed at a time, with a Monte Carlo
+    regret. Results are kept on disk.
+
+    See: book/strategic/02-regret.ipynb
+    """
+    settings = _settings("settings", settings, ComparisonSettings)
+    return _compare(settings, str(resolve_device(device)))
 
 
 @dataclass
@@ -163,33 +271,35 @@ def prop4_outcomes(angles, phases) -> Prop4:
     return Prop4(ks, start, out, theta, start <= theta, out <= theta / 2)
 
 
-def horizon_study(
-    env: StrategicMassart,
-    T_grid,
-    seeds=range(4),
-    constants: Constants | None = None,
-    device=None,
-    *,
-    curves: bool = False,
-):
+@disk_memo
+def _horizons(settings: HorizonSettings, device: str):
+    env, finals, means = settings.instance.env, [], []
+    for T in settings.T_grid:
+        draws = draw_streams(T, env.d, list(settings.seeds))
+        reg = strategic_massart_many_unchecked(
+            env, T, draws, settings.constants, "ours", device
+        ).regret
+        finals.append(reg.sum(1))
+        means.append(np.cumsum(reg, axis=1).mean(0))
+    return np.stack(finals, 1), means
+
+
+def horizon_study(settings: HorizonSettings, device=None, *, curves: bool = False):
     """Final regret of the paper's algorithm run with each horizon ``T`` (the algorithm uses
     ``ln T``, so each horizon is its own run): ``[S, len(T_grid)]``; with ``curves=True``, also
     the mean cumulative regret curve of each horizon (a list of ``[T]`` arrays).
 
     See: book/strategic/02-regret.ipynb
     """
-    T_grid = check_array("T_grid", T_grid, ndim=1, min_size=1)
-    if not isinstance(curves, bool):
-        raise TypeError(f"curves must be a bool (got {type(curves).__name__})")
-    finals, means = [], []
-    for T in T_grid:
-        reg = strategic_massart_many(env, int(T), seeds, constants, device=device).regret
-        finals.append(reg.sum(1))
-        means.append(np.cumsum(reg, axis=1).mean(0))
-    final = np.stack(finals, 1)
+    settings = _settings("settings", settings, HorizonSettings)
+    curves = check_bool("curves", curves)
+    final, means = _horizons(settings, str(resolve_device(device)))
     return (final, means) if curves else final
 
 
+# ------------------------------------------------------------------------------------------
+# Notebook 3: the sweeps
+# ------------------------------------------------------------------------------------------
 @dataclass
 class Sweep:
     """Final regret ``[S, len(values)]`` of the paper's algorithm as ``name`` varies."""
@@ -199,44 +309,34 @@ class Sweep:
     final: np.ndarray
 
 
-def parameter_sweep(
-    name: str,
-    values,
-    T: int,
-    seeds=range(4),
-    base: StrategicMassart | None = None,
-    constants: Constants | None = None,
-    device=None,
-    variant: str = "ours",
-) -> Sweep:
+@disk_memo
+def _sweep(settings: SweepSettings, device: str, T: int) -> Sweep:
+    st, cols = settings, []
+    for v in st.values:
+        base, constants = st.base, st.constants
+        if st.name.startswith("c"):
+            constants = replace(constants, **{st.name: float(v)})
+            env = base.env
+        else:
+            kw = dict(d=base.d, gamma=base.gamma, eta=base.eta, noise=base.noise)
+            kw[st.name] = int(v) if st.name == "d" else float(v)
+            env = Instance(**kw).env  # w* = e_1, as in the paper's d sweep
+        draws = draw_streams(T, env.d, list(st.seeds))
+        cols.append(
+            strategic_massart_many_unchecked(
+                env, T, draws, constants, st.variant, device
+            ).regret.sum(1)
+        )
+    return Sweep(st.name, list(st.values), np.stack(cols, 1))
+
+
+def parameter_sweep(settings: SweepSettings, device=None) -> Sweep:
     """Vary one parameter (``"gamma"``, ``"d"``, ``"eta"`` of the instance or a constant
     ``"c0"`` .. ``"c7"``) and record the final regret per seed, of the paper's algorithm or
-    (``variant``) of Zhang et al.'s learner (:func:`strategic_massart_many`). In smoke mode
-    (``LAB_SMOKE=1``) each run stops after 200 cycles (the shapes are unchanged: one final
-    regret per seed and value).
+    (``settings.variant``) of Zhang et al.'s learner. In smoke mode (``LAB_SMOKE=1``) each run
+    stops after 200 cycles (the shapes are unchanged: one final regret per seed and value).
 
     See: book/strategic/03-sweeps.ipynb
     """
-    consts = ("c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7")
-    name = check_choice("name", name, ("gamma", "d", "eta", *consts))
-    values = list(np.atleast_1d(np.asarray(values)).tolist())
-    if not values:
-        raise ValueError("values must hold at least one value")
-    base = base if base is not None else StrategicMassart()
-    if not isinstance(base, StrategicMassart):
-        raise TypeError(f"base must be a StrategicMassart (got {type(base).__name__})")
-    c = constants if constants is not None else Constants()
-    cols = []
-    for v in values:
-        env, cc = base, c
-        if name in consts:
-            cc = replace(c, **{name: float(v)})
-        else:
-            kw = dict(d=base.d, gamma=base.gamma, eta=base.eta, noise=base.noise)
-            kw[name] = int(v) if name == "d" else float(v)
-            env = StrategicMassart(**kw)  # w* = e_1, as in the paper's d sweep
-        run = strategic_massart_many(
-            env, smoke_steps(T, 200), seeds, cc, variant=variant, device=device
-        )
-        cols.append(run.regret.sum(1))
-    return Sweep(name, values, np.stack(cols, 1))
+    settings = _settings("settings", settings, SweepSettings)
+    return _sweep(settings, str(resolve_device(device)), smoke_steps(settings.T, 200))

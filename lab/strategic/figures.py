@@ -1,4 +1,5 @@
-"""Figures of the strategic chapter (plotly for ``lab.core.explore``; matplotlib panels).
+"""Figures of the strategic chapter (plotly for ``lab.core.explore``): results in, figures out
+(the results come from :mod:`lab.strategic.experiments`).
 
 See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb
 """
@@ -7,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
-from lab.strategic.legacy import NOISE_PROFILES, StrategicEnv, accepts, best_response
+from lab.core.checks import check_fields, check_int
 
 __all__ = ["best_response_figure", "regret_curves_figure"]
 
@@ -24,30 +24,35 @@ def _line(w, tau, lim=3.2):
     return pts[:, 0], pts[:, 1]
 
 
-def best_response_figure(
-    shift: float = 0.5, r: float = 0.5, noise: str = "asymmetric", n: int = 300, seed: int = 0
-):
+def best_response_figure(scene):
     """Agents' true and reported features under the rule ``<w*, x> >= shift`` (the paper's
-    model: ``b* = 0``, radius ``r = gamma``).
+    model: ``b* = 0``, radius ``r = gamma``), from a
+    :class:`~lab.strategic.experiments.ResponseScene`.
 
     Accepted agents show their (noisy) label; rejected agents are grey crosses (label never
-    revealed). ``shift = r`` is the clairvoyant rule. Seven traces for every argument.
+    revealed). ``shift = r`` is the clairvoyant rule. Seven traces for every scene.
 
     See: book/strategic/01-best-responses.ipynb
     """
     import plotly.graph_objects as go
 
-    shift = check_range("shift", shift, -2.0, 3.0)
-    r = check_positive("r", r, allow_zero=True)
-    noise = check_choice("noise", noise, NOISE_PROFILES)
-    n = check_int("n", n, 1, 300)
-    env = StrategicEnv(b_star=0.0, r=r, noise=noise, n_mc=20_000)
-    rng = np.random.default_rng(seed)
-    X, y = env.sample(n, rng)
-    w, tau = env.w_star, env.b_star + shift
-    Xt = best_response(X, w, tau, r)
-    acc = accepts(Xt, w, tau)
-    moved = np.any(Xt != X, axis=1)
+    sc = check_fields(
+        "scene",
+        scene,
+        "X",
+        "Xt",
+        "y",
+        "accepted",
+        "moved",
+        "w",
+        "tau",
+        "r",
+        "b_star",
+        "shift",
+        "regret",
+        kind="a ResponseScene",
+    )
+    X, Xt, y, acc, moved, w, tau, r = sc.X, sc.Xt, sc.y, sc.accepted, sc.moved, sc.w, sc.tau, sc.r
     fig = go.Figure()
     fig.add_scatter(
         x=X[moved, 0],
@@ -74,25 +79,29 @@ def best_response_figure(
         marker=dict(color=GREY, size=5, symbol="x"),
         name="rejected (label hidden)",
     )
+    _add_lines(fig, w, tau, r, sc.b_star)
+    fig.update_layout(
+        title=f"bar = b* {sc.shift:+.2f}, r = {r:.2f}: {moved.mean():.0%} moved, "
+        f"regret/round {sc.regret:.3f} (clairvoyant: shift = r)",
+        xaxis=dict(range=[-3, 3], title="x₁", scaleanchor="y"),
+        yaxis=dict(range=[-3, 3], title="x₂"),
+        height=520,
+    )
+    return fig
+
+
+def _add_lines(fig, w, tau, r, b_star) -> None:
+    """The posted bar, how far down it reaches and the Bayes boundary."""
     lx, ly = _line(w, tau)
     fig.add_scatter(x=lx, y=ly, mode="lines", line=dict(color="black"), name="announced bar")
     lx, ly = _line(w, tau - r)
     fig.add_scatter(
         x=lx, y=ly, mode="lines", line=dict(color="black", dash="dot"), name="bar − r (reach)"
     )
-    lx, ly = _line(w, env.b_star)
+    lx, ly = _line(w, b_star)
     fig.add_scatter(
         x=lx, y=ly, mode="lines", line=dict(color=GREEN, dash="dash"), name="Bayes boundary"
     )
-    reg = env.regret(w, tau)
-    fig.update_layout(
-        title=f"bar = b* {shift:+.2f}, r = {r:.2f}: {moved.mean():.0%} moved, "
-        f"regret/round {reg:.3f} (clairvoyant: shift = r)",
-        xaxis=dict(range=[-3, 3], title="x₁", scaleanchor="y"),
-        yaxis=dict(range=[-3, 3], title="x₂"),
-        height=520,
-    )
-    return fig
 
 
 NAMES = {
@@ -113,9 +122,8 @@ def regret_curves_figure(comparison, upto: int | None = None):
     """
     import plotly.graph_objects as go
 
-    from lab.strategic.experiments import Comparison
-
-    if not isinstance(comparison, Comparison):
+    check_fields("comparison", comparison, "T", "mean", kind="a Comparison")
+    if not isinstance(comparison.mean, dict):
         raise TypeError(f"comparison must be a Comparison (got {type(comparison).__name__})")
     T = comparison.T
     upto = T if upto is None else check_int("upto", upto, 2, T)

@@ -1,10 +1,10 @@
-r"""The offset game of the chapter's first reconstruction: a simulator more general than the
-paper's model (part of :mod:`lab.strategic.legacy`, an extra baseline).
+r"""The offset game: a simulator more general than the paper's model, on which the extra
+baseline :mod:`lab.strategic.doubling_epochs` runs.
 
 An offset ``b*`` (the paper has ``b* = 0``), a rule "accept iff ``<w, x> >= tau``" (the paper's
 ``sgn(<w, r> + m)`` with ``tau = -m``) and a radius ``r`` (the paper's ``gamma``). With
 ``b_star=0`` and ``r=gamma`` it is the paper's game. Equations (numbered as in the first version
-of the chapter): (1) best response, (2) expected loss given ``x``, (3) clairvoyant rule
+of this module): (1) best response, (2) expected loss given ``x``, (3) clairvoyant rule
 ``(w*, b* + r)``, (4) regret, (5) the unshifted rule's loss gap.
 
 See: book/strategic/01-best-responses.ipynb

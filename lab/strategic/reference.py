@@ -1,10 +1,13 @@
-"""Reference kernel (numpy, one run, cycle by cycle) of the paper's Algorithms 1-4.
+"""Reference kernel (numpy) of the paper's equations: the agents' best response (Lemma 1), the
+raised rule (Prop. 1, Cor. 1), the exact regret of a posted rule (eq. (1)), and Algorithms 1-4,
+one run, cycle by cycle.
 
 Each statement carries the algorithm line or equation it implements (``# eq. (Alg. 3 l.4)``).
 Every cycle's posted rule is recorded as ``(cos, threshold)`` with ``cos = <w, w*>``; the exact
-expected regret of each cycle comes from :func:`lab.strategic.model.rule_regret`.
+expected regret of each cycle comes from :func:`rule_regret`. A rule is written by its
+direction ``w`` and threshold ``theta = -m``: "admit iff ``<w, r> >= theta``".
 
-See: book/strategic/02-regret.ipynb
+See: book/strategic/01-best-responses.ipynb, book/strategic/02-regret.ipynb
 """
 
 from __future__ import annotations
@@ -14,25 +17,163 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_range
-from lab.strategic.model import StrategicMassart, best_response, rule_regret
+from lab.core.checks import check_array, check_fields, check_int, check_range, check_real
+from lab.strategic.prox import grad_half_sq_norm, project_cone_ball, prox_argmin
 
 __all__ = [
+    "TIE",
     "ON_BAR",
+    "admits",
+    "best_response",
+    "clairvoyant_rule",
+    "disagreement",
+    "rule_regret",
     "Constants",
     "Phase",
     "Run",
     "draw_agents",
     "mirror_step",
     "pnorm_exponent",
-    "project_cone_ball",
     "prox_step",
     "schedule",
     "strategic_massart_learner",
 ]
 
+#: movers are placed this far past the boundary so that rounding never rejects them
+TIE = 1e-9
+
+
+def unit_vector(name: str, w, d: int | None = None) -> np.ndarray:
+    w = check_array(name, w, ndim=1, min_size=1)
+    if d is not None and w.shape[0] != d:
+        raise ValueError(f"{name} must have length d = {d} (got {w.shape[0]})")
+    nrm = float(np.linalg.norm(w))
+    if nrm == 0.0:
+        raise ValueError(f"{name} must be nonzero (got norm 0)")
+    return w / nrm
+
+
+def best_response(X, w, m, gamma, tie: float = TIE) -> np.ndarray:
+    """Reported features under the posted rule ``sgn(<w, r> + m)`` (the paper's Lemma 1).
+
+    ``r = x - (<w, x> + m) w`` when ``-gamma <= <w, x> + m < 0`` (the agent moves straight onto
+    the boundary, a distance ``<= gamma``), ``r = x`` otherwise. Movers are pushed ``tie`` past
+    the boundary so that ``<w, r> + m >= 0`` holds in floating point.
+
+    Parameters
+    ----------
+    X : array, shape (n, d)
+        True features.
+    w : array, shape (d,)
+        Direction of the rule (normalised here).
+    m : float
+        Offset of the rule; the threshold is ``-m``.
+    gamma : float
+        Largest manipulation distance, ``>= 0``.
+    tie : float
+        Nudge past the boundary, ``>= 0``.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+
+    See: book/strategic/01-best-responses.ipynb
+    """
+    X = check_array("X", X, ndim=2)
+    w = check_array("w", w, ndim=1, min_size=1)
+    if w.shape[0] != X.shape[1]:
+        raise ValueError(f"w must have length d = {X.shape[1]} (got {w.shape[0]})")
+    if float(np.linalg.norm(w)) == 0.0:
+        raise ValueError("w must be nonzero (got norm 0)")
+    m = check_real("m", m)
+    gamma = check_range("gamma", gamma, 0.0, math.inf)
+    tie = check_range("tie", tie, 0.0, 1e-3)
+    return best_response_unchecked(X, w, m, gamma, tie)
+
+
+def best_response_unchecked(X, w, m, gamma, tie: float = TIE) -> np.ndarray:
+    """:func:`best_response` on checked inputs (``w`` nonzero, normalised here)."""
+    w = w / float(np.linalg.norm(w))
+    s = X @ w + m
+    move = (s >= -gamma) & (s < 0)  # Lemma 1: only agents within gamma of the boundary move
+    R = X.copy()
+    R[move] -= (s[move] - tie)[:, None] * w[None, :]  # Lemma 1: r = x - (<w, x> + m) w
+    return R
+
+
+def admits(R, w, m) -> np.ndarray:
+    """The posted rule on reported features: ``<w, r> + m >= 0`` (``w`` normalised).
+
+    See: book/strategic/01-best-responses.ipynb
+    """
+    R = check_array("R", R, ndim=2)
+    w = unit_vector("w", w, R.shape[1])
+    m = check_real("m", m)
+    return R @ w + m >= 0
+
+
+def disagreement(cos, c) -> np.ndarray:
+    """``P(sgn(<w, x> - c) != sgn(<w*, x>))`` for ``x ~ N(0, I)`` and ``<w, w*> = cos``.
+
+    Closed form with Owen's T function: ``1/2 - 2 T(c, cos / sqrt(1 - cos^2))``
+    (``arccos(cos) / pi`` at ``c = 0``). Vectorised over ``cos`` and ``c``.
+
+    See: book/strategic/02-regret.ipynb
+    """
+    cos = check_array("cos", cos, min_size=0)
+    c = np.asarray(c, dtype=float)
+    if np.isnan(c).any():
+        raise ValueError("c must not contain NaN")
+    return disagreement_unchecked(cos, c)
+
+
+def disagreement_unchecked(cos, c) -> np.ndarray:
+    """:func:`disagreement` on checked inputs."""
+    from scipy.special import owens_t
+
+    cos = np.clip(np.asarray(cos, dtype=float), -1.0, 1.0)
+    c = np.asarray(c, dtype=float)
+    s = np.sqrt(np.maximum(1.0 - cos**2, 0.0))
+    a = np.where(s > 0, cos / np.where(s > 0, s, 1.0), np.sign(cos) * 1e15)
+    c = np.clip(c, -40.0, 40.0)
+    return 0.5 - 2.0 * owens_t(c, a)
+
+
+def rule_regret(cos, threshold, gamma: float, eta: float) -> np.ndarray:
+    """Expected regret per cycle, ``Err(h) - Err(h*)``, of the rule "admit iff ``<w, r> >= theta``".
+
+    By Proposition 1 the rule admits exactly the agents with ``<w, x> >= theta - gamma``, so with
+    uniform noise ``eta`` its regret is ``(1 - 2 eta) P(sgn(<w, x> - theta + gamma) !=
+    sgn(<w*, x>))`` (:func:`disagreement`). ``threshold = -inf`` admits everyone.
+
+    See: book/strategic/02-regret.ipynb
+    """
+    gamma = check_range("gamma", gamma, 0.0, math.inf)
+    eta = check_range("eta", eta, 0.0, 0.5, high_inclusive=False)
+    cos = check_array("cos", cos, min_size=0)
+    th = np.asarray(threshold, dtype=float)
+    if np.isnan(th).any():
+        raise ValueError("threshold must not contain NaN")
+    return rule_regret_unchecked(cos, th, gamma, eta)
+
+
+def rule_regret_unchecked(cos, threshold, gamma: float, eta: float) -> np.ndarray:
+    """:func:`rule_regret` on checked inputs."""
+    th = np.asarray(threshold, dtype=float)
+    return (1.0 - 2.0 * eta) * disagreement_unchecked(cos, th - gamma)  # eq. (1), Prop. 1
+
+
+def clairvoyant_rule(w_star, gamma) -> tuple[np.ndarray, float]:
+    """The clairvoyant optimal rule ``sgn(<w*, r> - gamma)`` (Corollary 1) as ``(w*, m = -gamma)``.
+
+    See: book/strategic/01-best-responses.ipynb
+    """
+    gamma = check_range("gamma", gamma, 0.0, math.inf)
+    return unit_vector("w_star", w_star), -gamma
+
+
 #: a reported feature within this distance of a posted boundary counts as "on" it (movers sit
-#: TIE past the boundary, see :data:`lab.strategic.model.TIE`)
+#: TIE past the boundary, see :data:`TIE`)
 ON_BAR = 1e-6
 
 
@@ -98,6 +239,13 @@ def pnorm_exponent(d: int) -> float:
     return q / (q - 1)  # eq. (Alg. 3 l.6): p = ln(8d) / (ln(8d) - 1)
 
 
+def constants_or_default(constants) -> Constants:
+    c = constants if constants is not None else Constants()
+    if not isinstance(c, Constants):
+        raise TypeError(f"constants must be a Constants (got {type(c).__name__})")
+    return c
+
+
 def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | None = None):
     """The batches of Algorithm 1 that fit in ``T`` cycles (the last one cut at ``T``).
 
@@ -110,9 +258,11 @@ def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | No
     d = check_int("d", d, 2)
     gamma = check_range("gamma", gamma, 0.0, 10.0)
     eta = check_range("eta", eta, 0.0, 0.5, high_inclusive=False)
-    c = constants if constants is not None else Constants()
-    if not isinstance(c, Constants):
-        raise TypeError(f"constants must be a Constants (got {type(c).__name__})")
+    return schedule_unchecked(T, d, gamma, eta, constants_or_default(constants))
+
+
+def schedule_unchecked(T: int, d: int, gamma: float, eta: float, c: Constants) -> list[Phase]:
+    """:func:`schedule` on checked inputs."""
     lnT, a, dl = math.log(T), 1.0 - 2.0 * eta, d * math.log(d)
     cap = max(1, int(c.cap * T))
 
@@ -134,7 +284,12 @@ def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | No
         phases.append(Phase("enhance", k, Tk, 2, c.c5 * a * 2.0**-k, alpha, theta))
         used += 2 * Tk
         k += 1
-    # cut at T (a phase may end mid-way; an iteration of two cycles may lose its second cycle)
+    return _cut_at(phases, T)
+
+
+def _cut_at(phases: list[Phase], T: int) -> list[Phase]:
+    """The phases cut at ``T`` (a phase may end mid-way; an iteration of two cycles may lose its
+    second cycle)."""
     out, left = [], T
     for p in phases:
         if left <= 0:
@@ -144,36 +299,6 @@ def schedule(T: int, d: int, gamma: float, eta: float, constants: Constants | No
         out.append(Phase(p.kind, p.k, it, p.cycles, p.b, p.alpha, p.theta, done))
         left -= it * p.cycles
     return out
-
-
-def project_cone_ball(w, center, cos_min) -> np.ndarray:
-    """Euclidean projection onto ``W = {||w|| <= 1, <w, center> >= cos_min}`` (unit ``center``).
-
-    Exact: ``W`` is a circular segment in the plane of ``(<w, u>, ||w - <w, u> u||)``; try the
-    ball, then the half-space, else the corner.
-    """
-    w = np.asarray(w, dtype=float)
-    a = float(w @ center)
-    v = w - a * center
-    n = float(np.linalg.norm(v))
-    c = float(cos_min)
-    rad = math.hypot(a, n)
-    if a >= c and rad <= 1.0:
-        return w
-    if rad > 1.0 and a / rad >= c:  # the ball's projection is feasible
-        return w / rad
-    if a < c and c * c + n * n <= 1.0:  # the half-space's projection is feasible
-        return c * center + v
-    s = math.sqrt(max(1.0 - c * c, 0.0))  # the corner
-    return c * center + (s * v / n if n > 0 else 0.0 * v)
-
-
-def _grad_half_sq_norm(v, r):
-    """Gradient of ``||v||_r^2 / 2``: ``sign(v) |v|^(r-1) ||v||_r^(2-r)``."""
-    nrm = float(np.sum(np.abs(v) ** r) ** (1.0 / r))
-    if nrm == 0.0:
-        return np.zeros_like(v)
-    return np.sign(v) * np.abs(v) ** (r - 1) * nrm ** (2 - r)
 
 
 def mirror_step(w, g, alpha, center, cos_min, p) -> np.ndarray:
@@ -187,107 +312,11 @@ def mirror_step(w, g, alpha, center, cos_min, p) -> np.ndarray:
     Kept to show what the difference does (tests); the learners use :func:`prox_step`.
     """
     q = p / (p - 1.0)
-    theta = _grad_half_sq_norm(w - center, p) / (p - 1.0) - alpha * g  # dual step
-    w_hat = center + (p - 1.0) * _grad_half_sq_norm(theta, q)  # back to the primal
+    theta = grad_half_sq_norm(w - center, p) / (p - 1.0) - alpha * g  # dual step
+    w_hat = center + (p - 1.0) * grad_half_sq_norm(theta, q)  # back to the primal
     w_hat = project_cone_ball(w_hat, center, cos_min)  # onto W (Euclidean)
     nrm = float(np.linalg.norm(w_hat))
     return w_hat / nrm if nrm > 0 else np.asarray(w, dtype=float)
-
-
-def _hess_half_sq_norm(y, r):
-    """Hessian of ``||y||_r^2 / 2`` (``r >= 2``: bounded, zero at ``y = 0``)."""
-    n = float(np.sum(np.abs(y) ** r) ** (1.0 / r))
-    if n == 0.0:
-        return np.zeros((y.size, y.size))
-    s = np.sign(y) * np.abs(y) ** (r - 1)
-    return (r - 1) * n ** (2 - r) * np.diag(np.abs(y) ** (r - 2)) + (2 - r) * n ** (
-        2 - 2 * r
-    ) * np.outer(s, s)
-
-
-def _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale):
-    w = w_i + scale * _grad_half_sq_norm(y, q)  # v = grad phi*(y): the primal point of y
-    res = np.concatenate(
-        [
-            y + g + lam * w - mu * u,  # stationarity: grad phi(w - w_i) = y = -g - lam w + mu u
-            [0.5 * (w @ w - 1.0) if active[0] else lam],  # ||w|| <= 1, or lam = 0
-            [c - u @ w if active[1] else mu],  # <w, u> >= c, or mu = 0
-        ]
-    )
-    return w, res
-
-
-def _prox_newton(w_i, g, alpha, u, c, p, tol=1e-12):
-    """Newton on the KKT system of the proximal step, in ``y = grad phi(w - w_i)`` (where
-    ``phi*`` is smooth: ``q >= 2``), with an active set over the two constraints of ``W``.
-    Returns ``(w, converged)``."""
-    q, d = p / (p - 1.0), w_i.size
-    scale = (p - 1.0) * alpha  # phi(v) = ||v||_p^2 / (2 scale); phi*(y) = scale ||y||_q^2 / 2
-    y, lam, mu = -g.astype(float), 0.0, 0.0
-    w = w_i + scale * _grad_half_sq_norm(y, q)  # the unconstrained minimiser
-    active = [w @ w > 1.0 + 1e-14, w @ u < c - 1e-14]
-    if not any(active):
-        return w, True
-    for _ in range(5):  # active-set rounds
-        for _ in range(60):  # damped Newton
-            w, res = _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale)
-            n_res = float(np.max(np.abs(res)))
-            if n_res < tol:
-                break
-            H = scale * _hess_half_sq_norm(y, q)
-            J = np.zeros((d + 2, d + 2))
-            J[:d, :d], J[:d, d], J[:d, d + 1] = np.eye(d) + lam * H, w, -u
-            if active[0]:
-                J[d, :d] = H @ w
-            else:
-                J[d, d] = 1.0
-            if active[1]:
-                J[d + 1, :d] = -(H @ u)
-            else:
-                J[d + 1, d + 1] = 1.0
-            step, t = np.linalg.lstsq(J, -res, rcond=None)[0], 1.0
-            while t > 1e-6:  # backtracking on the residual
-                y2, lam2, mu2 = y + t * step[:d], lam + t * step[d], mu + t * step[d + 1]
-                _, res2 = _prox_kkt(y2, lam2, mu2, active, w_i, g, u, c, q, scale)
-                if np.max(np.abs(res2)) < (1.0 - 1e-4 * t) * n_res:
-                    break
-                t /= 2.0
-            y, lam, mu = y2, lam2, mu2
-        w, res = _prox_kkt(y, lam, mu, active, w_i, g, u, c, q, scale)
-        new = [
-            (active[0] and lam > 0) or (not active[0] and w @ w > 1.0 + 1e-12),
-            (active[1] and mu > 0) or (not active[1] and u @ w < c - 1e-12),
-        ]
-        if new == active:
-            return w, bool(np.max(np.abs(res)) < 1e-10)
-        active = new
-        lam, mu = max(lam, 0.0) * active[0], max(mu, 0.0) * active[1]
-    return w, False
-
-
-def prox_argmin(w_i, g, alpha, u, c, p) -> np.ndarray:
-    """``argmin_{w in W} <g, w> + ||w - w_i||_p^2 / (2 (p - 1) alpha)`` (no validation)."""
-    if not np.any(g):
-        return np.asarray(w_i, dtype=float).copy()  # the prox of 0 is w_i (w_i is in W)
-    w, ok = _prox_newton(w_i, g, alpha, u, c, p)
-    if ok:
-        return w
-    # rare (a thin cone with both constraints active): a general solver from Newton's point
-    from scipy.optimize import minimize
-
-    scale = (p - 1.0) * alpha
-    res = minimize(
-        lambda x: g @ x + float(np.sum(np.abs(x - w_i) ** p)) ** (2.0 / p) / (2.0 * scale),
-        project_cone_ball(w, u, c),
-        jac=lambda x: g + _grad_half_sq_norm(x - w_i, p) / scale,
-        constraints=[
-            {"type": "ineq", "fun": lambda x: 1.0 - x @ x, "jac": lambda x: -2.0 * x},
-            {"type": "ineq", "fun": lambda x: u @ x - c, "jac": lambda x: u},
-        ],
-        method="SLSQP",
-        options={"ftol": 1e-15, "maxiter": 500},
-    )
-    return project_cone_ball(res.x, u, c)
 
 
 def prox_step(w, g, alpha, center, cos_min, p, *, normalise: bool = True) -> np.ndarray:
@@ -369,8 +398,116 @@ def _angle(w, w_star) -> float:
     return float(np.arccos(np.clip(w @ w_star / np.linalg.norm(w), -1, 1)))
 
 
+class _Game:
+    """The cycles of one run: the posted rules, the agents' best responses and the one-sided
+    feedback, with the per-cycle records (no validation: the learner checked its inputs)."""
+
+    def __init__(self, env, T: int, X, U):
+        self.env, self.X, self.U, self.T, self.t = env, X, U, T, 0
+        self.cos, self.threshold, self.loss = np.zeros(T), np.zeros(T), np.zeros(T)
+
+    def cycle(self, w, thr):
+        """Post "admit iff <w, r> >= thr", one agent best-responds (Lemma 1); returns
+        (r, y or 0 when not admitted)."""
+        t, env = self.t, self.env
+        x, y = self.X[t : t + 1], env.labels(self.X[t : t + 1], self.U[t : t + 1])[0]
+        r = best_response_unchecked(x, w, -thr, env.gamma)[
+            0
+        ]  # eq. (Lemma 1): the agent's best response
+        admitted = r @ w - thr >= 0
+        self.cos[t], self.threshold[t] = w @ env.w_star, thr
+        self.loss[t] = float((1.0 if admitted else -1.0) != y)
+        self.t += 1
+        return r, (y if admitted else 0.0)  # one-sided feedback
+
+
+def _initialization(game: _Game, ph: Phase, G) -> np.ndarray:
+    """Algorithm 2: pairs of opposite random classifiers; returns w~0."""
+    acc = np.zeros(game.env.d)
+    for i in range(ph.iterations):
+        w = G[i] / np.linalg.norm(G[i])  # eq. (Alg. 2 l.2): w_init,i uniform on the sphere
+        for j in (1, 2):
+            if game.t >= game.T:
+                break
+            sgn = 1.0 if j == 1 else -1.0
+            r, y = game.cycle(sgn * w, 0.0)  # eq. (Alg. 2 l.4): (-1)^(j-1) sgn(<w_init,i, r>)
+            if sgn * (r @ w) > ON_BAR:  # eq. (Alg. 2 l.6): strictly above (truthful agents)
+                acc += y * r
+    return acc / ph.iterations  # eq. (Alg. 2 l.6)
+
+
+def _refinement(game: _Game, ph: Phase, w_tilde0, c1: float, p: float) -> np.ndarray:
+    """Algorithm 3: proximal steps on the band gradient at threshold 0; returns w_0."""
+    eta, d = game.env.eta, game.env.d
+    nrm0 = np.linalg.norm(w_tilde0)
+    u0 = w_tilde0 / nrm0 if nrm0 > 0 else np.eye(d)[0]
+    # W0 = {||w|| <= 1, <w, w~0> >= c1 (1 - 2 eta)}; deviation: cos clipped below 1
+    cmin = min(c1 * (1 - 2 * eta) / max(nrm0, 1e-12), 0.99)
+    w, total = u0.copy(), np.zeros(d)  # initialisation: w_0,1 = w~0 / ||w~0||
+    for _ in range(ph.iterations):
+        total += w
+        r, y = game.cycle(w, 0.0)  # eq. (Alg. 3 l.2): sgn(<w_0,i, r>)
+        s = r @ w
+        band = (s > ON_BAR) and (s <= ph.b)  # eq. (Alg. 3 l.4): 0 < <w_0,i, r> <= b0
+        g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # eq. (Alg. 3 l.4)
+        w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # eq. (Alg. 3 l.6-7): prox, normalised
+    return total / np.linalg.norm(total)  # eq. (Alg. 3 l.8-9)
+
+
+def _contrastive_gradient(game: _Game, ph: Phase, w) -> np.ndarray:
+    """Algorithm 4 l.2-7: post h1 and h2, keep the agents in D^(1) and D^(2), build the proxies
+    and the contrastive gradient."""
+    eta, gamma = game.env.eta, game.env.gamma
+    g = np.zeros(game.env.d)
+    for j, thr in ((1, gamma), (2, gamma + ph.b)):  # eq. (Alg. 4 l.2): h1, h2
+        if game.t >= game.T:
+            break
+        r, y = game.cycle(w, thr)  # eq. (Alg. 4 l.4-5)
+        s = r @ w
+        if j == 1:  # D^(1): gamma <= <w, r> <= gamma + b_k
+            inside = (s >= gamma - ON_BAR) and (s <= gamma + ph.b + ON_BAR)
+        else:  # D^(2): <w, r> = gamma + b_k (the movers)
+            inside = abs(s - gamma - ph.b) <= ON_BAR
+        if inside and y != 0:
+            plus = r + (ph.b - s) * w  # eq. (Alg. 4 l.6): Proj+ onto <w, x> = b_k
+            minus = r - s * w  # eq. (Alg. 4 l.6): Proj- onto <w, x> = 0
+            sign = 1.0 if j == 1 else -1.0  # eq. (Alg. 4 l.7): x^(1,.) - x^(2,.)
+            g += sign * (-eta * plus * (y == 1) + (1 - eta) * minus * (y == -1))
+    return g
+
+
+def _enhancement(game: _Game, ph: Phase, w_k, p: float) -> np.ndarray:
+    """Algorithm 4, batch k: proximal steps on the contrastive gradient in the cone W_k."""
+    center, cmin = w_k.copy(), math.cos(ph.theta)  # W_k, theta_k = pi / 2^(k+1)
+    w, total = w_k.copy(), np.zeros(game.env.d)
+    for _ in range(ph.iterations):
+        total += w
+        g = _contrastive_gradient(game, ph, w)
+        w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # eq. (Alg. 4 l.8-9)
+    return total / np.linalg.norm(total)  # eq. (Alg. 4 l.10-11)
+
+
+def _learner(env, T: int, draws, constants: Constants) -> Run:
+    """Algorithm 1 on checked inputs (:func:`strategic_massart_learner` without validation)."""
+    X, U, G = draws
+    p = pnorm_exponent(env.d)
+    phases = schedule_unchecked(T, env.d, env.gamma, env.eta, constants)
+    game, w_out = _Game(env, T, X, U), []
+    for ph in phases:
+        if ph.kind == "init":  # Algorithm 2
+            w_out.append(_initialization(game, ph, G))
+        elif ph.kind == "refine":  # Algorithm 3
+            w_out.append(_refinement(game, ph, w_out[-1], constants.c1, p))
+        else:  # Algorithm 4, batch k
+            w_out.append(_enhancement(game, ph, w_out[-1], p))
+    angles = np.array([_angle(w, env.w_star) for w in w_out])
+    # eq. (1): Err(h_t) - Err(h*) per cycle
+    regret = rule_regret_unchecked(game.cos, game.threshold, env.gamma, env.eta)
+    return Run(game.cos, game.threshold, regret, game.loss, w_out, angles, phases)
+
+
 def strategic_massart_learner(
-    env: StrategicMassart, T: int, seed: int = 0, constants: Constants | None = None, draws=None
+    env, T: int, seed: int = 0, constants: Constants | None = None, draws=None
 ) -> Run:
     """Algorithm 1 (Initialization, Refinement, Batched Enhancement), cycle by cycle.
 
@@ -391,83 +528,12 @@ def strategic_massart_learner(
 
     See: book/strategic/02-regret.ipynb
     """
-    if not isinstance(env, StrategicMassart):
-        raise TypeError(f"env must be a StrategicMassart (got {type(env).__name__})")
+    check_fields("env", env, "d", "gamma", "eta", "w_star", "labels", kind="a StrategicMassart")
     T = check_int("T", T, 4)
-    X, U, G = draws if draws is not None else draw_agents(T, env.d, check_int("seed", seed, 0))
+    seed = check_int("seed", seed, 0)
+    constants = constants_or_default(constants)
+    X, U, G = draws if draws is not None else draw_agents(T, env.d, seed)
     X = check_array("X", X, ndim=2)
     if X.shape[0] < T:
         raise ValueError(f"draws must hold at least T = {T} agents (got {X.shape[0]})")
-    eta, gamma, ws = env.eta, env.gamma, env.w_star
-    p = pnorm_exponent(env.d)
-    phases = schedule(T, env.d, gamma, eta, constants)
-    c1 = (constants or Constants()).c1
-    cos_t, thr_t, loss_t = np.zeros(T), np.zeros(T), np.zeros(T)
-    w_out, t = [], 0
-
-    def cycle(w, thr):
-        """Post "admit iff <w, r> >= thr", one agent best-responds (Lemma 1); returns
-        (r, y or 0 when not admitted)."""
-        nonlocal t
-        x, y = X[t : t + 1], env.labels(X[t : t + 1], U[t : t + 1])[0]
-        r = best_response(x, w, -thr, gamma)[0]  # eq. (Lemma 1): the agent's best response
-        admitted = r @ w - thr >= 0
-        cos_t[t], thr_t[t], loss_t[t] = w @ ws, thr, float((1.0 if admitted else -1.0) != y)
-        t += 1
-        return r, (y if admitted else 0.0)  # one-sided feedback
-
-    for ph in phases:
-        if ph.kind == "init":  # Algorithm 2
-            acc = np.zeros(env.d)
-            for i in range(ph.iterations):
-                w = G[i] / np.linalg.norm(G[i])  # eq. (Alg. 2 l.2): w_init,i uniform on the sphere
-                for j in (1, 2):
-                    if t >= T:
-                        break
-                    sgn = 1.0 if j == 1 else -1.0
-                    r, y = cycle(sgn * w, 0.0)  # eq. (Alg. 2 l.4): (-1)^(j-1) sgn(<w_init,i, r>)
-                    if sgn * (r @ w) > ON_BAR:  # eq. (Alg. 2 l.6): strictly above (truthful agents)
-                        acc += y * r
-            w_tilde0 = acc / ph.iterations  # eq. (Alg. 2 l.6)
-            w_out.append(w_tilde0)
-        elif ph.kind == "refine":  # Algorithm 3
-            nrm0 = np.linalg.norm(w_tilde0)
-            u0 = w_tilde0 / nrm0 if nrm0 > 0 else np.eye(env.d)[0]
-            # W0 = {||w|| <= 1, <w, w~0> >= c1 (1 - 2 eta)}; deviation: cos clipped below 1
-            cmin = min(c1 * (1 - 2 * eta) / max(nrm0, 1e-12), 0.99)
-            w, total = u0.copy(), np.zeros(env.d)  # initialisation: w_0,1 = w~0 / ||w~0||
-            for _ in range(ph.iterations):
-                total += w
-                r, y = cycle(w, 0.0)  # eq. (Alg. 3 l.2): sgn(<w_0,i, r>)
-                s = r @ w
-                band = (s > ON_BAR) and (s <= ph.b)  # eq. (Alg. 3 l.4): 0 < <w_0,i, r> <= b0
-                g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # eq. (Alg. 3 l.4)
-                w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # eq. (Alg. 3 l.6-7): prox, normalised
-            w_k = total / np.linalg.norm(total)  # eq. (Alg. 3 l.8-9)
-            w_out.append(w_k)
-        else:  # Algorithm 4, batch k
-            center, cmin = w_k.copy(), math.cos(ph.theta)  # W_k, theta_k = pi / 2^(k+1)
-            w, total = w_k.copy(), np.zeros(env.d)
-            for _ in range(ph.iterations):
-                total += w
-                g = np.zeros(env.d)
-                for j, thr in ((1, gamma), (2, gamma + ph.b)):  # eq. (Alg. 4 l.2): h1, h2
-                    if t >= T:
-                        break
-                    r, y = cycle(w, thr)  # eq. (Alg. 4 l.4-5)
-                    s = r @ w
-                    if j == 1:  # D^(1): gamma <= <w, r> <= gamma + b_k
-                        inside = (s >= gamma - ON_BAR) and (s <= gamma + ph.b + ON_BAR)
-                    else:  # D^(2): <w, r> = gamma + b_k (the movers)
-                        inside = abs(s - gamma - ph.b) <= ON_BAR
-                    if inside and y != 0:
-                        plus = r + (ph.b - s) * w  # eq. (Alg. 4 l.6): Proj+ onto <w, x> = b_k
-                        minus = r - s * w  # eq. (Alg. 4 l.6): Proj- onto <w, x> = 0
-                        sign = 1.0 if j == 1 else -1.0  # eq. (Alg. 4 l.7): x^(1,.) - x^(2,.)
-                        g += sign * (-eta * plus * (y == 1) + (1 - eta) * minus * (y == -1))
-                w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # eq. (Alg. 4 l.8-9)
-            w_k = total / np.linalg.norm(total)  # eq. (Alg. 4 l.10-11)
-            w_out.append(w_k)
-    angles = np.array([_angle(w, ws) for w in w_out])
-    regret = rule_regret(cos_t, thr_t, gamma, eta)  # eq. (1): Err(h_t) - Err(h*) per cycle
-    return Run(cos_t, thr_t, regret, loss_t, w_out, angles, phases)
+    return _learner(env, T, (X, U, G), constants)
