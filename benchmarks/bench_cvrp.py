@@ -89,7 +89,7 @@ def main() -> None:
     # 1. gap across capacities, per model (mean over training seeds)
     caps = (10, 200) if quick else cvrp.CAPACITIES
     inst = cvrp.REFERENCE_SETTINGS["instances"]
-    ref = cvrp.reference_lengths(caps, instances=inst)
+    ref = cvrp.reference_lengths(cvrp.GapSettings(caps, instances=inst))
     keys = [k for k in cvrp.checkpoint_keys(available=True) if not quick or k[1] == 0]
     models = {f"{k}-seed{s}": cvrp.load_checkpoint(k, s) for k, s in keys}
     with bench.case(
@@ -100,7 +100,7 @@ def main() -> None:
         capacities=list(caps),
     ) as case:
         t0 = time.perf_counter()
-        gt = cvrp.gap_table(models, caps, instances=inst, reference=ref, seed=1234)
+        gt = cvrp.gap_table(models, cvrp.GapSettings(caps, instances=inst), reference=ref)
         t_all = time.perf_counter() - t0
         for name in dict.fromkeys(k for k, _ in keys):
             g = cvrp.seed_gaps(gt, name)
@@ -120,7 +120,7 @@ def main() -> None:
     inst2 = 8 if quick else inst
     for c in (50,) if quick else (10, 50, 200):
         bc = cvrp.generate_cvrp(inst, n, c, seed=1234).subset(list(range(inst2)))
-        best = cvrp.reference_lengths((c,), instances=inst)[0][:inst2]
+        best = cvrp.reference_lengths(cvrp.GapSettings((c,), instances=inst))[0][:inst2]
         with bench.case(
             f"PyVRP time for the same gap, n = {n}, C = {c}, {inst2} instances",
             target="time per instance: batched greedy + x8 augmentation vs PyVRP at the same gap",

@@ -15,6 +15,7 @@ import torch
 
 from lab import cvrp
 from lab.core.fixtures import official_fixture
+from lab.cvrp.settings import GapSettings, TrainSettings
 from lab.cvrp.store import CHECKPOINT_DIR, TRAIN_STEPS, checkpoint_file
 from lab.cvrp.train import build_and_train
 
@@ -254,7 +255,9 @@ def test_training_is_deterministic():
     def run():
         torch.manual_seed(0)
         m = cvrp.TinyPOMO(d=16, heads=2, layers=1, ff=32)
-        h = cvrp.train_pomo(m, n=6, capacity=(10, 30), steps=4, batch=8, seed=3, log_every=1)
+        h = cvrp.train_pomo(
+            m, TrainSettings(n=6, capacity=(10, 30), steps=4, batch=8, seed=3, log_every=1)
+        )
         return m, h
 
     (m1, h1), (m2, h2) = run(), run()
@@ -286,7 +289,9 @@ def test_committed_checkpoint_metadata_and_fingerprint(name, seed):
     assert meta["capacity_range"] == cvrp.CHECKPOINTS[name]["capacity"]
     assert ck["config"]["experts"] == cvrp.CHECKPOINTS[name]["experts"]
     # rerun the first steps of the recorded command: same losses as the committed run
-    _, hist = build_and_train(name, 11, meta["seed"], meta["n"], meta["batch"], meta["lr"])
+    _, hist = build_and_train(
+        name, TrainSettings(meta["n"], 30, 11, None, meta["batch"], meta["lr"], meta["seed"])
+    )
     # step 0 must match tightly; after 10 Adam steps another CPU's float rounding may flip a
     # sampled action, so the mean length of step 10 is compared to 1% (here it matches exactly)
     np.testing.assert_allclose(hist["loss"][0], meta["fingerprint_loss"][0], rtol=1e-4)
@@ -330,7 +335,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="name must be one of"):
         cvrp.load_checkpoint("cvrp20_nope")
     with pytest.raises(ValueError, match="steps or seconds"):
-        cvrp.train_pomo(_model(), steps=None, seconds=None)
+        TrainSettings(steps=None, seconds=None)
+    with pytest.raises(TypeError, match="settings must be a TrainSettings"):
+        cvrp.train_pomo(_model(), {"steps": 3})
     with pytest.raises(TypeError, match="batch must be a CVRPBatch"):
         cvrp.evaluate(_model(), b.xy)
     with pytest.raises(ValueError, match="starts must be one of"):
@@ -367,11 +374,11 @@ def test_shipped_checkpoints_are_feasible_against_pyvrp():
     """Every shipped model decodes feasible solutions, never beats PyVRP beyond noise, and
     the cached PyVRP reference matches a live solve (the claims are in the notebooks)."""
     models = {f"{k}-seed{s}": cvrp.load_checkpoint(k, s) for k, s in cvrp.checkpoint_keys()}
-    ref = cvrp.reference_lengths(instances=32)
-    t = cvrp.gap_table(models, instances=32, reference=ref)
+    ref = cvrp.reference_lengths(GapSettings(instances=32))
+    t = cvrp.gap_table(models, GapSettings(instances=32), reference=ref)
     assert t["feasible"] and t["max_recompute_error"] < 1e-4
     assert min(np.min(v) for v in t["gap_instances"].values()) > -0.5
-    live = cvrp.reference_lengths(instances=32, cache=False, live=4)
+    live = cvrp.reference_lengths(GapSettings(instances=32), cache=False, live=4)
     np.testing.assert_allclose(np.array(live), np.array(ref)[:, :4], rtol=5e-3)
 
 
@@ -429,7 +436,7 @@ def test_cached_reference_sets_belong_to_their_instances(tmp_path, monkeypatch):
     import json
 
     from lab.core.numerics import SEED_SHIFTS
-    from lab.cvrp import experiments as ex
+    from lab.cvrp import reference_cache as ex
 
     for shift in SEED_SHIFTS:  # notebook 2: lab.seeds(2026, 2027)
         assert ex._reference_file(256, 2026 + shift).exists()
@@ -443,18 +450,18 @@ def test_cached_reference_sets_belong_to_their_instances(tmp_path, monkeypatch):
         assert data["fingerprint"] == ex._fingerprint(s["instances"], s["n"], s["seed"])
         assert all(len(v) == s["instances"] for v in data["lengths"].values())
         assert all(min(v) > 0 for v in data["lengths"].values())
-    r = cvrp.reference_lengths((10, 200), instances=256, seed=2026)
+    r = cvrp.reference_lengths(GapSettings((10, 200), instances=256, seed=2026))
     assert [a.shape for a in r] == [(256,), (256,)]
-    first = cvrp.reference_lengths((200,), instances=256, seed=2026, live=5)[0]
+    first = cvrp.reference_lengths(GapSettings((200,), instances=256, seed=2026), live=5)[0]
     np.testing.assert_array_equal(first, r[1][:5])  # the first `live` from the cache
     monkeypatch.setattr(ex, "REFERENCE_FILE", tmp_path / "pyvrp-reference.json")
     settings = {"n": 20, "instances": 3, "seed": 7, "seconds": 0.2}
     bad = {"settings": settings, "fingerprint": "0" * 16, "lengths": {"10": [1.0, 2.0, 3.0]}}
     ex._reference_file(3, 7).write_text(json.dumps(bad))
     with pytest.raises(RuntimeError, match="does not belong"):
-        cvrp.reference_lengths((10,), instances=3, seed=7)
+        cvrp.reference_lengths(GapSettings((10,), instances=3, seed=7))
     with pytest.raises(TypeError, match="cache"):
-        cvrp.reference_lengths((10,), instances=3, seed=7, cache=1)
+        cvrp.reference_lengths(GapSettings((10,), instances=3, seed=7), cache=1)
 
 
 # ------------------------------------------------------------------------------------------

@@ -65,13 +65,21 @@ tour).
 * ``model.py``: ``TinyPOMO`` (an ``nn.Module``), its parts ``EncoderLayer``, ``MHA`` and
   ``PomoDecoder`` (whose ``forward`` is the batched rollout), ``node_features``,
   ``route_to_expert``, ``mixture_forward``.
+* ``reference.py``: the lesson's equations in numpy, one function each (``tour_length`` and
+  ``route_feasible`` for eq. (1), ``gate`` eq. (3), ``mixture`` eq. (2),
+  ``normalised_features``, ``feasible_mask``, ``vct_capacities``, ``pomo_loss``,
+  ``optimality_gap``) and ``greedy_rollout``, a float64 replay of one greedy rollout of a
+  ``TinyPOMO`` (``fast.greedy_rollout`` is its batched torch path).
 * ``fast.py``: the torch paths (CPU or CUDA) built on the model: ``train_pomo``, ``evaluate``,
   ``decode_routes``, ``actions_to_routes``.
-* ``reference.py``: ``greedy_rollout``, numpy float64 mirror of one greedy rollout
-  (``fast.greedy_rollout`` is its batched torch path).
-* ``solvers.py``: ``tour_length``, ``route_feasible`` (numpy), ``solve_pyvrp`` (the peer).
-* ``experiments.py``: the drivers (computed and cached here): ``gap_table``, ``seed_gaps``,
-  ``training_table``, ``expert_lengths``, ``expert_table``, ``solve_all``, ``shipped_models``.
+* ``settings.py``: ``GapSettings``, ``TrainSettings``, ``ExpertSettings`` (validated once).
+* ``solvers.py``: ``solve_pyvrp`` and ``reference_costs`` (the peer).
+* ``reference_cache.py``: the stored PyVRP lengths of the test sets (``reference_lengths``).
+* ``experiments.py``: the drivers (computed and cached here): ``gap_table``,
+  ``training_table``, ``expert_lengths``, ``expert_table``, ``expert_sweep``, ``solve_all``,
+  ``shipped_models``.
+* ``comparisons.py``: the paired intervals the verdicts read (``seed_gaps``,
+  ``seed_comparison``, ``instance_comparison``).
 * ``parity.py``: ``official_parity``, our model on the official fixture
   (``lab/core/official/cvrp_official.json``).
 * ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint(name, seed)``) and

@@ -12,9 +12,10 @@ import time
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_int, check_positive
+from lab.core.checks import check_bool, check_choice
 
 from .problems import MAX_DEMAND, CVRPBatch, augment8, capacity_sampler
+from .settings import TrainSettings
 
 __all__ = ["greedy_rollout", "train_pomo", "evaluate", "decode_routes", "actions_to_routes"]
 
@@ -55,48 +56,21 @@ def greedy_rollout(model, batch: CVRPBatch, starts=None, device=None):
     return length, actions
 
 
-def train_pomo(
-    model,
-    n: int = 20,
-    capacity=30,
-    steps: int | None = 100,
-    seconds: float | None = None,
-    batch: int = 32,
-    lr: float = 1e-3,
-    seed: int = 0,
-    log_every: int = 10,
-    progress_bar: bool = False,
-) -> dict:
+def train_pomo(model, settings: TrainSettings | None = None) -> dict:
     """REINFORCE with the POMO shared baseline on freshly generated instances.
 
-    Each step draws ``batch`` instances with ``n`` customers and capacities from
-    ``capacity`` (a number: fixed-capacity training; ``(lo, hi)``: varied-capacity training,
-    VCT, one capacity per instance; or a callable ``(batch, generator) -> (batch,)``), runs
-    ``n`` sampled rollouts per instance (one per start customer) and descends
-    ``mean_p (L_p - mean_p' L_p') log p(tau_p)``; Adam, gradient norm clipped to 1.
+    Each step draws ``settings.batch`` instances with ``settings.n`` customers and capacities
+    from ``settings.capacity`` (a number: fixed-capacity training; ``(lo, hi)``: varied
+    capacity training, VCT, one capacity per instance; or a callable), runs ``n`` sampled
+    rollouts per instance (one per start customer) and descends the loss of
+    ``reference.pomo_loss``, ``mean_p (L_p - mean_p' L_p') log p(tau_p)``; Adam, gradient
+    norm clipped to 1. The generators are seeded from ``settings.seed``; the initial weights
+    are not touched (build the model after ``torch.manual_seed``).
 
     Parameters
     ----------
     model : TinyPOMO
-    n : int
-        Customers per training instance.
-    capacity : float, (int, int) or callable
-        Capacity sampler (see above).
-    steps : int, optional
-        Number of gradient steps (deterministic for a fixed ``seed``).
-    seconds : float, optional
-        Wall-clock budget instead of (or as well as) ``steps``.
-    batch : int
-        Instances per step.
-    lr : float
-        Adam learning rate.
-    seed : int
-        Seeds the instance and sampling generators and the initial weights are *not*
-        touched (build the model after ``torch.manual_seed``).
-    log_every : int
-        Record the loss and mean length every ``log_every`` steps.
-    progress_bar : bool
-        Show a progress bar.
+    settings : TrainSettings
 
     Returns
     -------
@@ -105,59 +79,63 @@ def train_pomo(
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
+    settings = TrainSettings() if settings is None else settings
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
+    if not isinstance(settings, TrainSettings):
+        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
+    return _train(model, settings)
+
+
+def _train(model, s: TrainSettings) -> dict:
+    """``train_pomo``'s loop (arguments trusted)."""
     import torch
 
     from lab.core.progress import progress
 
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
-    if steps is None and seconds is None:
-        raise ValueError("give steps or seconds (got neither)")
-    if steps is not None:
-        steps = check_int("steps", steps, 1)
-    if seconds is not None:
-        seconds = check_positive("seconds", seconds)
-    n = check_int("n", n, 2, 500)
-    batch = check_int("batch", batch, 1)
-    lr = check_positive("lr", lr)
-    seed = check_int("seed", seed, 0, 2**31 - 1)
-    log_every = check_int("log_every", log_every, 1)
-    check_bool("progress_bar", progress_bar)
-    sampler = capacity_sampler(capacity)
+    sampler = capacity_sampler(s.capacity)
     dev = next(model.parameters()).device
-    g = torch.Generator().manual_seed(seed)
-    gs = torch.Generator(device=dev).manual_seed(seed + 1)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(s.seed)
+    gs = torch.Generator(device=dev).manual_seed(s.seed + 1)
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr)
     hist: dict = {"step": [], "loss": [], "length": []}
     model.train()
     t0 = time.perf_counter()
-    total = steps if steps is not None else 10**9
-    it = progress(range(total), desc="train", disable=not progress_bar)
+    total = s.steps if s.steps is not None else 10**9
     done = 0
-    for s in it:
-        if seconds is not None and time.perf_counter() - t0 > seconds:
+    for step in progress(range(total), desc="train", disable=not s.progress_bar):
+        if s.seconds is not None and time.perf_counter() - t0 > s.seconds:
             break
-        cap = sampler(batch, g)
-        xy = torch.rand(batch, n + 1, 2, generator=g)
-        q = torch.randint(1, MAX_DEMAND + 1, (batch, n + 1), generator=g).float()
-        q[:, 0] = 0.0
-        inst = CVRPBatch(xy, q, cap.float()).to(dev)
-        length, logp = model(inst, greedy=False, generator=gs)
-        adv = length - length.mean(dim=1, keepdim=True)  # POMO shared baseline
-        loss = (adv.detach() * logp).mean()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        done = s + 1
-        if s % log_every == 0:
-            hist["step"].append(s)
+        loss, length = _train_step(model, opt, sampler(s.batch, g), s, g, gs, dev)
+        done = step + 1
+        if step % s.log_every == 0:
+            hist["step"].append(step)
             hist["loss"].append(float(loss.detach()))
             hist["length"].append(float(length.mean()))
     hist["steps"] = done
     hist["seconds"] = time.perf_counter() - t0
     model.eval()
     return hist
+
+
+def _train_step(model, opt, cap, s: TrainSettings, g, gs, dev) -> tuple:
+    """One REINFORCE step on a fresh batch with capacities ``cap``: (loss, lengths)."""
+    import torch
+
+    xy = torch.rand(s.batch, s.n + 1, 2, generator=g)
+    q = torch.randint(1, MAX_DEMAND + 1, (s.batch, s.n + 1), generator=g).float()
+    q[:, 0] = 0.0
+    inst = CVRPBatch(xy, q, cap.float()).to(dev)
+    length, logp = model(inst, greedy=False, generator=gs)
+    adv = length - length.mean(dim=1, keepdim=True)  # POMO shared baseline, eq. (pomo)
+    loss = (adv.detach() * logp).mean()
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss, length
 
 
 def evaluate(model, batch: CVRPBatch, augment: bool = False, starts: str = "all"):
@@ -180,19 +158,21 @@ def evaluate(model, batch: CVRPBatch, augment: bool = False, starts: str = "all"
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
+    _check_decoding(batch, augment, starts)
     return best_tours(model, batch, augment, starts)[0]
 
 
-def best_tours(model, batch, augment=False, starts="all"):
-    """Best greedy POMO length and its actions per instance (``evaluate``'s work; not API)."""
-    import torch
-
+def _check_decoding(batch, augment, starts) -> None:
     if not isinstance(batch, CVRPBatch):
         raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
     check_bool("augment", augment)
-    from lab.core.checks import check_choice
-
     check_choice("starts", starts, ["all", "single"])
+
+
+def best_tours(model, batch, augment=False, starts="all"):
+    """Best greedy POMO length and its actions per instance (arguments trusted)."""
+    import torch
+
     dev = next(model.parameters()).device
     batch = batch.to(dev)
     B = len(batch)
@@ -251,5 +231,6 @@ def decode_routes(model, batch: CVRPBatch, augment: bool = False) -> list[list[l
 
     See: book/cvrp/01-same-customers-different-problem.ipynb
     """
+    _check_decoding(batch, augment, "all")
     _, acts = best_tours(model, batch, augment)
     return [actions_to_routes(a) for a in acts.cpu().numpy()]

@@ -59,7 +59,6 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
 
     See: book/cvrp/01-same-customers-different-problem.ipynb
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     xy = check_array("xy", xy, ndim=2, shape=(None, 2))
@@ -76,59 +75,8 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
         horizontal_spacing=0.03,
     )
     for j, (name, routes, _) in enumerate(panels, start=1):
-        lx, ly, colour = [], [], np.zeros(len(xy))
-        for r_i, r in enumerate(routes):
-            path = [0, *r, 0]
-            lx += [*xy[path, 0].tolist(), None]
-            ly += [*xy[path, 1].tolist(), None]
-            colour[list(r)] = r_i
-        c = MODEL_COLOURS.get(name, PALETTE[3])
-        fig.add_trace(
-            go.Scatter(
-                x=lx,
-                y=ly,
-                mode="lines",
-                line={"color": c, "width": 1.5},
-                name=name,
-                showlegend=False,
-                hoverinfo="skip",
-            ),
-            1,
-            j,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=xy[1:, 0],
-                y=xy[1:, 1],
-                mode="markers",
-                showlegend=False,
-                marker={
-                    "size": 4 + q[1:],
-                    "color": colour[1:],
-                    "colorscale": "Turbo",
-                    "cmin": 0,
-                    "cmax": max(1, len(routes) - 1),
-                    "line": {"width": 0.5},
-                },
-                text=[f"customer {i}, q = {int(q[i])}" for i in range(1, len(xy))],
-                hoverinfo="text",
-            ),
-            1,
-            j,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=xy[:1, 0],
-                y=xy[:1, 1],
-                mode="markers",
-                showlegend=False,
-                marker={"symbol": "square", "size": 11, "color": "black"},
-                name="depot",
-                hoverinfo="name",
-            ),
-            1,
-            j,
-        )
+        for trace in _panel_traces(xy, q, name, routes):
+            fig.add_trace(trace, 1, j)
         fig.update_xaxes(range=[-0.03, 1.03], showticklabels=False, row=1, col=j)
         fig.update_yaxes(
             range=[-0.03, 1.03],
@@ -142,6 +90,56 @@ def route_panels(xy, demand, panels: Sequence[tuple], title: str = ""):
     fig.update_annotations(font_size=12)
     fig.update_layout(title=title, height=380, margin={"t": 110, "b": 20, "l": 20, "r": 20})
     return fig
+
+
+def _panel_traces(xy, q, name: str, routes) -> list:
+    """One route map's three traces: the route lines, the customers coloured by route and
+    sized by demand, the depot."""
+    import plotly.graph_objects as go
+
+    lx, ly, colour = [], [], np.zeros(len(xy))
+    for r_i, r in enumerate(routes):
+        path = [0, *r, 0]
+        lx += [*xy[path, 0].tolist(), None]
+        ly += [*xy[path, 1].tolist(), None]
+        colour[list(r)] = r_i
+    c = MODEL_COLOURS.get(name, PALETTE[3])
+    lines = go.Scatter(
+        x=lx,
+        y=ly,
+        mode="lines",
+        line={"color": c, "width": 1.5},
+        name=name,
+        showlegend=False,
+        hoverinfo="skip",
+    )
+    marker = {
+        "size": 4 + q[1:],
+        "color": colour[1:],
+        "colorscale": "Turbo",
+        "cmin": 0,
+        "cmax": max(1, len(routes) - 1),
+        "line": {"width": 0.5},
+    }
+    customers = go.Scatter(
+        x=xy[1:, 0],
+        y=xy[1:, 1],
+        mode="markers",
+        showlegend=False,
+        marker=marker,
+        text=[f"customer {i}, q = {int(q[i])}" for i in range(1, len(xy))],
+        hoverinfo="text",
+    )
+    depot = go.Scatter(
+        x=xy[:1, 0],
+        y=xy[:1, 1],
+        mode="markers",
+        showlegend=False,
+        marker={"symbol": "square", "size": 11, "color": "black"},
+        name="depot",
+        hoverinfo="name",
+    )
+    return [lines, customers, depot]
 
 
 def gap_figure(

@@ -1,4 +1,4 @@
-"""Route utilities (numpy reference) and the PyVRP peer."""
+"""The PyVRP peer: the chapter's reference solver (hybrid genetic search)."""
 
 from __future__ import annotations
 
@@ -7,83 +7,12 @@ import numpy as np
 from lab.core.checks import check_array, check_int, check_positive
 from lab.core.runtime import smoke
 
-__all__ = ["PYVRP_SCALE", "tour_length", "route_feasible", "solve_pyvrp", "reference_costs"]
+from .reference import tour_length
+
+__all__ = ["PYVRP_SCALE", "solve_pyvrp", "reference_costs"]
 
 PYVRP_SCALE = 10_000  # PyVRP works on integers: coordinates x 10^4, distances rounded
 _OFFSET = 1  # PyVRP 0.14 numbers clients 0..n-1 in activities; our customers are 1..n
-
-
-def _routes_ok(routes) -> list[list[int]]:
-    if not isinstance(routes, list | tuple):
-        raise TypeError(
-            f"routes must be a list of lists of customer indices (got {type(routes).__name__})"
-        )
-    out = []
-    for r in routes:
-        if not isinstance(r, list | tuple | np.ndarray):
-            raise TypeError(
-                f"each route must be a list of customer indices (got {type(r).__name__})"
-            )
-        out.append([int(i) for i in r])
-    return out
-
-
-def tour_length(routes, xy) -> float:
-    """Total Euclidean length of a CVRP solution, recomputed in float64.
-
-    Parameters
-    ----------
-    routes : list of list of int
-        Customer indices (``1..n``) per route; every route starts and ends at the depot
-        (node 0), which is not listed.
-    xy : array-like
-        ``(n + 1, 2)`` coordinates, depot first.
-
-    Returns
-    -------
-    float
-
-    See: book/cvrp/01-same-customers-different-problem.ipynb
-    """
-    xy = check_array("xy", xy, ndim=2)
-    if xy.shape[1] != 2:
-        raise ValueError(f"xy must have shape (n + 1, 2) (got {xy.shape})")
-    total = 0.0
-    for r in _routes_ok(routes):
-        if any(i < 0 or i >= len(xy) for i in r):
-            raise ValueError(f"route {r} has an index outside [0, {len(xy) - 1}]")
-        path = [0, *r, 0]  # depot -> customers -> depot
-        total += float(np.linalg.norm(np.diff(xy[path], axis=0), axis=1).sum())
-    return total
-
-
-def route_feasible(routes, demand, capacity) -> bool:
-    """Is ``routes`` a feasible CVRP solution?
-
-    Every customer ``1..n`` is visited exactly once, no route lists the depot (each route
-    starts and ends there implicitly) or is empty, and each route's load is ``<= capacity``.
-
-    Parameters
-    ----------
-    routes : list of list of int
-    demand : array-like
-        ``(n + 1,)`` demands, depot first (``demand[0] = 0``).
-    capacity : float
-
-    Returns
-    -------
-    bool
-
-    See: book/cvrp/01-same-customers-different-problem.ipynb
-    """
-    demand = check_array("demand", demand, ndim=1, min_size=2)
-    capacity = check_positive("capacity", capacity)
-    routes = _routes_ok(routes)
-    n = len(demand) - 1
-    seen = [i for r in routes for i in r]
-    if sorted(seen) != list(range(1, n + 1)):
-        return False  # a customer missing, repeated, or the depot inside a route
-    return all(len(r) > 0 and demand[r].sum() <= capacity + 1e-9 for r in routes)
 
 
 def solve_pyvrp(xy, demand, capacity, seconds: float = 0.1, seed: int = 0):

@@ -11,8 +11,10 @@ import argparse
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from .settings import TrainSettings
 from .store import CHECKPOINTS, TRAIN_STEPS, checkpoint_file, save_checkpoint
 
 __all__ = ["build_and_train"]
@@ -20,19 +22,20 @@ __all__ = ["build_and_train"]
 FINGERPRINT_STEPS = 21  # the first logged steps (0, 10, 20) are stored in the checkpoint
 
 
-def build_and_train(
-    name: str,
-    steps: int,
-    seed: int = 0,
-    n: int = 20,
-    batch: int = 32,
-    lr: float = 1e-3,
-    seconds: float | None = None,
-    d: int = 64,
-    layers: int = 2,
-    progress_bar: bool = False,
-):
-    """Build the model of checkpoint ``name`` from ``seed`` and train it (see ``train_pomo``).
+def build_and_train(name: str, settings: TrainSettings, d: int = 64, layers: int = 2):
+    """Build the model of checkpoint ``name`` from ``settings.seed`` and train it with
+    ``fast.train_pomo``; the capacity of ``settings`` is replaced by the checkpoint's (a fixed
+    value or its VCT range).
+
+    Parameters
+    ----------
+    name : str
+        A key of ``CHECKPOINTS``.
+    settings : TrainSettings
+        Steps or seconds, batch, learning rate, ``n``, seed (``log_every`` is set to 10, the
+        logging the stored fingerprint was made with).
+    d, layers : int
+        Embedding width and shared encoder layers.
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
@@ -44,9 +47,11 @@ def build_and_train(
     from .model import TinyPOMO
 
     check_choice("name", name, sorted(CHECKPOINTS))
+    if not isinstance(settings, TrainSettings):
+        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
     spec = CHECKPOINTS[name]
     with torch.random.fork_rng(devices=[]):  # the initial weights depend on seed only
-        torch.manual_seed(seed)
+        torch.manual_seed(settings.seed)
         model = TinyPOMO(
             d=d,
             layers=layers,
@@ -57,19 +62,7 @@ def build_and_train(
         )
     lo, hi = spec["capacity"]
     cap = lo if lo == hi else (lo, hi)
-    hist = train_pomo(
-        model,
-        n=n,
-        capacity=cap,
-        steps=steps,
-        seconds=seconds,
-        batch=batch,
-        lr=lr,
-        seed=seed,
-        log_every=10,
-        progress_bar=progress_bar,
-    )
-    return model, hist
+    return model, train_pomo(model, replace(settings, capacity=cap, log_every=10))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     t0 = time.time()
-    model, hist = build_and_train(
-        a.name, a.steps, a.seed, a.n, a.batch, a.lr, a.seconds, progress_bar=True
-    )
+    settings = TrainSettings(a.n, 30, a.steps, a.seconds, a.batch, a.lr, a.seed, 10, True)
+    model, hist = build_and_train(a.name, settings)
     done = hist["steps"]
     cmd = (
         f"python -m lab.cvrp.train --name {a.name} --steps {done} --seed {a.seed} "
