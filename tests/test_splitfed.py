@@ -202,7 +202,10 @@ def test_server_steps_reuse_clean_h_without_writing_it():
     v0 = h._version
     cfg = sf.MUSplitFedConfig()
     seen = []
-    alg.server_zo_steps(fs, fs.init(torch.float32), h, y, cfg, 0, 0, 4, 0.01, on_step=seen.append)
+    u_s = alg.server_directions(cfg, 0, 0, 4, fs.dim, torch.float32)
+    alg.server_zo_steps(
+        fs, fs.init(torch.float32), h, y, u_s, lam=cfg.lam, eta_s=0.01, on_step=seen.append
+    )
     assert h._version == v0 and seen == [0, 1, 2, 3]
 
 
@@ -222,11 +225,13 @@ def test_stop_loss_stops_at_the_first_hit(digits):
     cfg = sf.MUSplitFedConfig(tau=4, rounds=200, eta_g=1.0, eval_every=10, eta_s=0.02, eta_c=0.01)
     full = sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu")
     target = full.loss[5]
-    stop = sf.fast.simulate(c, s, digits["clients"], cfg, ev, device="cpu", stop_loss=target)
+    stop = sf.fast.simulate(
+        c, s, digits["clients"], cfg.replace(stop_loss=target), ev, device="cpu"
+    )
     r, _ = sf.rounds_to_target(full, target)
     assert len(stop.tau) == r and stop.loss[-1] <= target
     with pytest.raises(TypeError):
-        sf.simulate(c, s, digits["clients"], cfg, stop_loss="low")
+        cfg.replace(stop_loss="low")
 
 
 def test_failures_drop_only_the_dead_client(digits):
@@ -277,7 +282,7 @@ def test_gloo_equals_simulation_and_loss_falls():
     cfg = sf.MUSplitFedConfig(
         tau=2, rounds=30, clients=3, participation=1.0, eta_g=1.0, eval_every=10
     )
-    h = sf.launch_local(cfg, 4, time_unit=0.0, order="rank", timeout=60)
+    h = sf.launch_local(cfg, 4, sf.GlooSettings(time_unit=0.0, order="rank", timeout=60))
     data = sf.load_digits_clients(3, seed=cfg.seed)
     c, s = _nets(seed=cfg.seed)
     ev = sf.evaluator(c, s, data["train"], data["test"])
@@ -293,7 +298,8 @@ def test_gloo_killed_client_does_not_hang_the_server():
     cfg = sf.MUSplitFedConfig(
         tau=2, rounds=12, clients=3, participation=1.0, eta_g=1.0, delay_mean=1.0, eval_every=6
     )
-    h = sf.launch_local(cfg, 4, time_unit=0.005, faults={"kill": {2: 4}}, timeout=60)
+    gloo = sf.GlooSettings(time_unit=0.005, faults={"kill": {2: 4}}, timeout=60)
+    h = sf.launch_local(cfg, 4, gloo)
     assert h.lost == [1] and h.info["lost"][2]["round"] == 4
     assert len(h.tau) == 12 and h.participants[4:] == [[0, 2]] * 8
     data = sf.load_digits_clients(3, seed=cfg.seed)
@@ -305,7 +311,8 @@ def test_gloo_killed_client_does_not_hang_the_server():
 def test_gloo_bad_embedding_shape_names_the_rank():
     cfg = sf.MUSplitFedConfig(rounds=4, clients=2, participation=1.0)
     with pytest.raises(RuntimeError, match="client rank 2"):
-        sf.launch_local(cfg, 3, time_unit=0.0, faults={"bad_shape": {2: 1}}, timeout=30)
+        gloo = sf.GlooSettings(time_unit=0.0, faults={"bad_shape": {2: 1}}, timeout=30)
+        sf.launch_local(cfg, 3, gloo)
 
 
 def test_launch_local_bad_inputs():
@@ -315,7 +322,9 @@ def test_launch_local_bad_inputs():
     with pytest.raises(ValueError):
         sf.launch_local(cfg, 1)
     with pytest.raises(ValueError):
-        sf.launch_local(cfg, 4, order="random")
+        sf.GlooSettings(order="random")
+    with pytest.raises(TypeError, match="gloo"):
+        sf.launch_local(cfg, 4, {"order": "rank"})
 
 
 # ---------------------------------------------------------------- CUDA
@@ -411,15 +420,15 @@ def test_long_runs_stable_for_every_tau(digits):
 
 # ---------------------------------------------------------------- client memory
 def test_peak_tensor_tracker_counts_live_storages_exactly():
-    from lab.splitfed.experiments import _PeakTensorMemory
+    from lab.splitfed.memory import PeakTensorMemory
 
-    with _PeakTensorMemory(baseline=100) as tr:
+    with PeakTensorMemory(baseline=100) as tr:
         a = torch.zeros(1000, dtype=torch.float64)  # 8000 bytes
         del a
         b = torch.zeros(500, dtype=torch.float32)  # 2000 bytes
         c = torch.ones(500, dtype=torch.float32)  # 2000 bytes
     assert tr.peak == 100 + 8000
-    with _PeakTensorMemory() as tr2:
+    with PeakTensorMemory() as tr2:
         b2 = b + c  # noqa: F841  (kept alive: 2000 bytes)
         d = torch.zeros(1000, dtype=torch.float32)  # noqa: F841  (4000 more)
     assert tr2.peak == 6000
@@ -464,11 +473,11 @@ def test_fedavg_first_order_stops_at_the_target(digits):
     cfg = sf.MUSplitFedConfig(rounds=120, eval_every=10, seed=0)
     rounds, losses = sf.fedavg_first_order(digits, cfg)
     target = losses[3]
-    r2, l2 = sf.fedavg_first_order(digits, cfg, stop_loss=target)
+    r2, l2 = sf.fedavg_first_order(digits, cfg.replace(stop_loss=target))
     first = next(i for i, v in enumerate(losses) if v <= target)
     assert r2 == rounds[: first + 1] and l2 == losses[: first + 1]  # the same run, cut short
     with pytest.raises(TypeError):
-        sf.fedavg_first_order(digits, cfg, stop_loss="low")
+        sf.fedavg_first_order(digits, "cfg")
 
 
 def test_load_digits_clients_standardize():
@@ -506,3 +515,43 @@ def test_figures_refuse_junk_containers():
     with pytest.raises(TypeError, match="events"):
         figures.gantt_figure(np.array([np.nan]))
     assert len(figures.gantt_figure([]).data) == len(figures.GANTT_KINDS)
+
+
+def test_config_is_frozen_and_validated_once():
+    cfg = sf.MUSplitFedConfig(tau=3)
+    with pytest.raises(AttributeError):
+        cfg.tau = 4
+    with pytest.raises(ValueError, match="tau"):
+        cfg.replace(tau=0)
+
+
+def test_digits_run_settings_and_cached_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
+    run = sf.DigitsRun(sf.MUSplitFedConfig(tau=2, rounds=12, eval_every=6, eta_g=1.0))
+    a = sf.simulate_digits(run, "cpu")
+    b = sf.simulate_digits(run, "cpu")  # from the disk cache
+    assert torch.equal(a.xc, b.xc) and a.loss == b.loss
+    data = sf.load_digits_clients(10, seed=0)
+    c, s = _nets()
+    ev = sf.evaluator(c, s, data["train"], data["test"])
+    ref = sf.fast.simulate(c, s, data["clients"], run.cfg, ev, device="cpu")
+    assert torch.equal(a.xc, ref.xc) and a.loss == ref.loss
+    assert run.replace(tau=4, cut=2).cfg.tau == 4 and run.replace(cut=2).cut == 2
+    with pytest.raises(ValueError, match="cut"):
+        sf.DigitsRun(cut=3)
+    with pytest.raises(TypeError, match="settings"):
+        sf.simulate_digits(run.cfg)
+
+
+def test_straggler_study_retimes_vanilla_exactly(tmp_path, monkeypatch):
+    """Vanilla's time under delays is its delay-free run re-timed: the same clock as a run
+    with the delays (fixed tau: the parameters do not depend on the delays)."""
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
+    cfg = sf.MUSplitFedConfig(rounds=30, eval_every=10, eta_s=0.02, eta_c=0.01, eta_g=1.0)
+    study = sf.StragglerStudy(sf.DigitsRun(cfg), delays=(2.0,), target=2.25, vanilla_factor=1)
+    s = sf.paired_times(study, [0, 1])
+    direct = sf.simulate_digits(study.fixed(1, 1).replace(delay_mean=2.0), "cpu")
+    r, t = sf.rounds_to_target(direct, study.target)
+    assert s.values("t_vanilla")[1] == (t if r is not None else direct.clock[-1])
+    with pytest.raises(ValueError, match="delays"):
+        sf.StragglerStudy(delays=())

@@ -72,8 +72,10 @@ $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending 
 | ``zo.py`` | the two-point sphere estimator: ``sphere_direction``, ``spsa``, ``spsa_error`` |
 | ``reference.py`` | :func:`simulate`, the reference loop, one helper per equation (C, S, D, U, A) |
 | ``fast.py`` | :func:`lab.splitfed.fast.simulate` (the same name as the reference), batched over clients and perturbations (``vmap`` / ``bmm``, CPU or CUDA) |
-| ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``launch_local``, ``run_rank`` |
-| ``experiments.py`` | ``rounds_to_target``, ``retime``, ``client_memory``, ``fedavg_first_order`` |
+| ``ranks.py`` | the gloo engine's two roles: the client loop and the split server (rank 0) |
+| ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``GlooSettings``, ``launch_local``, ``run_rank`` |
+| ``memory.py`` | ``client_memory``: the peak memory of a zeroth- or first-order client update |
+| ``experiments.py`` | the drivers on settings (``DigitsRun``, ``StragglerStudy``), ``rounds_to_target``, ``retime``, ``fedavg_first_order`` |
 | ``figures.py`` | results to figures |
 
 See: book/splitfed/index.md

@@ -1,20 +1,300 @@
-"""Drivers the notebooks call: rounds/time to a target, re-timing, client memory.
+"""Drivers the notebooks call: runs on the digits MLP, rounds/time to a target, re-timing,
+the straggler study and the first-order FedAvg peer.
+
+Every driver takes a frozen settings object (validated once, where it is built) and caches its
+runs on disk (:func:`lab.core.diskcache.disk_memo`); seed loops go through
+:func:`lab.core.sweep.sweep`.
 
 See: book/splitfed/03-stragglers-and-gloo.ipynb
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_real
+from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_real
+from lab.core.diskcache import disk_memo
 
 from .history import History
+from .hyperparams import MUSplitFedConfig
 from .stragglers import StragglerModel
 
-__all__ = ["rounds_to_target", "retime", "client_memory", "fedavg_first_order"]
+__all__ = [
+    "DigitsRun",
+    "StragglerStudy",
+    "simulate_digits",
+    "straggler_runs",
+    "paired_times",
+    "fedavg_rounds",
+    "rounds_to_target",
+    "retime",
+    "fedavg_first_order",
+]
+
+
+@dataclass(frozen=True)
+class DigitsRun:
+    """One simulated MU-SplitFed run on the chapter's digits MLP (validated once, here).
+
+    Parameters
+    ----------
+    cfg : MUSplitFedConfig
+        The algorithm's hyper-parameters (its ``seed`` seeds the run's draws).
+    widths : tuple of int
+        The MLP's layer sizes.
+    cut : int
+        Blocks on the client.
+    model_seed, data_seed : int
+        Seeds of the initial model and of the data split over 10 clients.
+    standardize : bool
+        Standardise the digits' features (:func:`load_digits_clients`).
+    backend : {"auto", "vmap", "bmm"}
+        The fast path's batched forward.
+
+    See: book/splitfed/02-unbalanced-updates.ipynb
+    """
+
+    cfg: MUSplitFedConfig = field(default_factory=MUSplitFedConfig)
+    widths: tuple[int, ...] = (64, 32, 32, 10)
+    cut: int = 1
+    model_seed: int = 0
+    data_seed: int = 0
+    standardize: bool = False
+    backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cfg, MUSplitFedConfig):
+            raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(self.cfg).__name__})")
+        widths = tuple(check_int("widths", w, 1) for w in self.widths)
+        if len(widths) < 3:
+            raise ValueError(f"widths must name at least 3 layer sizes (got {self.widths!r})")
+        object.__setattr__(self, "widths", widths)
+        object.__setattr__(self, "cut", check_int("cut", self.cut, 1, len(widths) - 2))
+        object.__setattr__(self, "model_seed", check_int("model_seed", self.model_seed, 0))
+        object.__setattr__(self, "data_seed", check_int("data_seed", self.data_seed, 0))
+        check_bool("standardize", self.standardize)
+        check_choice("backend", self.backend, ["auto", "vmap", "bmm"])
+
+    def replace(self, **changes: Any) -> DigitsRun:
+        """A copy with some fields changed; ``cfg``'s own fields may be named too."""
+        own = {k: v for k, v in changes.items() if k in self.__dataclass_fields__}
+        cfg = self.cfg.replace(**{k: v for k, v in changes.items() if k not in own})
+        return DigitsRun(**{**self.__dict__, "cfg": cfg, **own})
+
+
+def _digits(settings: DigitsRun):
+    from .models import evaluator, load_digits_clients, make_mlp, split_model
+
+    data = load_digits_clients(10, seed=settings.data_seed, standardize=settings.standardize)
+    client_net, server_net = split_model(
+        make_mlp(settings.widths, seed=settings.model_seed), settings.cut
+    )
+    eval_fn = evaluator(client_net, server_net, data["train"], data["test"])
+    return data, client_net, server_net, eval_fn
+
+
+@disk_memo
+def _simulate_digits(settings: DigitsRun, device: str) -> History:
+    from . import fast
+
+    data, client_net, server_net, eval_fn = _digits(settings)
+    return fast.simulate(
+        client_net, server_net, data["clients"], settings.cfg, eval_fn,
+        device=device, backend=settings.backend,
+    )  # fmt: skip
+
+
+def simulate_digits(settings: DigitsRun, device: Any = None) -> History:
+    """The fast path's run of ``settings`` (cached on disk).
+
+    Parameters
+    ----------
+    settings : DigitsRun
+        The run.
+    device : str or torch.device, optional
+        Where to run (default: ``lab.device()``).
+
+    Returns
+    -------
+    History
+
+    See: book/splitfed/02-unbalanced-updates.ipynb
+    """
+    from lab.core.runtime import resolve_device
+
+    if not isinstance(settings, DigitsRun):
+        raise TypeError(f"settings must be a DigitsRun (got {type(settings).__name__})")
+    return _simulate_digits(settings, str(resolve_device(device)))
+
+
+@dataclass(frozen=True)
+class StragglerStudy:
+    """Notebook 3's straggler study: fixed ``tau`` against adaptive ``tau`` under delays.
+
+    Parameters
+    ----------
+    run : DigitsRun
+        The base run (its ``cfg`` gives the steps, rounds, ``eval_every``, seed and clock).
+    delays : tuple of float
+        Mean exponential delays per client and round (client forwards).
+    target : float
+        Training loss of the time-to-target.
+    tau_max : int
+        Upper clip of the adaptive ``tau``.
+    vanilla_factor : int
+        Vanilla (``tau = 1``) runs up to ``vanilla_factor`` times the rounds, until the target.
+    paired_delay : float
+        The mean delay of the seed-paired comparison.
+
+    See: book/splitfed/03-stragglers-and-gloo.ipynb
+    """
+
+    run: DigitsRun = field(default_factory=DigitsRun)
+    delays: tuple[float, ...] = (1.0, 2.0, 4.0)
+    target: float = 2.0
+    tau_max: int = 16
+    vanilla_factor: int = 5
+    paired_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.run, DigitsRun):
+            raise TypeError(f"run must be a DigitsRun (got {type(self.run).__name__})")
+        delays = tuple(check_positive("delays", d, allow_zero=True) for d in self.delays)
+        if not delays:
+            raise ValueError("delays must hold at least one mean delay")
+        object.__setattr__(self, "delays", delays)
+        object.__setattr__(self, "target", check_real("target", self.target))
+        object.__setattr__(self, "tau_max", check_int("tau_max", self.tau_max, 1))
+        object.__setattr__(
+            self, "vanilla_factor", check_int("vanilla_factor", self.vanilla_factor, 1)
+        )
+        p = check_positive("paired_delay", self.paired_delay, allow_zero=True)
+        object.__setattr__(self, "paired_delay", p)
+
+    def fixed(self, tau: int, seed: int) -> DigitsRun:
+        """A fixed-``tau`` run without delays (re-timed for any delay); vanilla to the target."""
+        rounds = self.run.cfg.rounds * (self.vanilla_factor if tau == 1 else 1)
+        stop = self.target if tau == 1 else None
+        return self.run.replace(tau=tau, rounds=rounds, stop_loss=stop, seed=seed)
+
+    def adaptive(self, delay: float, seed: int, stop: bool = False) -> DigitsRun:
+        """An adaptive-``tau`` run under mean delay ``delay`` (to the target with ``stop``)."""
+        return self.run.replace(
+            tau=1, adaptive_tau=True, tau_max=self.tau_max, delay_mean=delay, seed=seed,
+            stop_loss=self.target if stop else None,
+        )  # fmt: skip
+
+    def clock(self, delay: float, seed: int) -> StragglerModel:
+        cfg = self.run.cfg
+        return StragglerModel(delay, seed=seed, t_client=cfg.t_client, t_server=cfg.t_server)
+
+
+def _time_to_target(hist: History, clock: np.ndarray, target: float):
+    r = np.asarray(hist.eval_round)
+    hit = np.nonzero(np.asarray(hist.loss) <= target)[0]
+    return (float(clock[r[hit[0]] - 1]) if len(hit) else float("nan")), clock[r - 1]
+
+
+def straggler_runs(study: StragglerStudy, device: Any = None) -> dict[str, Any]:
+    """Fixed ``tau = 1, 4`` and adaptive ``tau`` at every delay, on the study's first seed.
+
+    Returns
+    -------
+    dict
+        ``fixed`` and ``adaptive`` (``{tau or delay: History}``), and per delay ``curves``
+        (``{label: (clock, loss)}``), ``ttt`` (time to the target, NaN if never) and ``ends``
+        (the clock at the end of each run).
+
+    See: book/splitfed/03-stragglers-and-gloo.ipynb
+    """
+    if not isinstance(study, StragglerStudy):
+        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    seed = study.run.cfg.seed
+    fixed = {tau: simulate_digits(study.fixed(tau, seed), device) for tau in (1, 4)}
+    out = {"fixed": fixed, "adaptive": {}, "curves": {}, "ttt": {}, "ends": {}}
+    for D in study.delays:
+        out["adaptive"][D] = h = simulate_digits(study.adaptive(D, seed), device)
+        sm = study.clock(D, seed)
+        out["curves"][D], out["ttt"][D], out["ends"][D] = {}, {}, {}
+        for label, run in [("τ = 1 (vanilla)", fixed[1]), ("τ = 4", fixed[4]), ("adaptive τ", h)]:
+            clock = retime(run, sm, 10) if run is not h else np.asarray(h.clock)
+            out["ttt"][D][label], at_evals = _time_to_target(run, clock, study.target)
+            out["curves"][D][label] = (at_evals, np.asarray(run.loss))
+            out["ends"][D][label] = float(clock[-1])
+    return out
+
+
+def paired_times(study: StragglerStudy, seeds: Any, device: Any = None):
+    """Time to the target at ``study.paired_delay``: adaptive ``tau`` and vanilla, per seed.
+
+    The first seed's adaptive run goes the whole way (notebook 3 draws it); the others stop at
+    the target. Vanilla's time is its delay-free run re-timed (a lower bound, its last clock,
+    where it never gets there).
+
+    Returns
+    -------
+    lab.core.sweep.Sweep
+        ``t_adaptive``, ``t_vanilla`` and ``zo_rounds`` (adaptive's rounds to the target).
+
+    See: book/splitfed/03-stragglers-and-gloo.ipynb
+    """
+    from lab.core.sweep import sweep
+
+    if not isinstance(study, StragglerStudy):
+        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    seeds = list(seeds)
+    D, rounds = study.paired_delay, study.run.cfg.rounds
+
+    def one(seed: int) -> dict[str, float]:
+        h = simulate_digits(study.adaptive(D, seed, stop=seed != seeds[0]), device)
+        r, t_adaptive = rounds_to_target(h, study.target)
+        vanilla = simulate_digits(study.fixed(1, seed), device)
+        clock = retime(vanilla, study.clock(D, seed), 10)
+        t_vanilla, _ = _time_to_target(vanilla, clock, study.target)
+        return {
+            "t_adaptive": t_adaptive if r is not None else float(h.clock[-1]),
+            "t_vanilla": t_vanilla if np.isfinite(t_vanilla) else float(clock[-1]),
+            "zo_rounds": r if r is not None else rounds,
+        }
+
+    return sweep(one, None, seeds, desc="paired seeds")
+
+
+def fedavg_rounds(study: StragglerStudy, seeds: Any, *, lr: float = 0.1):
+    """First-order FedAvg's rounds to the target per seed (the first seed runs the whole way).
+
+    Returns
+    -------
+    lab.core.sweep.Sweep
+        ``rounds`` (to the target; the run's length if never) and ``last_loss``.
+
+    See: book/splitfed/03-stragglers-and-gloo.ipynb
+    """
+    from lab.core.sweep import sweep
+
+    if not isinstance(study, StragglerStudy):
+        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    seeds = list(seeds)
+    cfg = study.run.cfg
+
+    def one(seed: int) -> dict[str, float]:
+        stop = None if seed == seeds[0] else study.target
+        run = cfg.replace(seed=seed, stop_loss=stop, delay_mean=None)
+        r, losses = _fedavg(run, study.run.data_seed, study.run.widths, lr)
+        hit = next((x for x, v in zip(r, losses, strict=True) if v <= study.target), cfg.rounds)
+        return {"rounds": hit, "last_loss": losses[-1]}
+
+    return sweep(one, None, seeds, desc="FedAvg seeds")
+
+
+@disk_memo
+def _fedavg(cfg: MUSplitFedConfig, data_seed: int, widths: tuple, lr: float):
+    from .models import load_digits_clients
+
+    return _fedavg_first_order(load_digits_clients(10, seed=data_seed), cfg, widths, lr)
 
 
 def rounds_to_target(hist: History, target: float, *, key: str = "loss", below: bool = True):
@@ -77,170 +357,14 @@ def retime(hist: History, straggler: StragglerModel, clients: int) -> np.ndarray
     if not isinstance(straggler, StragglerModel):
         raise TypeError(f"straggler must be a StragglerModel (got {type(straggler).__name__})")
     clients = check_int("clients", clients, 1)
+    if straggler.mean_delays.size not in (1, clients):
+        raise ValueError(f"straggler has {straggler.mean_delays.size} delays, not {clients}")
     out, clock = [], 0.0
     for t, (tau, part) in enumerate(zip(hist.tau, hist.participants, strict=True)):
-        d = straggler.sample(t, clients)[list(part)] if part else np.zeros(1)
-        clock += straggler.round_time(d, int(tau))["time"]
+        d = straggler.draw(t, clients)[list(part)] if part else np.zeros(1)
+        clock += straggler.clock(d, int(tau))["time"]
         out.append(clock)
     return np.asarray(out)
-
-
-class _PeakTensorMemory:
-    """Peak bytes of live tensor storages created inside the block (CPU or CUDA).
-
-    A ``TorchDispatchMode`` sees every tensor an operator returns; storages are tracked with
-    weak references, so a storage counts from its creation until it is freed. ``baseline``
-    bytes (tensors that exist before the block) are added to every reading.
-    """
-
-    def __init__(self, baseline: int = 0):
-        self.baseline, self.live, self.peak = int(baseline), {}, int(baseline)
-
-    def __enter__(self):
-        from torch.multiprocessing.reductions import StorageWeakRef
-        from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
-
-        tracker = self
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                out = func(*args, **(kwargs or {}))
-                for t in tree_flatten(out)[0]:
-                    if hasattr(t, "untyped_storage"):
-                        st = t.untyped_storage()
-                        key = st.data_ptr()
-                        if key not in tracker.live:
-                            tracker.live[key] = (StorageWeakRef(st), st.nbytes())
-                tracker._update()
-                return out
-
-        self._mode = Mode()
-        self._mode.__enter__()
-        return self
-
-    def _update(self) -> None:
-        for k in [k for k, (ref, _) in self.live.items() if ref.expired()]:
-            del self.live[k]
-        self.peak = max(self.peak, self.baseline + sum(n for _, n in self.live.values()))
-
-    def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
-        return False
-
-
-def client_memory(
-    client_net: Any,
-    X: Any,
-    *,
-    mode: str = "zo",
-    lam: float = 5e-3,
-    y: Any = None,
-    device: Any = None,
-) -> dict[str, Any]:
-    """Peak memory of one client update: zeroth-order (MU-SplitFed) or first-order (backprop).
-
-    ``"zo"``: the client computes ``h, h+, h-`` under ``no_grad`` at ``x_c`` and
-    ``x_c +- lam u_c`` and steps along ``u_c`` with the scalar ``delta_c`` (eqs. C and U): no
-    activation is kept for a backward pass. ``"fo"``: the client's forward is recorded by
-    autograd and ``h.backward(dL/dh)`` fills the parameter gradients (first-order SplitFed's
-    client step); with labels ``y`` the client backpropagates its own cross-entropy instead,
-    which, for ``client_net`` the **whole model**, is FedAvg's client (the paper's Fig. 4
-    baseline). The peak counts the parameters, the batch and every tensor alive during the
-    update: on CUDA ``torch.cuda.max_memory_allocated``, on CPU a dispatch-mode tracker of tensor
-    storages (the same quantity; RSS would mostly measure the interpreter and torch itself).
-
-    Parameters
-    ----------
-    client_net : torch.nn.Module
-        The client half.
-    X : torch.Tensor
-        A batch of inputs.
-    mode : {"zo", "fo"}
-        Zeroth- or first-order client update.
-    lam : float
-        ZO perturbation size.
-    y : torch.Tensor, optional
-        Labels of ``X`` (``"fo"`` only): backpropagate the mean cross-entropy of the output.
-    device : str or torch.device, optional
-        Where to measure (default: ``lab.device()``).
-
-    Returns
-    -------
-    dict
-        ``peak_bytes``, ``param_bytes``, ``input_bytes``, ``mode``, ``device``, ``method``.
-
-    See: book/splitfed/01-zeroth-order-split.ipynb
-    """
-    import torch
-    from torch import nn
-
-    from lab.core.runtime import resolve_device
-
-    from .draws import sphere_rows
-    from .models import FlatParams, ce_loss
-
-    if not isinstance(client_net, nn.Module):
-        raise TypeError(f"client_net must be a torch.nn.Module (got {type(client_net).__name__})")
-    if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.numel() == 0:
-        raise TypeError("X must be a non-empty torch.Tensor batch of shape [B, features]")
-    check_choice("mode", mode, ["zo", "fo"])
-    lam = check_real("lam", lam)
-    if not lam > 0:
-        raise ValueError(f"lam must be > 0 (got {lam})")
-    if y is not None:
-        if mode != "fo":
-            raise ValueError("y (labels) is only used with mode='fo'")
-        if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.shape != X.shape[:1]:
-            raise TypeError("y must be an int64 torch.Tensor of labels, one per row of X")
-    dev = resolve_device(device)
-    fc = FlatParams(client_net)
-    xc = fc.init(X.dtype).to(dev)
-    Xd = X.to(dev)
-    u = sphere_rows(np.random.default_rng(0), (fc.dim,), X.dtype).to(dev)
-    base = xc.numel() * xc.element_size() + Xd.numel() * Xd.element_size()
-
-    def zo():
-        with torch.no_grad():
-            _h, hp, hm = fc(xc, Xd), fc(xc + lam * u, Xd), fc(xc - lam * u, Xd)  # eq. (C)
-            delta = (hp - hm).square().mean()  # stands in for the server's scalar delta_c
-            return xc - 1e-3 * (delta / (2 * lam)) * u  # eq. (U)
-
-    yd = None if y is None else y.to(dev)
-
-    def fo():
-        w = xc.clone().requires_grad_(True)
-        h = fc(w, Xd)
-        if yd is None:
-            h.backward(torch.ones_like(h))  # dL/dh from the server
-        else:
-            ce_loss(h, yd).backward()  # the whole model on the client (FedAvg)
-        with torch.no_grad():
-            return w - 1e-3 * w.grad
-
-    fn = zo if mode == "zo" else fo
-    fn()  # warm-up: autograd sets up its first-call state outside the measured peak
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-        torch.cuda.reset_peak_memory_stats(dev)
-        start = torch.cuda.memory_allocated(dev)
-        out = fn()
-        torch.cuda.synchronize(dev)
-        peak = torch.cuda.max_memory_allocated(dev) - start + base
-        method = "torch.cuda.max_memory_allocated"
-    else:
-        with _PeakTensorMemory(baseline=base) as tr:
-            out = fn()
-        peak, method = tr.peak, "dispatch-mode tensor tracker"
-    del out
-    return {
-        "peak_bytes": int(peak),
-        "param_bytes": int(xc.numel() * xc.element_size()),
-        "input_bytes": int(Xd.numel() * Xd.element_size()),
-        "mode": mode,
-        "device": str(dev),
-        "method": method,
-    }
 
 
 def fedavg_first_order(
@@ -249,7 +373,6 @@ def fedavg_first_order(
     *,
     widths: tuple[int, ...] = (64, 32, 32, 10),
     lr: float = 0.1,
-    stop_loss: float | None = None,
 ) -> tuple[list[int], list[float]]:
     """First-order FedAvg peer: each participant takes one SGD step on its batch; average.
 
@@ -260,13 +383,12 @@ def fedavg_first_order(
     data : dict
         From :func:`load_digits_clients`.
     cfg : MUSplitFedConfig
-        Rounds, seeds, clients, batch and ``eval_every``.
+        Rounds, seeds, clients, batch, ``eval_every`` and ``stop_loss`` (stop after the first
+        evaluation whose training loss is ``<= stop_loss``).
     widths : tuple of int
         MLP widths.
     lr : float
         SGD step.
-    stop_loss : float, optional
-        Stop after the first evaluation whose training loss is ``<= stop_loss``.
 
     Returns
     -------
@@ -275,21 +397,21 @@ def fedavg_first_order(
 
     See: book/splitfed/03-stragglers-and-gloo.ipynb
     """
-    import torch
-
-    from .draws import draw_batch, draw_participants
-    from .hyperparams import MUSplitFedConfig
-    from .models import FlatParams, ce_loss, make_mlp
-
     if not isinstance(cfg, MUSplitFedConfig):
         raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
     if not isinstance(data, dict) or "clients" not in data or "train" not in data:
         raise TypeError("data must be the dict returned by load_digits_clients")
-    lr = check_real("lr", lr)
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0 (got {lr})")
-    if stop_loss is not None:
-        stop_loss = check_real("stop_loss", stop_loss)
+    lr = check_positive("lr", lr)
+    widths = tuple(check_int("widths", w, 1) for w in widths)
+    return _fedavg_first_order(data, cfg, widths, lr)
+
+
+def _fedavg_first_order(data, cfg, widths, lr):
+    import torch
+
+    from .draws import draw_batch, draw_participants
+    from .models import FlatParams, ce_loss, make_mlp
+
     flat = FlatParams(make_mlp(widths, seed=cfg.seed))
     x = flat.init(torch.float32)
     Xtr, ytr = data["train"]
@@ -307,6 +429,6 @@ def fedavg_first_order(
             with torch.no_grad():
                 losses.append(float(ce_loss(flat(x, Xtr), ytr)))
             rounds.append(t + 1)
-            if stop_loss is not None and losses[-1] <= stop_loss:
+            if cfg.stop_loss is not None and losses[-1] <= cfg.stop_loss:
                 break
     return rounds, losses

@@ -65,3 +65,26 @@ def round_bytes(cfg, dc, hdim, itemsize, n):
     up = n * (3 * cfg.batch * hdim * itemsize + cfg.batch * 8 + dc * itemsize)
     down = n * (dc * itemsize + itemsize)
     return up, down
+
+
+def record_round(hist, tau, clock, losses, up, down, steps, part, dead):
+    """Append one round's bookkeeping to ``hist`` (the engines' shared record)."""
+    hist.tau.append(tau)
+    hist.clock.append(clock)
+    hist.batch_loss.append(float(np.mean(losses)) if losses else float("nan"))
+    hist.bytes_up.append(up)
+    hist.bytes_down.append(down)
+    hist.server_steps.append(steps)
+    hist.participants.append([m for m in part if m not in dead])
+
+
+def maybe_eval(hist, eval_fn, cfg, t, xc, xs) -> bool:
+    """Evaluate every ``cfg.eval_every`` rounds and after the last; ``True`` when the run
+    should stop (``cfg.stop_loss`` reached)."""
+    if eval_fn is None or not ((t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds):
+        return False
+    res = eval_fn(xc, xs)
+    hist.eval_round.append(t + 1)
+    hist.loss.append(float(res.get("loss", float("nan"))))
+    hist.acc.append(float(res.get("acc", float("nan"))))
+    return cfg.stop_loss is not None and hist.loss[-1] <= cfg.stop_loss

@@ -19,6 +19,7 @@ from lab.core.checks import (
     check_int,
     check_positive,
     check_range,
+    check_real,
 )
 
 __all__ = ["MUSplitFedConfig"]
@@ -27,7 +28,7 @@ __all__ = ["MUSplitFedConfig"]
 COUPLINGS = ("sqrt", "fixed")
 
 
-@dataclass
+@dataclass(frozen=True)
 class MUSplitFedConfig:
     """Hyper-parameters of MU-SplitFed (defaults: the paper's Table 6 on the digits MLP).
 
@@ -76,6 +77,9 @@ class MUSplitFedConfig:
     t_client, t_server : float
         Simulated compute time of one client forward pass and of one server ZO step
         (the clock unit is one client forward).
+    stop_loss : float or None
+        Stop a simulated run after the first evaluation whose ``loss`` is ``<= stop_loss``
+        (``None``: run all ``rounds``).
 
     See: book/splitfed/02-unbalanced-updates.ipynb
     """
@@ -99,30 +103,40 @@ class MUSplitFedConfig:
     dtype: str = "float32"
     t_client: float = 1.0
     t_server: float = 0.1
+    stop_loss: float | None = None
 
     def __post_init__(self) -> None:
-        self.tau = check_int("tau", self.tau, 1)
-        self.lam = check_positive("lam", self.lam)
-        self.eta_s = check_positive("eta_s", self.eta_s, allow_zero=True)
-        self.eta_c = check_positive("eta_c", self.eta_c, allow_zero=True)
-        self.eta_g = check_positive("eta_g", self.eta_g, allow_zero=True)
-        self.batch = check_int("batch", self.batch, 1)
-        self.clients = check_int("clients", self.clients, 1)
-        self.participation = check_range(
+        # frozen: the checked (normalised) values are written once, here
+        for name, value in self._checked().items():
+            object.__setattr__(self, name, value)
+
+    def _checked(self) -> dict[str, Any]:
+        v: dict[str, Any] = {}
+        v["tau"] = check_int("tau", self.tau, 1)
+        v["lam"] = check_positive("lam", self.lam)
+        v["eta_s"] = check_positive("eta_s", self.eta_s, allow_zero=True)
+        v["eta_c"] = check_positive("eta_c", self.eta_c, allow_zero=True)
+        v["eta_g"] = check_positive("eta_g", self.eta_g, allow_zero=True)
+        v["batch"] = check_int("batch", self.batch, 1)
+        v["clients"] = check_int("clients", self.clients, 1)
+        v["participation"] = check_range(
             "participation", self.participation, 0.0, 1.0, low_inclusive=False
         )
-        self.rounds = check_int("rounds", self.rounds, 0)
-        self.theory_steps = check_bool("theory_steps", self.theory_steps)
-        self.adaptive_tau = check_bool("adaptive_tau", self.adaptive_tau)
-        self.tau_max = check_int("tau_max", self.tau_max, 1)
+        v["rounds"] = check_int("rounds", self.rounds, 0)
+        v["theory_steps"] = check_bool("theory_steps", self.theory_steps)
+        v["adaptive_tau"] = check_bool("adaptive_tau", self.adaptive_tau)
+        v["tau_max"] = check_int("tau_max", self.tau_max, 1)
         check_choice("coupling", self.coupling, list(COUPLINGS))
         if self.delay_mean is not None:
-            self.delay_mean = check_positive("delay_mean", self.delay_mean, allow_zero=True)
-        self.seed = check_int("seed", self.seed, 0)
-        self.eval_every = check_int("eval_every", self.eval_every, 1)
+            v["delay_mean"] = check_positive("delay_mean", self.delay_mean, allow_zero=True)
+        v["seed"] = check_int("seed", self.seed, 0)
+        v["eval_every"] = check_int("eval_every", self.eval_every, 1)
         check_choice("dtype", self.dtype, ["float32", "float64"])
-        self.t_client = check_positive("t_client", self.t_client, allow_zero=True)
-        self.t_server = check_positive("t_server", self.t_server)
+        v["t_client"] = check_positive("t_client", self.t_client, allow_zero=True)
+        v["t_server"] = check_positive("t_server", self.t_server)
+        if self.stop_loss is not None:
+            v["stop_loss"] = check_real("stop_loss", self.stop_loss)
+        return v
 
     @property
     def participants(self) -> int:

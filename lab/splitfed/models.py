@@ -138,18 +138,7 @@ def load_digits_clients(
     if split == "iid":
         parts = np.array_split(pos, clients)
     else:
-        for _ in range(100):
-            parts = [[] for _ in range(clients)]
-            for k in range(10):
-                idx = pos[data.y_train == k]
-                p = rng.dirichlet(alpha * np.ones(clients))
-                cuts = (np.cumsum(p)[:-1] * len(idx)).astype(int)
-                for m, chunk in enumerate(np.split(idx, cuts)):
-                    parts[m].extend(chunk.tolist())
-            if min(len(p) for p in parts) >= 8:
-                break
-        # each client's points in load_digits row order
-        parts = [np.array(sorted(p, key=tr.__getitem__), dtype=np.int64) for p in parts]
+        parts = dirichlet_parts(rng, data.y_train, tr, clients, alpha)
     dt = getattr(torch, dtype)
 
     def pair(X, y):
@@ -160,6 +149,23 @@ def load_digits_clients(
         "train": pair(data.X_train, data.y_train),
         "test": pair(data.X_test, data.y_test),
     }
+
+
+def dirichlet_parts(rng, labels, rows, clients, alpha):
+    """Training positions per client, label proportions from ``Dirichlet(alpha)`` (>= 8 each)."""
+    pos = np.arange(len(rows))
+    for _ in range(100):
+        parts = [[] for _ in range(clients)]
+        for k in range(10):
+            idx = pos[labels == k]
+            p = rng.dirichlet(alpha * np.ones(clients))
+            cuts = (np.cumsum(p)[:-1] * len(idx)).astype(int)
+            for m, chunk in enumerate(np.split(idx, cuts)):
+                parts[m].extend(chunk.tolist())
+        if min(len(p) for p in parts) >= 8:
+            break
+    # each client's points in load_digits row order
+    return [np.array(sorted(p, key=rows.__getitem__), dtype=np.int64) for p in parts]
 
 
 def ce_loss(logits: Any, y: Any):

@@ -24,8 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_real
-
 from .draws import (  # noqa: F401  (re-exported for notebooks and tests)
     client_direction,
     draw_batch,
@@ -33,7 +31,7 @@ from .draws import (  # noqa: F401  (re-exported for notebooks and tests)
     server_directions,
     sphere_rows,
 )
-from .history import History, round_bytes
+from .history import History, maybe_eval, record_round, round_bytes
 from .hyperparams import MUSplitFedConfig
 from .models import FlatParams, ce_loss, check_inputs, plain_mlp  # noqa: F401
 from .stragglers import StragglerModel, TauSchedule
@@ -41,17 +39,14 @@ from .stragglers import StragglerModel, TauSchedule
 __all__ = ["simulate"]
 
 
-def client_forward(fc: FlatParams, xc: Any, X: Any, u: Any, lam: float):
+def client_forward(fc: FlatParams, xc: Any, X: Any, u_c: Any, *, lam: float):
     """eq. (C): ``h = h(x_c), h+ = h(x_c + lam u_c), h- = h(x_c - lam u_c)``."""
-    return fc(xc, X), fc(xc + lam * u, X), fc(xc - lam * u, X)
+    return fc(xc, X), fc(xc + lam * u_c, X), fc(xc - lam * u_c, X)
 
 
-def server_zo_steps(fs, xs, h, y, cfg, t, m, tau, eta_s, on_step=None):
-    """eq. (S): ``tau`` ZO steps on the replica ``x_{s,m}`` with the clean ``h``."""
-    lam = cfg.lam
-    us = server_directions(cfg, t, m, tau, fs.dim, xs.dtype).to(xs.device)
-    for i in range(tau):
-        u = us[i]
+def server_zo_steps(fs, xs, h, y, u_s, *, lam, eta_s, on_step=None):
+    """eq. (S): ``tau = len(u_s)`` ZO steps on the replica ``x_{s,m}`` with the clean ``h``."""
+    for i, u in enumerate(u_s):
         delta = ce_loss(fs(xs + lam * u, h), y) - ce_loss(fs(xs - lam * u, h), y)
         xs = xs - eta_s * (delta / (2 * lam)) * u  # x_s^{i+1} = x_s^i - eta_s delta/(2 lam) u_s
         if on_step is not None:
@@ -64,6 +59,11 @@ def client_delta(fs, xs_tau, hp, hm, y):
     return ce_loss(fs(xs_tau, hp), y) - ce_loss(fs(xs_tau, hm), y)
 
 
+def client_update(xc, delta_c, u_c, *, lam, eta_c):
+    """eq. (U): ``x_{c,m} = x_c - eta_c delta_c / (2 lam) u_c``."""
+    return xc - eta_c * (delta_c / (2 * lam)) * u_c
+
+
 def aggregate(x, updates, eta_g):
     """eq. (A): ``x <- x + eta_g sum_m w_m (x_m - x)``, ``w_m = 1 / |updates|``."""
     if not updates:
@@ -71,6 +71,64 @@ def aggregate(x, updates, eta_g):
     w = 1.0 / len(updates)
     step = sum(w * (xm - x) for xm in updates)
     return x + eta_g * step
+
+
+def client_round(run, t, m, tau, eta_s, eta_c):
+    """Algorithm 1, steps 2-5, for participant ``m``: eqs. (C), (S), (D), (U)."""
+    import torch
+
+    cfg, fc, fs = run["cfg"], run["fc"], run["fs"]
+    X, y = run["data"][m]
+    idx = torch.as_tensor(draw_batch(cfg, t, m, len(y)))
+    Xb, yb = X[idx], y[idx]
+    u_c = client_direction(cfg, t, m, fc.dim, run["dtype"])
+    h, hp, hm = client_forward(fc, run["xc"], Xb, u_c, lam=cfg.lam)  # eq. (C)
+    u_s = server_directions(cfg, t, m, tau, fs.dim, run["xs"].dtype).to(run["xs"].device)
+    xs_m = server_zo_steps(fs, run["xs"], h, yb, u_s, lam=cfg.lam, eta_s=eta_s)  # eq. (S)
+    delta_c = client_delta(fs, xs_m, hp, hm, yb)  # eq. (D)
+    xc_m = client_update(run["xc"], delta_c, u_c, lam=cfg.lam, eta_c=eta_c)  # eq. (U)
+    return xc_m, xs_m, float(ce_loss(fs(run["xs"], h), yb)), h.shape[1]
+
+
+def start_run(client_net, server_net, client_datasets, cfg, straggler, device=None):
+    """The state every engine starts from: flat parameters, data, the clock and ``tau``."""
+    import torch
+
+    dt = getattr(torch, cfg.dtype)
+    fc, fs = FlatParams(client_net), FlatParams(server_net)
+    straggler = straggler or StragglerModel(
+        cfg.delay_mean or 0.0, seed=cfg.seed, t_client=cfg.t_client, t_server=cfg.t_server
+    )
+    if device is None:
+        xc, xs = fc.init(dt), fs.init(dt)
+        data = [(X.to(dt), y) for X, y in client_datasets[: cfg.clients]]
+    else:
+        xc, xs = fc.init(dt).to(device), fs.init(dt).to(device)
+        data = [(X.to(device, dt), y.to(device)) for X, y in client_datasets[: cfg.clients]]
+    return {
+        "cfg": cfg, "fc": fc, "fs": fs, "xc": xc, "xs": xs, "data": data, "dtype": dt,
+        "straggler": straggler, "sched": TauSchedule(cfg, straggler.t_server), "clock": 0.0,
+    }  # fmt: skip
+
+
+def round_participants(cfg, t, failures):
+    """Who is sampled in round ``t`` and who of them dies before sending (``failures``)."""
+    alive = [m for m in range(cfg.clients) if failures.get(m, cfg.rounds + 1) > t]
+    dead_now = [m for m, r in failures.items() if r == t]
+    pool = None if len(alive) + len(dead_now) == cfg.clients else alive + dead_now
+    return draw_participants(cfg, t, None if pool is None else sorted(pool)), dead_now
+
+
+def close_round(run, hist, t, tau, served):
+    """Advance the simulated clock, record the round and update ``tau`` (after eq. A)."""
+    cfg, part, dead, losses, hdim = run["cfg"], *served
+    kept = [m for m in part if m not in dead]
+    delays = run["straggler"].draw(t, cfg.clients)[kept]
+    rt = run["straggler"].clock(delays if len(delays) else np.zeros(1), tau)
+    run["clock"] += rt["time"]
+    up, down = round_bytes(cfg, run["fc"].dim, hdim, run["xc"].element_size(), len(kept))
+    record_round(hist, tau, run["clock"], losses, up, down, tau * len(kept), part, dead)
+    run["sched"].update(rt["wait"])
 
 
 def simulate(
@@ -82,7 +140,6 @@ def simulate(
     *,
     straggler: StragglerModel | None = None,
     failures: dict[int, int] | None = None,
-    stop_loss: float | None = None,
     progress: bool = False,
 ) -> History:
     """MU-SplitFed in one process, client by client: the **reference kernel**.
@@ -94,7 +151,7 @@ def simulate(
     client_datasets : list of ``(X, y)``
         At least ``cfg.clients`` tensor pairs.
     cfg : MUSplitFedConfig
-        Hyper-parameters.
+        Hyper-parameters (``cfg.stop_loss`` ends the run early).
     eval_fn : callable, optional
         ``eval_fn(xc, xs) -> dict`` with ``loss`` and/or ``acc`` (see :func:`evaluator`), run
         every ``cfg.eval_every`` rounds and after the last.
@@ -114,77 +171,35 @@ def simulate(
     """
     import torch
 
-    check_inputs(client_net, server_net, client_datasets, cfg)
-    if stop_loss is not None:
-        stop_loss = check_real("stop_loss", stop_loss)
-    dt = getattr(torch, cfg.dtype)
-    fc, fs = FlatParams(client_net), FlatParams(server_net)
-    xc, xs = fc.init(dt), fs.init(dt)
-    data = [(X.to(dt), y) for X, y in client_datasets[: cfg.clients]]
-    straggler = straggler or StragglerModel(
-        cfg.delay_mean or 0.0, seed=cfg.seed, t_client=cfg.t_client, t_server=cfg.t_server
-    )
-    failures = dict(failures or {})
-    sched = TauSchedule(cfg, straggler.t_server)
-    hist, clock = History(), 0.0
-    hist.info["engine"] = "simulate"
     from lab.core.progress import progress as _progress
 
+    check_inputs(client_net, server_net, client_datasets, cfg)
+    if straggler is not None and not isinstance(straggler, StragglerModel):
+        raise TypeError(f"straggler must be a StragglerModel (got {type(straggler).__name__})")
+    run = start_run(client_net, server_net, client_datasets, cfg, straggler)
+    failures = dict(failures or {})
+    hist = History()
+    hist.info["engine"] = "simulate"
     t0 = time.perf_counter()
     with torch.no_grad():
         for t in _progress(range(cfg.rounds), desc=f"tau={cfg.tau}", disable=not progress):
-            tau = sched.tau
+            tau = run["sched"].tau
             eta_s, eta_c, eta_g = cfg.steps(tau)
-            alive = [m for m in range(cfg.clients) if failures.get(m, cfg.rounds + 1) > t]
-            dead_now = [m for m, r in failures.items() if r == t]
-            pool = None if len(alive) + len(dead_now) == cfg.clients else alive + dead_now
-            part = draw_participants(cfg, t, None if pool is None else sorted(pool))
+            part, dead_now = round_participants(cfg, t, failures)
             new_c, new_s, losses, hdim = [], [], [], 0
             for m in part:
                 if m in dead_now:  # the process dies before sending anything
                     continue
-                X, y = data[m]
-                idx = torch.as_tensor(draw_batch(cfg, t, m, len(y)))
-                Xb, yb = X[idx], y[idx]
-                u_c = client_direction(cfg, t, m, fc.dim, dt)
-                h, hp, hm = client_forward(fc, xc, Xb, u_c, cfg.lam)  # eq. (C)
-                hdim = h.shape[1]
-                xs_m = server_zo_steps(fs, xs, h, yb, cfg, t, m, tau, eta_s)  # eq. (S)
-                delta_c = client_delta(fs, xs_m, hp, hm, yb)  # eq. (D)
-                new_c.append(xc - eta_c * (delta_c / (2 * cfg.lam)) * u_c)  # eq. (U)
+                xc_m, xs_m, loss, hdim = client_round(run, t, m, tau, eta_s, eta_c)
+                new_c.append(xc_m)
                 new_s.append(xs_m)
-                losses.append(float(ce_loss(fs(xs, h), yb)))
-            xc = aggregate(xc, new_c, eta_g)  # eq. (A), fed server
-            xs = aggregate(xs, new_s, eta_g)  # eq. (A), split server
-            delays = straggler.sample(t, cfg.clients)[[m for m in part if m not in dead_now]]
-            rt = straggler.round_time(delays if len(delays) else np.zeros(1), tau)
-            clock += rt["time"]
-            up, down = round_bytes(cfg, fc.dim, hdim, xc.element_size(), len(new_c))
-            record_round(hist, tau, clock, losses, up, down, tau * len(new_c), part, dead_now)
-            sched.update(rt["wait"])
-            maybe_eval(hist, eval_fn, cfg, t, xc, xs)
-            if stop_loss is not None and hist.loss and hist.loss[-1] <= stop_loss:
+                losses.append(loss)
+            run["xc"] = aggregate(run["xc"], new_c, eta_g)  # eq. (A), fed server
+            run["xs"] = aggregate(run["xs"], new_s, eta_g)  # eq. (A), split server
+            close_round(run, hist, t, tau, (part, dead_now, losses, hdim))
+            if maybe_eval(hist, eval_fn, cfg, t, run["xc"], run["xs"]):
                 break
-    hist.xc, hist.xs = xc, xs
+    hist.xc, hist.xs = run["xc"], run["xs"]
     hist.lost = sorted(failures)
     hist.info["seconds"] = time.perf_counter() - t0
     return hist
-
-
-def record_round(hist, tau, clock, losses, up, down, steps, part, dead):
-    hist.tau.append(tau)
-    hist.clock.append(clock)
-    hist.batch_loss.append(float(np.mean(losses)) if losses else float("nan"))
-    hist.bytes_up.append(up)
-    hist.bytes_down.append(down)
-    hist.server_steps.append(steps)
-    hist.participants.append([m for m in part if m not in dead])
-
-
-def maybe_eval(hist, eval_fn, cfg, t, xc, xs):
-    if eval_fn is None or not ((t + 1) % cfg.eval_every == 0 or t + 1 == cfg.rounds):
-        return
-    res = eval_fn(xc, xs)
-    hist.eval_round.append(t + 1)
-    hist.loss.append(float(res.get("loss", float("nan"))))
-    hist.acc.append(float(res.get("acc", float("nan"))))

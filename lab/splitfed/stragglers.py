@@ -39,6 +39,11 @@ def choose_tau(t_straggler: float, t_server: float, tau_max: int) -> int:
     t_straggler = check_positive("t_straggler", t_straggler, allow_zero=True)
     t_server = check_positive("t_server", t_server)
     tau_max = check_int("tau_max", tau_max, 1)
+    return clip_tau(t_straggler, t_server, tau_max)
+
+
+def clip_tau(t_straggler: float, t_server: float, tau_max: int) -> int:
+    """:func:`choose_tau` without the checks (the schedule's per-round call)."""
     return int(min(max(round(t_straggler / t_server), 1), tau_max))
 
 
@@ -89,15 +94,17 @@ class StragglerModel:
         """Delays of all ``clients`` in round ``round`` (shape ``[clients]``)."""
         round = check_int("round", round, 0)
         clients = check_int("clients", clients, 1)
-        means = (
-            np.broadcast_to(self.mean_delays, (clients,)) if self.mean_delays.size == 1 else None
-        )
-        if means is None:
-            if self.mean_delays.size != clients:
-                raise ValueError(
-                    f"mean_delays has {self.mean_delays.size} entries, expected {clients} clients"
-                )
-            means = self.mean_delays
+        if self.mean_delays.size not in (1, clients):
+            raise ValueError(
+                f"mean_delays has {self.mean_delays.size} entries, expected {clients} clients"
+            )
+        return self.draw(round, clients)
+
+    def draw(self, round: int, clients: int) -> np.ndarray:
+        """:meth:`sample` without the checks: the engines' per-round call (arguments valid)."""
+        means = self.mean_delays
+        if means.size == 1:
+            means = np.broadcast_to(means, (clients,))
         if self.dist == "const":
             return np.array(means, dtype=float)
         rng = np.random.default_rng([self.seed, round, 7919])
@@ -112,7 +119,10 @@ class StragglerModel:
             ``time`` (round duration), ``wait`` (last minus first arrival: the window the
             server can fill), ``busy`` (server compute time), ``idle`` (server idle time).
         """
-        tau = check_int("tau", tau, 1)
+        return self.clock(delays, check_int("tau", tau, 1))
+
+    def clock(self, delays: Any, tau: int) -> dict[str, float]:
+        """:meth:`round_time` without the checks: the engines' per-round call."""
         arr = np.sort(self.t_client + np.asarray(delays, dtype=float))
         finish = 0.0
         for a in arr:  # completion order; one server, (tau + 1) steps per client
@@ -138,7 +148,5 @@ class TauSchedule:
         self.wait = wait if self.wait is None else 0.7 * self.wait + 0.3 * wait
         if self.cfg.adaptive_tau:
             # our reading: the window is shared by the P clients the server serves in it
-            self.tau = choose_tau(
-                self.wait / self.cfg.participants, self.t_server, self.cfg.tau_max
-            )
+            self.tau = clip_tau(self.wait / self.cfg.participants, self.t_server, self.cfg.tau_max)
         return self.tau

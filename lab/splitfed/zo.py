@@ -134,7 +134,13 @@ def spsa_error(
     curvature = check_positive("curvature", curvature)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be one of ['float32', 'float64'] (got {dtype!r})")
-    dt = getattr(torch, dtype)
+    seed = check_int("seed", seed, 0)
+    return _spsa_error(d, lam, directions, draws, curvature, getattr(torch, dtype), seed)
+
+
+def _spsa_error(d, lam, directions, draws, curvature, dt, seed):
+    import torch
+
     gen = torch.Generator().manual_seed(int(seed))
     a = (0.5 + torch.rand(d, generator=gen, dtype=torch.float64)) * curvature
     x = torch.randn(d, generator=gen, dtype=torch.float64)
