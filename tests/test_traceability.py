@@ -428,3 +428,40 @@ def test_clipped_mean_learner():
 def test_sparse_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
+
+
+# ----------------------------------------------------------------------------------------
+# The registered claims and the evidence the notebooks record
+# ----------------------------------------------------------------------------------------
+def test_evidence_builds_values_and_measured_rivals():
+    from lab.traceability import evidence
+    from lab.traceability.claims import CEILING, CLAIMS, XI
+
+    assert set(CLAIMS.notebooks()) == {"01", "02"}
+    assert CEILING == pytest.approx(math.exp(1) * XI + 1 / 50**2)
+    s = tr.RecallSettings(50, 400, 0.15, 2.0, sigmas=(0.0, 3.0), eps=(1.0,), n_ref=200)
+    r = tr.recall_curve(s, reps=4)
+    assert r.traced_all.shape == (3, 4) and np.allclose(r.traced_all.mean(1), r.traced)
+    ev = evidence.recall(r)
+    lo, hi = ev["measured"]["lo"], ev["measured"]["hi"]
+    assert lo <= ev["measured"]["estimate"] <= hi
+    # the rival is measured on the same instances, paired per instance (method − rival)
+    assert ev["control"].measured["estimate"] == pytest.approx(r.traced[-1])
+    drop = evidence.recall_drop({2.0: r})
+    assert drop["measured"]["estimate"] == pytest.approx(r.traced[0] - r.traced[1])
+    with pytest.raises(TypeError, match="curves"):
+        evidence.dp_ceiling(None, CEILING)
+
+
+def test_worked_example():
+    """The lesson page's worked example (book/traceability/index.md), by hand and by lab."""
+    mu = np.array([0.25, -0.25, 0.0, 0.5])
+    rows = np.array([[1.0, 0.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]])
+    theta = tr.erm_box(rows[:1], 2.0)
+    np.testing.assert_allclose(theta, [0.5, 0.0, -0.5, 0.0])
+    scores = tr.fingerprint_scores(theta, rows, mu, 2, 2.0)
+    np.testing.assert_allclose(scores, [np.sqrt(2) * 0.75, 0.0])
+    assert round(float(scores[0]), 4) == 1.0607
+    assert round(tr.excess_risk_box(theta, mu, 2, 2.0), 4) == 0.2652
+    ceiling = tr.dp_trace_bound(1.0, 1 / 50**2, 0.05)
+    assert round(50 * ceiling, 2) == 6.82 and round(ceiling, 3) == 0.136

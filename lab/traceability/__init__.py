@@ -108,6 +108,8 @@ numpy so that both backends see the same numbers.
   mechanism, the tracer with an estimated centre, ``dp_trace_bound``.
 * ``fast.py`` — ``trace`` (batched) and ``tradeoff_curve`` (batched torch, CPU or CUDA).
 * ``figures.py`` — widget figures, drawn from the drivers' results.
+* ``claims.py`` — the registered claims (rules, seeds, sizes, rivals, deviations);
+  ``evidence.py`` — what each claim records (value, text, measured rival).
 """
 
 import lazy_loader as _lazy

@@ -238,7 +238,8 @@ class RecallSettings:
 class RecallCurve:
     """Per learner setting: mean excess risk, traced fraction of the training sample (recall/n)
     and false-positive rate on fresh rows, with standard errors over repetitions; ``ceiling``
-    is the DP ceiling e^ε ξ + δ of the first DP level (NaN without one)."""
+    is the DP ceiling e^ε ξ + δ of the first DP level (NaN without one); ``excess_all``,
+    ``traced_all``, ``fpr_all`` hold the per-instance values (learners × instances)."""
 
     labels: list
     excess: np.ndarray
@@ -255,6 +256,9 @@ class RecallCurve:
     xi: float
     reps: int
     ceiling: float = field(default=math.nan)
+    excess_all: np.ndarray | None = None
+    traced_all: np.ndarray | None = None
+    fpr_all: np.ndarray | None = None
 
 
 def _recall_rep(settings: RecallSettings, problem, base: int, seed: int) -> dict:
@@ -304,7 +308,7 @@ def _recall_run(settings: RecallSettings, reps: int, seed: int) -> RecallCurve:
     return RecallCurve(
         settings.labels, exc.mean(1), se(exc), tr.mean(1), se(tr), fp.mean(1), se(fp),
         settings.n, settings.d, settings.sparsity, settings.alpha, settings.p, settings.xi, n,
-        ceiling,
+        ceiling, exc, tr, fp,
     )  # fmt: skip
 
 
