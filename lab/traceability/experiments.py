@@ -269,9 +269,10 @@ def _recall_rep(settings: RecallSettings, problem, base: int, seed: int) -> dict
     out = {}
     for i, (kind, level) in enumerate(settings.labels):
         theta = inst.fit(kind, level, seed)
+        # soundness (traceability-def-2-4): λ at the (1 − ξ) quantile of fresh scores
         lam = np.quantile(inst.scores(theta, ref), 1 - settings.xi)
         out[f"excess{i}"] = inst.excess(theta)
-        out[f"traced{i}"] = np.mean(inst.scores(theta, inst.Z) > lam)
+        out[f"traced{i}"] = np.mean(inst.scores(theta, inst.Z) > lam)  # recall m / n
         out[f"fpr{i}"] = np.mean(inst.scores(theta, fresh) > lam)
     return out
 

@@ -152,6 +152,7 @@ def draw_sparse(mu, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _draw_sparse(mu: np.ndarray, k: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    # D_{µ,k} of Definition 4.1 (the data of eq. traceability-eq-7)
     d = mu.size
     if k == d:
         J = np.broadcast_to(np.arange(d), (m, d))
@@ -259,8 +260,8 @@ def fingerprint_scores(theta, Z, mu, k: int, p: float) -> np.ndarray:
 
 def _fingerprint_scores(theta, Z, mu, k: int, p: float) -> np.ndarray:
     d = theta.size
-    centred = Z - (d / k) * mu * (Z != 0)  # Z − (d/k) µ_supp(Z)  (Lemma 4.2)
-    return d ** (1 / p) / math.sqrt(k) * (centred @ theta)
+    centred = Z - (d / k) * mu * (Z != 0)  # Z − (d/k) µ_supp(Z): ϕ_µ, eq. traceability-lemma-4-2
+    return d ** (1 / p) / math.sqrt(k) * (centred @ theta)  # eq. traceability-score, c = 1
 
 
 # ----------------------------------------------------------------------------------------

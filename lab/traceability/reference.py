@@ -400,13 +400,19 @@ def trace(w, Z_train, Z_ref, xi: float, center=None) -> np.ndarray:
     if Z_ref.shape[0] < 4:
         raise ValueError(f"Z_ref must have at least 4 rows (got {Z_ref.shape[0]})")
     xi = check_range("xi", xi, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    if center is not None:
+        center = check_array("center", center, shape=(d,))
+    return _trace(w, Z_train, Z_ref, xi, center)
+
+
+def _trace(w, Z_train, Z_ref, xi: float, center=None) -> np.ndarray:
     if center is None:
         h = centre_rows(Z_ref.shape[0])
         center, calib = Z_ref[:h].mean(axis=0), Z_ref[h:]  # m̂ from one half
     else:
-        center = check_array("center", center, shape=(d,))
         calib = Z_ref
-    tau = float(np.quantile(_scores(w, calib, center), 1.0 - xi))  # τ: the (1 − ξ) quantile
+    # soundness (eq. traceability-def-2-4): τ is the (1 − ξ) quantile of reference scores
+    tau = float(np.quantile(_scores(w, calib, center), 1.0 - xi))
     return _scores(w, Z_train, center) > tau  # eq. (7): IN iff s(z) > τ
 
 
