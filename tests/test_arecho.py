@@ -579,3 +579,21 @@ def test_figures_draw_what_the_views_return(corpus):
     assert len(figures.correlation_figure(rho, corpus.names).data) == 1
     with pytest.raises(TypeError, match="panel"):
         figures.tokenizer_compute(corpus)
+
+
+def test_derangement_gives_every_row_another_rows_labels():
+    for n, seed in ((2, 0), (7, 3), (200, 1)):
+        p = ar.derangement(n, seed)
+        assert sorted(p.tolist()) == list(range(n)) and not np.any(p == np.arange(n))
+    np.testing.assert_array_equal(ar.derangement(50, 4), ar.derangement(50, 4))
+    with pytest.raises(ValueError, match="n"):
+        ar.derangement(1)
+
+
+def test_claims_registry_names_rivals_and_registered_deviations():
+    from lab.arecho.claims import CLAIMS
+
+    assert CLAIMS.notebooks() == ("01", "02")
+    for spec in CLAIMS.specs.values():
+        assert bool(spec.rival) != bool(spec.no_rival), spec.id
+    assert {"bins", "compute-matched"} <= set(CLAIMS.deviations)

@@ -27,7 +27,7 @@ from lab.core.sweep import sweep
 from .checkpoint import BASELINES, load_baselines, load_models, train_baselines, train_models
 from .corpus import Corpus
 from .reference import DEFAULT_BINS
-from .scoring import errors, teacher_forced
+from .scoring import derangement, errors, teacher_forced
 from .settings import HeadSettings, StudySettings, TrainSettings
 from .views import fitted_tokenizer
 
@@ -163,7 +163,8 @@ class SeedStudy:
     ``baselines[name]`` / ``baselines_classes[name]``: UniVERSA (``"universa"``) and UniVERSA-T
     (``"tokens"``) trained for the chain's CPU time; ``independent``: the chain's decoder
     writing each metric alone (``<sos> <m>`` prefix, no other metric: the chain without
-    chaining).
+    chaining); ``shuffled_prefix``: teacher forcing with another test utterance's true labels
+    (:func:`derangement`), the rival of the teacher-forced bound.
     """
 
     seeds: tuple[int, ...]
@@ -180,6 +181,7 @@ class SeedStudy:
     baselines: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (S,) numbers
     baselines_classes: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (S,)
     independent: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (S,) numbers
+    shuffled_prefix: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (S,) numbers
 
     def column(self, mode: str) -> np.ndarray:
         """Errors of one decoding mode over the seeds."""
@@ -204,6 +206,8 @@ def _seed_record(corpus: Corpus, settings: StudySettings, seed: int) -> dict[str
         preds[mode], tokens[mode] = decode(m.chain, x, "all", mode, seed=seed, return_tokens=True)
         per[mode] = score(preds[mode])
     per["teacher-forced"] = score(teacher_forced(m.chain, x, y))
+    # the rival of teacher forcing: another utterance's true labels as the prefix
+    per["shuffled-prefix"] = score(teacher_forced(m.chain, x, y[derangement(len(y), seed)]))
     per["parallel"] = score(predict(m.parallel, x))
     for k, model in m.baselines.items():
         per[k] = score(predict(model, x))
@@ -213,6 +217,7 @@ def _seed_record(corpus: Corpus, settings: StudySettings, seed: int) -> dict[str
     numbers = {f"chain:{mode}": _mean_num(per[mode], names, types) for mode in settings.modes}
     numbers |= {f"cls:{mode}": _mean_cat(per[mode], names, types) for mode in settings.modes}
     numbers["tf"] = _mean_num(per["teacher-forced"], names, types)
+    numbers["shuffled"] = _mean_num(per["shuffled-prefix"], names, types)
     numbers["par"] = _mean_num(per["parallel"], names, types)
     numbers["parc"] = _mean_cat(per["parallel"], names, types)
     for k in BASELINES:
@@ -254,4 +259,5 @@ def seed_study(corpus: Corpus, settings: StudySettings | None = None) -> SeedStu
         {k: sw.values(f"b:{k}") for k in BASELINES},
         {k: sw.values(f"bc:{k}") for k in BASELINES},
         sw.values("ind"),
+        sw.values("shuffled"),
     )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core.checks import check_array
+from lab.core.checks import check_array, check_int
 from lab.core.rates import mean_ci
 
 from .corpus import Corpus
@@ -31,6 +31,7 @@ __all__ = [
     "metric_order",
     "errors_by_position",
     "teacher_forced",
+    "derangement",
     "mean_interval",
     "ridge_oracle_gain",
 ]
@@ -184,6 +185,19 @@ def teacher_forced(model, features: Any, labels: Any) -> np.ndarray:
         s, n = tok.block(j)
         k = logits[:, 1 + 2 * j, s : s + n].argmax(1)  # position of <m_j> predicts val(m_j)
         out[:, j] = tok.values[j][k]
+    return out
+
+
+def derangement(n: int, seed: int = 0) -> np.ndarray:
+    """A permutation of ``range(n)`` without fixed points (a random cycle): ``labels[p]`` gives
+    every row another row's labels, the uninformative prefix of teacher forcing's rival.
+
+    See: book/arecho/02-chain-and-decoding.ipynb
+    """
+    n = check_int("n", n, 2)
+    order = np.random.default_rng(check_int("seed", seed, 0)).permutation(n)
+    out = np.empty(n, dtype=int)
+    out[order] = np.roll(order, 1)  # row order[k] reads row order[k - 1]
     return out
 
 
