@@ -12,15 +12,19 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
   thresholds $\theta = \mathrm{percentile}(v, p_k)$, $k = 1..T-1$ (deduplicated; the
   paper's $T = 500$), a value maps to bin $b(v) = \#\{i : \theta_i \le v\}$; a categorical
   metric gets one token per class; every metric also owns a meta-label token
-  $\langle m \rangle$ (eqs. (6)-(7) of :mod:`lab.arecho.reference`).
+  $\langle m \rangle$ (eqs. (arecho-tokenize), (arecho-detokenize): the equation labels of
+  book/arecho/index.md).
 * **Sequence.** $\langle sos\rangle, \langle m_1\rangle, \mathrm{val}(m_1), \langle m_2\rangle,
   \mathrm{val}(m_2), \dots$ over the labelled metrics in an order drawn at random for every
-  training example (the *dynamic classifier chain*, eq. (8)); missing labels are absent.
+  training example (the *dynamic classifier chain*, eq. (arecho-sequence)); missing labels
+  are absent.
 * **Loss.** Teacher-forced next-token cross-entropy
-  $L = -\sum_t \log p_\theta(y_t \mid y_{<t}, \text{audio})$ with label smoothing (eq. (9)).
+  $L = -\sum_t \log p_\theta(y_t \mid y_{<t}, \text{audio})$ with label smoothing
+  (eq. (arecho-chain)).
 * **Two-step decoding.** For a query $Q$, repeat $|Q|$ times: choose the next metric among
   the unwritten ones (by its meta-token probability, or by the confidence of its best value),
-  then write its value with the vocabulary masked to that metric's block (eq. (10)); greedy
+  then write its value with the vocabulary masked to that metric's block
+  (eqs. (arecho-step1)-(arecho-candidate)); greedy
   (beam 1), the paper's setting.
 
 ## Deviations from the paper

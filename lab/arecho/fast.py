@@ -31,7 +31,8 @@ def decode(
     seed: int = 0,
     return_tokens: bool = False,
 ) -> dict[str, np.ndarray] | tuple[dict[str, np.ndarray], np.ndarray]:
-    """Batched two-step decoding of a subset of metrics (the fast path), eq. (10).
+    """Batched two-step decoding of a subset of metrics (the fast path),
+    eqs. (arecho-step1)-(arecho-candidate).
 
     Parameters
     ----------
@@ -99,7 +100,7 @@ def decode(
 
 
 def _choose_metric(model, mode, seq, mem, remaining, q, meta, blocks, rand_keys):
-    """Step 1 of eq. (10) for every row: the index (into ``q``) of the metric written next."""
+    """Eq. (arecho-step1) for every row: the index (into ``q``) of the metric written next."""
     import torch
 
     b, dev = seq.shape[0], seq.device
@@ -126,7 +127,8 @@ def _choose_metric(model, mode, seq, mem, remaining, q, meta, blocks, rand_keys)
 
 
 def _write_value(model, seq, mem, m_tok, pick, q, blocks):
-    """Step 2 of eq. (10): append ``<m>`` and its value, the vocabulary masked to its block."""
+    """Eqs. (arecho-topb)-(arecho-candidate), B = 1: append ``<m>`` and its value, the
+    vocabulary masked to its block."""
     import torch
 
     starts, sizes = blocks

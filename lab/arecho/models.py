@@ -2,8 +2,8 @@
 
 * :class:`TinyARECHO`: segment encoder + causal Transformer decoder over metric tokens,
   trained by teacher-forced next-token cross-entropy with label smoothing,
-  ``L = - sum_t log p(y_t | y_<t, audio)`` (the paper's loss; eq. (9) here) over sequences in
-  a random metric order (eq. (8) of :mod:`lab.arecho.reference`).
+  ``L = - sum_t log p(y_t | y_<t, audio)`` (the paper's loss, eq. (arecho-chain)) over
+  sequences in a random metric order (eq. (arecho-sequence)).
 * :class:`ParallelBaseline`: the UniVERSA-style parallel predictor (one shared encoder, one
   head per metric): ``target="universa"`` is the official UniVERSA loss (L1 on each numerical
   metric's raw scale, :func:`masked_l1_loss`, plus cross-entropy on each class label),
@@ -320,7 +320,8 @@ def _set_norms(model, corpus_x: np.ndarray, corpus_y: np.ndarray | None = None) 
 
 
 def _batch_sequences(val_tok: np.ndarray, meta: np.ndarray, rng, label_dropout: float):
-    """Teacher-forcing batch, eq. (8): random order per row, dropped labels moved to the end."""
+    """Teacher-forcing batch, eq. (arecho-sequence): random order per row, dropped labels
+    moved to the end."""
     b, m = val_tok.shape
     keys = rng.random((b, m))
     keep = (rng.random((b, m)) >= label_dropout) & (val_tok != PAD)
@@ -409,7 +410,7 @@ class _Batches:
         )
 
     def loss(self):
-        """The loss of the next random mini-batch (eq. (9) for the chain)."""
+        """The loss of the next random mini-batch (eq. (arecho-chain) for the chain)."""
         torch = _torch()
         model, s = self.model, self.s
         idx = self.rng.integers(0, self.rows.size, size=min(s.batch, self.rows.size))
@@ -418,7 +419,8 @@ class _Batches:
             seq = _batch_sequences(self.val_tok[idx], self.meta, self.rng, s.label_dropout)
             seq = torch.as_tensor(seq, device=self.dev)
             logits = model(xb, seq[:, :-1])
-            return self.ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))  # eq. (9)
+            # eq. (arecho-chain): the cross-entropy of every next token
+            return self.ce(logits.reshape(-1, logits.shape[-1]), seq[:, 1:].reshape(-1))
         return self._head_loss(model(xb), idx)
 
     def _head_loss(self, out, idx):

@@ -118,12 +118,12 @@ class MetricTokenizer:
             if v.size == 0:
                 raise ValueError(f"metric {names[j]!r} has no finite training value")
             if types[j] == "num":
-                # eq. (6): thresholds at percentile points, duplicates removed
+                # eq. (arecho-tokenize): thresholds at percentile points, duplicates removed
                 # method="lower": every threshold is a training value, so no bin is empty
                 pts = _percentile_points(self.n_bins, self.spacing)
                 theta = np.unique(np.percentile(v, pts, method="lower"))
                 theta = theta[theta > v.min()]  # no empty first bin
-                b = np.searchsorted(theta, v, side="right")  # eq. (7)
+                b = np.searchsorted(theta, v, side="right")  # eq. (arecho-tokenize)
                 # deviation: representative = median of the training values in the bin
                 lo = np.concatenate([[v.min()], theta])
                 hi = np.concatenate([theta, [v.max()]])
@@ -170,11 +170,11 @@ class MetricTokenizer:
         return self.offsets[j], self.sizes[j]
 
     def bin_of(self, metric: Any, value: Any) -> np.ndarray:
-        """Bin index (0-based, inside the metric's block) of ``value``, eq. (7)."""
+        """Bin index (0-based, inside the metric's block) of ``value``, eq. (arecho-tokenize)."""
         j = self._metric(metric)
         v = np.atleast_1d(check_array("value", value))
         if self.types[j] == "num":
-            return np.searchsorted(self.edges[j], v, side="right")  # eq. (7)
+            return np.searchsorted(self.edges[j], v, side="right")  # eq. (arecho-tokenize)
         cats = self.values[j]
         k = np.searchsorted(cats, v).clip(0, cats.size - 1)
         if not np.all(cats[k] == v):
@@ -206,7 +206,8 @@ class MetricTokenizer:
         return float(out[0]) if np.ndim(token) == 0 else out
 
     def sequence(self, row: Any, order: Sequence[int] | None = None) -> np.ndarray:
-        """Token sequence of one utterance, eq. (8): ``<sos>`` then ``<m>, val`` pairs.
+        """Token sequence of one utterance, eq. (arecho-sequence): ``<sos>`` then ``<m>, val``
+        pairs.
 
         ``NaN`` labels are skipped; ``order`` is a permutation of metric indices (default:
         the fitted order).
@@ -330,7 +331,8 @@ def read_sequences(tok: MetricTokenizer, seq: np.ndarray, skip: int) -> dict[int
 def decode(
     model, features, query: Any = "all", mode: str = "confidence", given=None, *, seed: int = 0
 ) -> dict[str, np.ndarray]:
-    """One utterance and one candidate at a time: the readable two-step search, eq. (10).
+    """One utterance and one candidate at a time: the readable two-step search,
+    eqs. (arecho-step1)-(arecho-candidate) with B = 1.
 
     Same arguments and result as :func:`lab.arecho.fast.decode` (greedy); used to test the
     batched path.
