@@ -10,7 +10,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["seed_gaps", "seed_rule", "seed_comparison", "instance_comparison"]
+__all__ = [
+    "seed_gaps",
+    "seed_rule",
+    "seed_comparison",
+    "instance_comparison",
+    "seed_average",
+    "ratio_interval",
+]
 
 
 def seed_gaps(table: dict, name: str) -> np.ndarray:
@@ -144,3 +151,56 @@ def instance_comparison(table: dict, better: str, rivals: Sequence[str], capacit
     j = caps.index(capacity)
     out = [dict(claims.paired(labels[better][j], labels[r][j]), rival=r) for r in rivals]
     return max(out, key=lambda d: d["hi"])
+
+
+def seed_average(table: dict, name: str) -> np.ndarray:
+    """Per-instance gaps (%) of checkpoint ``name`` averaged over its training seeds, from a
+    ``gap_table`` result whose models are labelled ``"<name>-seed<k>"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(capacities, instances)``.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    if not isinstance(table, dict) or "gap_instances" not in table:
+        raise TypeError("table must be a gap_table result (a dict with 'gap_instances')")
+    rows = [v for k, v in table["gap_instances"].items() if k.rsplit("-seed", 1)[0] == name]
+    if not rows:
+        raise ValueError(f"name {name!r} has no '<name>-seed<k>' model in the table")
+    return np.mean(rows, axis=0)
+
+
+def ratio_interval(numerator, denominator, level: float = 0.95) -> dict:
+    """The ratio of two means over paired instances, ``mean(a) / mean(b)``, with its
+    delta-method Student-t interval: the standard error of ``mean(a - R b) / mean(b)``.
+
+    Parameters
+    ----------
+    numerator, denominator : array_like, shape (n,)
+        One value per instance each (the same instances), ``n >= 2``; ``mean(b) > 0``.
+    level : float
+        Confidence level in ``(0, 1)``.
+
+    Returns
+    -------
+    dict
+        ``{"estimate", "lo", "hi", "se", "n", "level"}`` (what ``claims.ci_above`` reads).
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    from scipy import stats
+
+    from lab.core.checks import check_array, check_range
+
+    a = check_array("numerator", numerator, ndim=1, min_size=2)
+    b = check_array("denominator", denominator, ndim=1, shape=a.shape)
+    level = check_range("level", level, 0.0, 1.0)
+    if b.mean() <= 0:
+        raise ValueError(f"denominator must have a positive mean (got {b.mean():.3g})")
+    n = a.size
+    R = float(a.mean() / b.mean())
+    se = float((a - R * b).std(ddof=1) / np.sqrt(n) / b.mean())
+    t = float(stats.t.ppf(0.5 + level / 2, n - 1))
+    return {"estimate": R, "lo": R - t * se, "hi": R + t * se, "se": se, "n": n, "level": level}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lab.core.checks import check_int
 from lab.core.memo import memo
 
 from .problems import generate_cvrp
@@ -19,6 +20,7 @@ __all__ = [
     "training_table",
     "expert_lengths",
     "expert_table",
+    "forced_expert_gaps",
     "checkpoint_expert_table",
     "expert_margins",
     "expert_sweep",
@@ -156,6 +158,43 @@ def expert_lengths(model, batch):
             for k in range(len(model.experts))
         ]
     return torch.stack(rows).cpu().double().numpy()
+
+
+def forced_expert_gaps(models: dict, test: GapSettings, reference, expert: int) -> dict:
+    """Mean gap (%) per capacity of each three-expert model with every instance sent through
+    expert ``expert`` (MEM without its routing), on the instances of ``test``.
+
+    Parameters
+    ----------
+    models : dict
+        ``{label: TinyPOMO with experts}``.
+    test : GapSettings
+        The instances (POMO decoding from every start, no augmentation).
+    reference : sequence of arrays
+        PyVRP lengths per capacity (``reference_lengths(test)``).
+    expert : int
+        The expert every instance goes through.
+
+    Returns
+    -------
+    dict
+        ``{label: array (capacities,)}``.
+
+    See: book/cvrp/02-gap-vs-tightness.ipynb
+    """
+    if not isinstance(models, dict) or not models:
+        raise TypeError("models must be a non-empty dict {label: model}")
+    if not isinstance(test, GapSettings):
+        raise TypeError(f"test must be a GapSettings (got {type(test).__name__})")
+    if len(reference) != len(test.capacities):
+        raise ValueError(f"reference must hold {len(test.capacities)} arrays")
+    out = {k: [] for k in models}
+    for j, c in enumerate(test.capacities):
+        b = generate_cvrp(test.instances, test.n, c, seed=test.seed)
+        for k, m in models.items():
+            L = expert_lengths(m, b)[check_int("expert", expert, 0, len(m.experts) - 1)]
+            out[k].append(float(np.mean(100.0 * (L / np.asarray(reference[j]) - 1.0))))
+    return {k: np.array(v) for k, v in out.items()}
 
 
 @memo
