@@ -553,5 +553,6 @@ def test_straggler_study_retimes_vanilla_exactly(tmp_path, monkeypatch):
     direct = sf.simulate_digits(study.fixed(1, 1).replace(delay_mean=2.0), "cpu")
     r, t = sf.rounds_to_target(direct, study.target)
     assert s.values("t_vanilla")[1] == (t if r is not None else direct.clock[-1])
+    assert s.values("t_fixed4").shape == (2,) and np.all(s.values("t_fixed4") > 0)
     with pytest.raises(ValueError, match="delays"):
         sf.StragglerStudy(delays=())

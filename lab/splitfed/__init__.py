@@ -76,6 +76,8 @@ $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending 
 | ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``GlooSettings``, ``launch_local``, ``run_rank`` |
 | ``memory.py`` | ``client_memory``: the peak memory of a zeroth- or first-order client update |
 | ``experiments.py`` | the drivers on settings (``DigitsRun``, ``StragglerStudy``), ``rounds_to_target``, ``retime``, ``fedavg_first_order`` |
+| ``claims.py`` | ``CLAIMS``: the chapter's claims, registered before the notebooks measure them |
+| ``evidence.py`` | what each claim records (value, card text, measured rival, diagnosis) |
 | ``figures.py`` | results to figures |
 
 See: book/splitfed/index.md

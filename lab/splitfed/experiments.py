@@ -231,13 +231,14 @@ def paired_times(study: StragglerStudy, seeds: Any, device: Any = None):
     """Time to the target at ``study.paired_delay``: adaptive ``tau`` and vanilla, per seed.
 
     The first seed's adaptive run goes the whole way (notebook 3 draws it); the others stop at
-    the target. Vanilla's time is its delay-free run re-timed (a lower bound, its last clock,
-    where it never gets there).
+    the target. Vanilla's (and a fixed ``tau = 4``'s) time is its delay-free run re-timed (a
+    lower bound, its last clock, where it never gets there).
 
     Returns
     -------
     lab.core.sweep.Sweep
-        ``t_adaptive``, ``t_vanilla`` and ``zo_rounds`` (adaptive's rounds to the target).
+        ``t_adaptive``, ``t_vanilla``, ``t_fixed4`` (a fixed ``tau = 4``, re-timed like vanilla)
+        and ``zo_rounds`` (adaptive's rounds to the target).
 
     See: book/splitfed/03-stragglers-and-gloo.ipynb
     """
@@ -251,14 +252,16 @@ def paired_times(study: StragglerStudy, seeds: Any, device: Any = None):
     def one(seed: int) -> dict[str, float]:
         h = simulate_digits(study.adaptive(D, seed, stop=seed != seeds[0]), device)
         r, t_adaptive = rounds_to_target(h, study.target)
-        vanilla = simulate_digits(study.fixed(1, seed), device)
-        clock = retime(vanilla, study.clock(D, seed), 10)
-        t_vanilla, _ = _time_to_target(vanilla, clock, study.target)
-        return {
+        out = {
             "t_adaptive": t_adaptive if r is not None else float(h.clock[-1]),
-            "t_vanilla": t_vanilla if np.isfinite(t_vanilla) else float(clock[-1]),
             "zo_rounds": r if r is not None else rounds,
         }
+        for tau, key in ((1, "t_vanilla"), (4, "t_fixed4")):  # delay-free runs, re-timed
+            run = simulate_digits(study.fixed(tau, seed), device)
+            clock = retime(run, study.clock(D, seed), 10)
+            t, _ = _time_to_target(run, clock, study.target)
+            out[key] = t if np.isfinite(t) else float(clock[-1])
+        return out
 
     return sweep(one, None, seeds, desc="paired seeds")
 
