@@ -129,7 +129,7 @@ def _train_step(model, opt, cap, s: TrainSettings, g, gs, dev) -> tuple:
     q[:, 0] = 0.0
     inst = CVRPBatch(xy, q, cap.float()).to(dev)
     length, logp = model(inst, greedy=False, generator=gs)
-    adv = length - length.mean(dim=1, keepdim=True)  # POMO shared baseline, eq. (pomo)
+    adv = length - length.mean(dim=1, keepdim=True)  # POMO shared baseline, eq. (cvrp-pomo)
     loss = (adv.detach() * logp).mean()
     opt.zero_grad()
     loss.backward()

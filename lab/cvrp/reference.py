@@ -4,9 +4,10 @@ The paper (Luo et al., NeurIPS 2025) numbers four equations: (1) the routing pro
 ``min f(pi)`` over the feasible solutions ``Omega``; (2) the multi-expert module's output
 ``P_t = sum_i G(C_k)_i E_i(H_t)``; (3) the gate, a one-hot vector of the capacity's interval;
 (4) an expert layer. The lesson adds what the paper takes from its backbones and labels them by
-name: ``(features)`` the capacity-normalised inputs, ``(mask)`` the feasibility mask,
-``(vct)`` varied-constraint-tightness sampling, ``(pomo)`` the REINFORCE loss with POMO's
-shared baseline, ``(gap)`` the optimality gap. ``greedy_rollout`` replays one greedy rollout
+name: ``(cvrp-features)`` the capacity-normalised inputs, ``(cvrp-mask)`` the feasibility mask,
+``(cvrp-vct)`` varied-constraint-tightness sampling, ``(cvrp-pomo)`` the REINFORCE loss with
+POMO's shared baseline, ``(cvrp-gap)`` the optimality gap; the paper's (1)-(3) are labelled
+``cvrp-problem``, ``cvrp-mixture`` and ``cvrp-gate`` on the page. ``greedy_rollout`` replays one greedy rollout
 of a ``TinyPOMO`` in float64, the check of the torch fast path.
 
 See: book/cvrp/index.md, book/cvrp/03-vct-and-experts.ipynb
@@ -135,11 +136,11 @@ def normalised_features(xy, demand, capacity):
     xy = check_array("xy", xy, ndim=2, shape=(None, 2))
     q = check_array("demand", demand, ndim=1, shape=(len(xy),))
     C = check_positive("capacity", capacity)
-    return np.concatenate([xy, (q / C)[:, None]], axis=1)  # eq. (features)
+    return np.concatenate([xy, (q / C)[:, None]], axis=1)  # eq. (cvrp-features)
 
 
 def feasible_mask(visited, demand, load: float, at_depot: bool):
-    """Which nodes the decoder may pick next, eq. (mask).
+    """Which nodes the decoder may pick next, eq. (cvrp-mask).
 
     A customer is feasible if it is not served and its demand fits the remaining load; the
     depot is feasible unless the vehicle is at it with customers left (no empty trip); once
@@ -171,7 +172,7 @@ def feasible_mask(visited, demand, load: float, at_depot: bool):
 
 def _feasible(v, q, load, at_depot):
     done = bool(v[1:].all())
-    ok = ~v & (q <= load)  # eq. (mask): unserved and within the remaining load
+    ok = ~v & (q <= load)  # eq. (cvrp-mask): unserved and within the remaining load
     ok[0] = done or not at_depot  # the depot: not twice in a row while customers remain
     if done:
         ok[1:] = False  # all served: only the depot
@@ -179,7 +180,7 @@ def _feasible(v, q, load, at_depot):
 
 
 def vct_capacities(batch: int, c_min: int, c_max: int, rng=None):
-    """Varied-constraint-tightness training, eq. (vct): one capacity per training instance,
+    """Varied-constraint-tightness training, eq. (cvrp-vct): one capacity per training instance,
     ``C ~ U{c_min, ..., c_max}`` (Sec. 4.2 of the paper; per instance, not per batch).
 
     Parameters
@@ -200,7 +201,7 @@ def vct_capacities(batch: int, c_min: int, c_max: int, rng=None):
     batch = check_int("batch", batch, 1)
     c_min = check_int("c_min", c_min, 1)
     c_max = check_int("c_max", c_max, c_min)
-    return np.random.default_rng(rng).integers(c_min, c_max + 1, size=batch)  # eq. (vct)
+    return np.random.default_rng(rng).integers(c_min, c_max + 1, size=batch)  # eq. (cvrp-vct)
 
 
 def gate(capacity, edges: Sequence[float]):
@@ -231,7 +232,7 @@ def gate(capacity, edges: Sequence[float]):
 
 
 def _gate(C, e):
-    index = np.searchsorted(e, C, side="left")  # eq. (3): the interval holding C
+    index = np.searchsorted(e, C, side="left")  # eq. (3) (cvrp-gate): the interval holding C
     return np.eye(len(e) + 1)[index]
 
 
@@ -263,13 +264,17 @@ def mixture(H, capacity, experts: Sequence[Callable], edges: Sequence[float]):
     G = gate(capacity, edges)
     if G.shape != (len(H), len(experts)):
         raise ValueError(f"experts must hold {G.shape[1]} callables for {len(edges)} edges")
-    out = [np.asarray(E(H), dtype=float) for E in experts]
+    return _mixture(H, G, experts)
+
+
+def _mixture(H, G, experts):
+    out = [np.asarray(E(H), dtype=float) for E in experts]  # every expert on every instance
     shape = (len(H),) + (1,) * (out[0].ndim - 1)
-    return sum(G[:, i].reshape(shape) * out[i] for i in range(len(out)))  # eq. (2)
+    return sum(G[:, i].reshape(shape) * out[i] for i in range(len(out)))  # eq. (2) (cvrp-mixture)
 
 
 def pomo_loss(lengths, logp) -> float:
-    """REINFORCE with POMO's shared baseline, eq. (pomo): the mean over instances ``b`` and
+    """REINFORCE with POMO's shared baseline, eq. (cvrp-pomo): the mean over instances ``b`` and
     start customers ``p`` of ``(L_bp - mean_p' L_bp') log p(tau_bp)``.
 
     Its gradient is the policy-gradient estimate (the advantage is a constant); a rollout
@@ -288,12 +293,16 @@ def pomo_loss(lengths, logp) -> float:
     """
     L = check_array("lengths", lengths, ndim=2)
     lp = check_array("logp", logp, ndim=2, shape=L.shape)
-    advantage = L - L.mean(axis=1, keepdims=True)  # eq. (pomo): the shared baseline
-    return float((advantage * lp).mean())
+    return _pomo_loss(L, lp)
+
+
+def _pomo_loss(L, logp):
+    advantage = L - L.mean(axis=1, keepdims=True)  # eq. (cvrp-pomo): the shared baseline
+    return float((advantage * logp).mean())  # mean over instances and rollouts
 
 
 def optimality_gap(length, reference):
-    """The optimality gap in percent, eq. (gap): ``100 (L / L_ref - 1)``.
+    """The optimality gap in percent, eq. (cvrp-gap): ``100 (L / L_ref - 1)``.
 
     See: book/cvrp/index.md
     """
@@ -301,7 +310,7 @@ def optimality_gap(length, reference):
     ref = check_array("reference", reference, shape=L.shape)
     if np.any(ref <= 0):
         raise ValueError("reference must hold positive lengths")
-    return 100.0 * (L / ref - 1.0)  # eq. (gap)
+    return 100.0 * (L / ref - 1.0)  # eq. (cvrp-gap)
 
 
 def _lin(p, name, x):
@@ -371,11 +380,13 @@ def greedy_rollout(params: dict, config: dict, xy, demand, capacity, start: int)
     start = check_int("start", start, 1, N - 1)
     d, nh = config["d"], config["heads"]
     dk = d // nh
-    f = np.concatenate([xy, (q / C)[:, None]], axis=1)  # eq. (features)
+    f = np.concatenate([xy, (q / C)[:, None]], axis=1)  # eq. (cvrp-features)
     h = np.concatenate([_lin(p, "embed_depot", f[:1, :2]), _lin(p, "embed_cust", f[1:])], 0)
     for i in range(config["layers"]):  # shared encoder layers
         h = _layer(p, f"encoder.{i}.", h, nh)
-    if config.get("experts", 1) > 1:  # eqs. (2)-(3): the gate picks one expert
+    if (
+        config.get("experts", 1) > 1
+    ):  # eqs. (2)-(3), (cvrp-mixture) and (cvrp-gate): the gate picks one expert
         k = int(_gate(np.array([C]), np.asarray(config["edges"], float)).argmax(1)[0])
         for j in range(config.get("expert_layers", 1)):
             h = _layer(p, f"experts.{k}.{j}.", h, nh)
@@ -387,7 +398,7 @@ def greedy_rollout(params: dict, config: dict, xy, demand, capacity, start: int)
     length = float(np.linalg.norm(xy[start] - xy[0]))
     actions = [start]
     while not (visited[1:].all() and cur == 0):
-        infeas = ~_feasible(visited, q, load, cur == 0)  # eq. (mask)
+        infeas = ~_feasible(visited, q, load, cur == 0)  # eq. (cvrp-mask)
         ctx = np.concatenate([h[cur], [load / C]])  # decoder query from [h_last, load / C]
         Qd = _lin(p, dec + "wq", ctx).reshape(nh, 1, dk)
         u = Qd @ K.transpose(0, 2, 1) / math.sqrt(dk)  # (nh, 1, N)
