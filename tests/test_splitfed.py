@@ -556,3 +556,14 @@ def test_straggler_study_retimes_vanilla_exactly(tmp_path, monkeypatch):
     assert s.values("t_fixed4").shape == (2,) and np.all(s.values("t_fixed4") > 0)
     with pytest.raises(ValueError, match="delays"):
         sf.StragglerStudy(delays=())
+
+
+def test_worked_example_of_the_lesson():
+    """book/splitfed/index.md, "A worked example": the numbers the page computes by hand."""
+    x, lam = np.array([1.0, 2.0]), 0.1
+    ghat, delta = sf.spsa(lambda z: 0.5 * z @ z, x, lam, np.array([2**0.5, 0.0]))
+    assert np.allclose(ghat, [2.0, 0.0]) and abs(delta - 0.2 * 2**0.5) < 1e-12
+    other, _ = sf.spsa(lambda z: 0.5 * z @ z, x, lam, np.array([0.0, 2**0.5]))
+    assert np.allclose(other, [0.0, 4.0]) and np.allclose((ghat + other) / 2, x)
+    assert sf.choose_tau(1.0, 0.1, 16) == 10
+    assert 600 / 10 * 1.0 == 600 * 0.1  # eq. (12): (T0 / tau) t_straggler = T0 t_server

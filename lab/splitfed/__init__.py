@@ -17,12 +17,12 @@ its half per client round, while it waits, and both sides use forward-only (SPSA
 
 With $u$ uniform on the sphere of radius $\sqrt{d'}$ and perturbation $\lambda$:
 
-* (C) client $m$: $h = h(x_c)$, $h^\pm = h(x_c \pm \lambda u_c)$, sent with the labels;
-* (S) server, $i = 0..\tau-1$, on the **clean** $h$:
+* (4) client $m$: $h = h(x_c)$, $h^\pm = h(x_c \pm \lambda u_c)$, sent with the labels;
+* (5) server, $i = 0..\tau-1$, on the **clean** $h$:
   $x_{s,m}^{i+1} = x_{s,m}^{i} - \eta_s \frac{F(x_{s,m}^i + \lambda u_s^i; h) - F(x_{s,m}^i - \lambda u_s^i; h)}{2\lambda} u_s^i$;
-* (D) $\delta_c = F(x_{s,m}^{\tau}; h^+) - F(x_{s,m}^{\tau}; h^-)$ with the **updated** server;
-* (U) client: $x_{c,m} = x_c - \eta_c \frac{\delta_c}{2\lambda} u_c$;
-* (A) $x_c \leftarrow x_c + \eta_g \sum_m w_m (x_{c,m} - x_c)$, the same for $x_s$ with the replicas
+* (6) $\delta_c = F(x_{s,m}^{\tau}; h^+) - F(x_{s,m}^{\tau}; h^-)$ with the **updated** server;
+* (6) client step: $x_{c,m} = x_c - \eta_c \frac{\delta_c}{2\lambda} u_c$;
+* (7) $x_c \leftarrow x_c + \eta_g \sum_m w_m (x_{c,m} - x_c)$, the same for $x_s$ with the replicas
   $x_{s,m}^\tau$.
 
 Theory (structure only): rate $O(\sqrt{d/(\tau T)})$ for one client (Corollary 4.2) and
@@ -70,7 +70,7 @@ $\tau = t_\text{straggler}/t_\text{server}$ the wall-clock time stops depending 
 | ``stragglers.py`` | ``StragglerModel`` (the simulated clock), ``choose_tau`` and the adaptive schedule |
 | ``models.py`` | ``make_mlp``, ``split_model``, ``load_digits_clients``, ``evaluator``, the loss, flat parameters |
 | ``zo.py`` | the two-point sphere estimator: ``sphere_direction``, ``spsa``, ``spsa_error`` |
-| ``reference.py`` | :func:`simulate`, the reference loop, one helper per equation (C, S, D, U, A) |
+| ``reference.py`` | :func:`simulate`, the reference loop, one helper per equation (4-7) |
 | ``fast.py`` | :func:`lab.splitfed.fast.simulate` (the same name as the reference), batched over clients and perturbations (``vmap`` / ``bmm``, CPU or CUDA) |
 | ``ranks.py`` | the gloo engine's two roles: the client loop and the split server (rank 0) |
 | ``dist.py`` | the ``torch.distributed`` (gloo) engine: ``GlooSettings``, ``launch_local``, ``run_rank`` |

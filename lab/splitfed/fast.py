@@ -54,7 +54,7 @@ def round_batches(run, t, part):
 
 
 def batched_round(run, fwd, t, part, tau, steps):
-    """One round for all participants at once: eqs. (C), (S), (D), (U), (A)."""
+    """One round for all participants at once: eqs. (4)-(7)."""
     import torch
 
     cfg, (client_fwd, server_loss), (eta_s, eta_c, eta_g) = run["cfg"], fwd, steps
@@ -64,23 +64,23 @@ def batched_round(run, fwd, t, part, tau, steps):
     Xb, yb, U = round_batches(run, t, part)
     y2 = yb.repeat_interleave(2, 0)
     W = (xc[None, None] + lam * sign[None, :, None] * U[:, None]).reshape(3 * P, -1)
-    H = client_fwd(W, Xb.repeat_interleave(3, 0)).view(P, 3, cfg.batch, -1)  # eq. (C)
+    H = client_fwd(W, Xb.repeat_interleave(3, 0)).view(P, 3, cfg.batch, -1)  # eq. (4)
     h = H[:, 0]
     losses = server_loss(xs.expand(P, -1), h, yb).tolist()
     h2 = h.repeat_interleave(2, 0)
     xs_rep = xs.expand(P, -1)
     Uall = torch.stack([server_directions(cfg, t, m, tau, run["fs"].dim, dt) for m in part])
     Uall = Uall.to(xc.device)
-    for i in range(tau):  # eq. (S), all replicas at once, clean h
+    for i in range(tau):  # eq. (5), all replicas at once, clean h
         Us = Uall[:, i]
         Ws = (xs_rep[:, None] + lam * pm[None, :, None] * Us[:, None]).reshape(2 * P, -1)
         L = server_loss(Ws, h2, y2).view(P, 2)
         xs_rep = xs_rep - eta_s * ((L[:, 0] - L[:, 1]) / (2 * lam))[:, None] * Us
     Ws = xs_rep.repeat_interleave(2, 0)
-    L = server_loss(Ws, H[:, 1:].reshape(2 * P, cfg.batch, -1), y2).view(P, 2)  # eq. (D)
+    L = server_loss(Ws, H[:, 1:].reshape(2 * P, cfg.batch, -1), y2).view(P, 2)  # eq. (6)
     delta_c = L[:, 0] - L[:, 1]
-    xc_new = xc[None] - eta_c * (delta_c / (2 * lam))[:, None] * U  # eq. (U)
-    run["xc"] = xc + eta_g * (xc_new - xc[None]).mean(0)  # eq. (A)
+    xc_new = xc[None] - eta_c * (delta_c / (2 * lam))[:, None] * U  # eq. (6), client step
+    run["xc"] = xc + eta_g * (xc_new - xc[None]).mean(0)  # eq. (7)
     run["xs"] = xs + eta_g * (xs_rep - xs[None]).mean(0)
     return losses, h.shape[2]
 

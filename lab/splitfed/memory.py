@@ -70,7 +70,7 @@ def client_memory(
     """Peak memory of one client update: zeroth-order (MU-SplitFed) or first-order (backprop).
 
     ``"zo"``: the client computes ``h, h+, h-`` under ``no_grad`` at ``x_c`` and
-    ``x_c +- lam u_c`` and steps along ``u_c`` with the scalar ``delta_c`` (eqs. C and U): no
+    ``x_c +- lam u_c`` and steps along ``u_c`` with the scalar ``delta_c`` (eqs. 4 and 6): no
     activation is kept for a backward pass. ``"fo"``: the client's forward is recorded by
     autograd and ``h.backward(dL/dh)`` fills the parameter gradients (first-order SplitFed's
     client step); with labels ``y`` the client backpropagates its own cross-entropy instead,
@@ -151,7 +151,7 @@ def _check_memory_args(client_net, X, mode, y):
 
 
 def _client_update(client_net, X, mode, lam, y, dev):
-    """The update to measure (eqs. C and U, or backprop), its parameters and batch."""
+    """The update to measure (eqs. 4 and 6, or backprop), its parameters and batch."""
     import torch
 
     from .draws import sphere_rows
@@ -164,9 +164,9 @@ def _client_update(client_net, X, mode, lam, y, dev):
 
     def zo():
         with torch.no_grad():
-            _h, hp, hm = fc(xc, Xd), fc(xc + lam * u, Xd), fc(xc - lam * u, Xd)  # eq. (C)
+            _h, hp, hm = fc(xc, Xd), fc(xc + lam * u, Xd), fc(xc - lam * u, Xd)  # eq. (4)
             delta = (hp - hm).square().mean()  # stands in for the server's scalar delta_c
-            return xc - 1e-3 * (delta / (2 * lam)) * u  # eq. (U)
+            return xc - 1e-3 * (delta / (2 * lam)) * u  # eq. (6), client step
 
     yd = None if y is None else y.to(dev)
 

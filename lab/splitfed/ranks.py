@@ -4,9 +4,9 @@ Messages of client ``m`` in round ``t`` (``tag = 8 t + kind``)::
 
     0 -> m   control [t, participates, stop]            (every live client)
     0 -> m   x_c                                         (participants)
-    m -> 0   header [t, B, H], h, y, then [h+; h-]       (eq. C)
-    0 -> m   delta_c (one number)                        (eq. D)
-    m -> 0   x_{c,m}                                     (eq. U), aggregated by eq. (A)
+    m -> 0   header [t, B, H], h, y, then [h+; h-]       (eq. 4)
+    0 -> m   delta_c (one number)                        (eq. 6)
+    m -> 0   x_{c,m}                                     (eq. 6), aggregated by eq. (7)
 
 The server runs one receiver thread per participating client and serves clients in
 **completion order**, so the ``tau`` server steps for early clients overlap the wait for the
@@ -55,7 +55,7 @@ def setup(cfg, gloo, data=None):
 
 
 def client_loop(rank, cfg, gloo, report, data):
-    """Client ``rank``: receive ``x_c``, sleep its delay, send ``h, y, h+-``, step (eq. U)."""
+    """Client ``rank``: receive ``x_c``, sleep its delay, send ``h, y, h+-``, step (eq. 6)."""
     import torch
     import torch.distributed as dist
 
@@ -82,7 +82,7 @@ def client_loop(rank, cfg, gloo, report, data):
             Xb, yb = X[idx], y[idx]
             u_c = client_direction(cfg, t, m, fc.dim, dt)
             with torch.no_grad():
-                h, hp, hm = client_forward(fc, xc, Xb, u_c, lam=cfg.lam)  # eq. (C)
+                h, hp, hm = client_forward(fc, xc, Xb, u_c, lam=cfg.lam)  # eq. (4)
             cols = h.shape[1] + (1 if faults.get("bad_shape", {}).get(rank) == t else 0)
             dist.send(torch.tensor([t, h.shape[0], cols]), dst=0, tag=tag(t, HEAD))
             dist.send(h.contiguous(), dst=0, tag=tag(t, H))
@@ -92,7 +92,9 @@ def client_loop(rank, cfg, gloo, report, data):
             delta = torch.zeros(1, dtype=dt)
             dist.recv(delta, src=0, tag=tag(t, DELTA))
             s3 = time.time()
-            xc = client_update(xc, delta[0], u_c, lam=cfg.lam, eta_c=cfg.eta_c)  # eq. (U)
+            xc = client_update(
+                xc, delta[0], u_c, lam=cfg.lam, eta_c=cfg.eta_c
+            )  # eq. (6), client step
             dist.send(xc.contiguous(), dst=0, tag=tag(t, XNEW))
             events += [
                 ("client", m, "delay", t, s0, s1),
@@ -180,7 +182,7 @@ class SplitServer:
         return part
 
     def send_deltas(self, r):
-        """eq. (D) for every client whose ``tau`` steps are done and whose ``h+-`` is here."""
+        """eq. (6) for every client whose ``tau`` steps are done and whose ``h+-`` is here."""
         import torch
         import torch.distributed as dist
 
@@ -202,7 +204,7 @@ class SplitServer:
             self.events.append(("server", m, "δ", r["t"], s0, time.time()))
 
     def step_next(self, r, tau, eta_s):
-        """eq. (S) for the next client whose ``h`` is here (completion or rank order)."""
+        """eq. (5) for the next client whose ``h`` is here (completion or rank order)."""
         import torch
 
         if self.gloo.order == "completion":
@@ -221,7 +223,7 @@ class SplitServer:
             u_s = server_directions(cfg, t, m, tau, self.fs.dim, self.xs.dtype)
             r["stepped"][m] = server_zo_steps(
                 self.fs, self.xs, h, y, u_s, lam=cfg.lam, eta_s=eta_s
-            )  # eq. (S)
+            )  # eq. (5)
         s1 = time.time()
         if self.t_step is None:
             self.t_step = (s1 - s0) / tau
@@ -277,11 +279,11 @@ class SplitServer:
         return r
 
     def close_round(self, r, tau, eta_g):
-        """eq. (A) on both sides, the adaptive ``tau`` and the round's record."""
+        """eq. (7) on both sides, the adaptive ``tau`` and the round's record."""
         cfg, t, hist = self.cfg, r["t"], self.hist
         done = sorted(m for m in r["new_c"] if m in self.live)
-        self.xc = aggregate(self.xc, [r["new_c"][m] for m in done], eta_g)  # eq. (A), fed
-        self.xs = aggregate(self.xs, [r["new_s"][m] for m in done], eta_g)  # eq. (A), split
+        self.xc = aggregate(self.xc, [r["new_c"][m] for m in done], eta_g)  # eq. (7), fed
+        self.xs = aggregate(self.xs, [r["new_s"][m] for m in done], eta_g)  # eq. (7), split
         times = sorted(r["arrival_time"][m] for m in done if m in r["arrival_time"])
         self.sched.update(times[-1] - times[0] if len(times) > 1 else 0.0, self.t_step)
         n, ib, dc = len(done), self.item_bytes, self.fc.dim

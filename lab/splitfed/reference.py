@@ -3,13 +3,13 @@
 One global round ``t`` (Algorithm 1 of the paper, restated):
 
 1. sample ``P`` of the ``M`` clients; each participant pulls ``x_c``;
-2. client ``m`` draws a batch and a direction ``u_c`` and sends ``h, h+, h-`` (eq. C);
+2. client ``m`` draws a batch and a direction ``u_c`` and sends ``h, h+, h-`` (eq. 4);
 3. the split server takes ``tau`` ZO steps on its replica ``x_{s,m}`` using the *clean* ``h``
-   (eq. S);
+   (eq. 5);
 4. it scores ``h+`` and ``h-`` with the *updated* replica and returns the scalar ``delta_c``
-   (eq. D);
-5. the client steps ``x_{c,m} = x_c - eta_c delta_c / (2 lam) u_c`` (eq. U);
-6. both sides aggregate with the global step ``eta_g`` (eq. A).
+   (eq. 6);
+5. the client steps ``x_{c,m} = x_c - eta_c delta_c / (2 lam) u_c`` (eq. 6);
+6. both sides aggregate with the global step ``eta_g`` (eq. 7).
 
 The helpers (``FlatParams``, ``ce_loss``, the seeded draws: not API) are re-exported here so
 that a notebook can redo a round by hand: ``from lab.splitfed import reference as alg``.
@@ -40,12 +40,12 @@ __all__ = ["simulate"]
 
 
 def client_forward(fc: FlatParams, xc: Any, X: Any, u_c: Any, *, lam: float):
-    """eq. (C): ``h = h(x_c), h+ = h(x_c + lam u_c), h- = h(x_c - lam u_c)``."""
+    """eq. (4): ``h = h(x_c), h+ = h(x_c + lam u_c), h- = h(x_c - lam u_c)``."""
     return fc(xc, X), fc(xc + lam * u_c, X), fc(xc - lam * u_c, X)
 
 
 def server_zo_steps(fs, xs, h, y, u_s, *, lam, eta_s, on_step=None):
-    """eq. (S): ``tau = len(u_s)`` ZO steps on the replica ``x_{s,m}`` with the clean ``h``."""
+    """eq. (5): ``tau = len(u_s)`` ZO steps on the replica ``x_{s,m}`` with the clean ``h``."""
     for i, u in enumerate(u_s):
         delta = ce_loss(fs(xs + lam * u, h), y) - ce_loss(fs(xs - lam * u, h), y)
         xs = xs - eta_s * (delta / (2 * lam)) * u  # x_s^{i+1} = x_s^i - eta_s delta/(2 lam) u_s
@@ -55,17 +55,17 @@ def server_zo_steps(fs, xs, h, y, u_s, *, lam, eta_s, on_step=None):
 
 
 def client_delta(fs, xs_tau, hp, hm, y):
-    """eq. (D): ``delta_c = F(x_s^tau; h+, y) - F(x_s^tau; h-, y)`` with the updated server."""
+    """eq. (6): ``delta_c = F(x_s^tau; h+, y) - F(x_s^tau; h-, y)`` with the updated server."""
     return ce_loss(fs(xs_tau, hp), y) - ce_loss(fs(xs_tau, hm), y)
 
 
 def client_update(xc, delta_c, u_c, *, lam, eta_c):
-    """eq. (U): ``x_{c,m} = x_c - eta_c delta_c / (2 lam) u_c``."""
+    """eq. (6), client step: ``x_{c,m} = x_c - eta_c delta_c / (2 lam) u_c``."""
     return xc - eta_c * (delta_c / (2 * lam)) * u_c
 
 
 def aggregate(x, updates, eta_g):
-    """eq. (A): ``x <- x + eta_g sum_m w_m (x_m - x)``, ``w_m = 1 / |updates|``."""
+    """eq. (7): ``x <- x + eta_g sum_m w_m (x_m - x)``, ``w_m = 1 / |updates|``."""
     if not updates:
         return x
     w = 1.0 / len(updates)
@@ -74,7 +74,7 @@ def aggregate(x, updates, eta_g):
 
 
 def client_round(run, t, m, tau, eta_s, eta_c):
-    """Algorithm 1, steps 2-5, for participant ``m``: eqs. (C), (S), (D), (U)."""
+    """Algorithm 1, steps 2-5, for participant ``m``: eqs. (4), (5), (6)."""
     import torch
 
     cfg, fc, fs = run["cfg"], run["fc"], run["fs"]
@@ -82,11 +82,11 @@ def client_round(run, t, m, tau, eta_s, eta_c):
     idx = torch.as_tensor(draw_batch(cfg, t, m, len(y)))
     Xb, yb = X[idx], y[idx]
     u_c = client_direction(cfg, t, m, fc.dim, run["dtype"])
-    h, hp, hm = client_forward(fc, run["xc"], Xb, u_c, lam=cfg.lam)  # eq. (C)
+    h, hp, hm = client_forward(fc, run["xc"], Xb, u_c, lam=cfg.lam)  # eq. (4)
     u_s = server_directions(cfg, t, m, tau, fs.dim, run["xs"].dtype).to(run["xs"].device)
-    xs_m = server_zo_steps(fs, run["xs"], h, yb, u_s, lam=cfg.lam, eta_s=eta_s)  # eq. (S)
-    delta_c = client_delta(fs, xs_m, hp, hm, yb)  # eq. (D)
-    xc_m = client_update(run["xc"], delta_c, u_c, lam=cfg.lam, eta_c=eta_c)  # eq. (U)
+    xs_m = server_zo_steps(fs, run["xs"], h, yb, u_s, lam=cfg.lam, eta_s=eta_s)  # eq. (5)
+    delta_c = client_delta(fs, xs_m, hp, hm, yb)  # eq. (6)
+    xc_m = client_update(run["xc"], delta_c, u_c, lam=cfg.lam, eta_c=eta_c)  # eq. (6), client step
     return xc_m, xs_m, float(ce_loss(fs(run["xs"], h), yb)), h.shape[1]
 
 
@@ -120,7 +120,7 @@ def round_participants(cfg, t, failures):
 
 
 def close_round(run, hist, t, tau, served):
-    """Advance the simulated clock, record the round and update ``tau`` (after eq. A)."""
+    """Advance the simulated clock, record the round and update ``tau`` (after eq. 7)."""
     cfg, part, dead, losses, hdim = run["cfg"], *served
     kept = [m for m in part if m not in dead]
     delays = run["straggler"].draw(t, cfg.clients)[kept]
@@ -194,8 +194,8 @@ def simulate(
                 new_c.append(xc_m)
                 new_s.append(xs_m)
                 losses.append(loss)
-            run["xc"] = aggregate(run["xc"], new_c, eta_g)  # eq. (A), fed server
-            run["xs"] = aggregate(run["xs"], new_s, eta_g)  # eq. (A), split server
+            run["xc"] = aggregate(run["xc"], new_c, eta_g)  # eq. (7), fed server
+            run["xs"] = aggregate(run["xs"], new_s, eta_g)  # eq. (7), split server
             close_round(run, hist, t, tau, (part, dead_now, losses, hdim))
             if maybe_eval(hist, eval_fn, cfg, t, run["xc"], run["xs"]):
                 break
