@@ -417,3 +417,29 @@ def test_memo_put_stores_a_result_computed_elsewhere():
     driver.put(1, 6)
     driver.put(2, 7)
     assert len(driver) == 2  # the bound holds for stored results too
+
+
+def test_check_ints_and_set_field():
+    """The settings dataclasses' shared pieces: distinct integers, a frozen field stored once."""
+    import dataclasses
+
+    from lab.core.checks import check_ints, set_field
+
+    assert check_ints("seeds", [0, 1, 2], 0) == (0, 1, 2)
+    with pytest.raises(ValueError, match="seeds must be distinct integers >= 0"):
+        check_ints("seeds", [1, 1], 0)
+    with pytest.raises(ValueError, match="at least one"):
+        check_ints("seeds", [])
+    with pytest.raises(TypeError, match="seeds must be a sequence of integers"):
+        check_ints("seeds", "012")
+    with pytest.raises(ValueError, match=r"horizons must be an integer in \[1, inf\]"):
+        check_ints("horizons", [0, 5], 1)
+
+    @dataclasses.dataclass(frozen=True)
+    class S:
+        n: object
+
+        def __post_init__(self):
+            set_field(self, "n", int(self.n))
+
+    assert S(3.0).n == 3 and isinstance(S(3.0).n, int)

@@ -18,26 +18,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_range
+from lab.core.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_ints,
+    check_positive,
+    check_range,
+    set_field,
+)
 
 __all__ = ["HeadSettings", "StudySettings", "TrainSettings"]
 
 #: the decoding modes of :func:`lab.arecho.reference.decode` (kept here so that settings do not
 #: import the kernels)
 _MODES = ("fixed", "random", "meta", "confidence")
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)  # a frozen dataclass stores its normalised fields
-
-
-def _ints(name: str, values: object, low: int) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of integers, got {type(values).__name__}")
-    out = tuple(check_int(name, v, low) for v in values)
-    if not out or len(set(out)) != len(out):
-        raise ValueError(f"{name} must be distinct integers >= {low}, at least one, got {out}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -81,17 +76,19 @@ class TrainSettings:
     progress: bool = False
 
     def __post_init__(self) -> None:
-        _set(self, "seconds", check_positive("seconds", self.seconds))
+        set_field(self, "seconds", check_positive("seconds", self.seconds))
         if self.steps is not None:
-            _set(self, "steps", check_int("steps", self.steps, 1))
-        _set(self, "batch", check_int("batch", self.batch, 1))
-        _set(self, "lr", check_positive("lr", self.lr))
-        _set(self, "label_dropout", check_range("label_dropout", self.label_dropout, 0.0, 0.95))
+            set_field(self, "steps", check_int("steps", self.steps, 1))
+        set_field(self, "batch", check_int("batch", self.batch, 1))
+        set_field(self, "lr", check_positive("lr", self.lr))
+        set_field(
+            self, "label_dropout", check_range("label_dropout", self.label_dropout, 0.0, 0.95)
+        )
         smoothing = check_range("label_smoothing", self.label_smoothing, 0.0, 0.5)
-        _set(self, "label_smoothing", smoothing)
-        _set(self, "seed", check_int("seed", self.seed, 0))
-        _set(self, "clock", check_choice("clock", self.clock, ("wall", "cpu")))
-        _set(self, "progress", check_bool("progress", self.progress))
+        set_field(self, "label_smoothing", smoothing)
+        set_field(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "clock", check_choice("clock", self.clock, ("wall", "cpu")))
+        set_field(self, "progress", check_bool("progress", self.progress))
 
 
 @dataclass(frozen=True)
@@ -115,9 +112,9 @@ class HeadSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "steps", check_int("steps", self.steps, 1))
-        _set(self, "seconds", check_positive("seconds", self.seconds))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "steps", check_int("steps", self.steps, 1))
+        set_field(self, "seconds", check_positive("seconds", self.seconds))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -145,12 +142,12 @@ class StudySettings:
     steps: int = 6000
 
     def __post_init__(self) -> None:
-        _set(self, "seeds", _ints("seeds", self.seeds, 0))
+        set_field(self, "seeds", check_ints("seeds", self.seeds, 0))
         if isinstance(self.modes, (str, bytes)) or not hasattr(self.modes, "__iter__"):
             raise TypeError(f"modes must be a sequence of str, got {type(self.modes).__name__}")
         modes = tuple(check_choice("modes", m, _MODES) for m in self.modes)
         if not modes:
             raise ValueError(f"modes must be a non-empty subset of {_MODES}")
-        _set(self, "modes", modes)
-        _set(self, "full", check_bool("full", self.full))
-        _set(self, "steps", check_int("steps", self.steps, 1))
+        set_field(self, "modes", modes)
+        set_field(self, "full", check_bool("full", self.full))
+        set_field(self, "steps", check_int("steps", self.steps, 1))

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.checks import (
+    check_array,
+    check_int,
+    check_ints,
+    check_positive,
+    check_range,
+    set_field,
+)
 
 __all__ = [
     "CleaningSettings",
@@ -32,19 +39,6 @@ __all__ = [
     "SmoothnessSettings",
     "ToyRunSettings",
 ]
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)  # a frozen dataclass stores its normalised fields
-
-
-def _ints(name: str, values: object, low: int) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of integers, got {type(values).__name__}")
-    out = tuple(check_int(name, v, low) for v in values)
-    if not out or len(set(out)) != len(out):
-        raise ValueError(f"{name} must be distinct integers >= {low}, at least one, got {out}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -78,16 +72,16 @@ class ToyRunSettings:
     ball: float | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "T", check_int("T", self.T, 1, 10_000_000))
-        _set(self, "eta_scale", check_positive("eta_scale", self.eta_scale))
-        _set(self, "delta", check_positive("delta", self.delta))
+        set_field(self, "T", check_int("T", self.T, 1, 10_000_000))
+        set_field(self, "eta_scale", check_positive("eta_scale", self.eta_scale))
+        set_field(self, "delta", check_positive("delta", self.delta))
         x0 = check_array("x0", self.x0, ndim=1, min_size=1)
         if x0.size > 50:
             raise ValueError(f"x0 must have 1 to 50 coordinates, got {x0.size}")
-        _set(self, "x0", tuple(float(v) for v in x0))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "x0", tuple(float(v) for v in x0))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
         if self.ball is not None:
-            _set(self, "ball", check_positive("ball", self.ball))
+            set_field(self, "ball", check_positive("ball", self.ball))
 
     @property
     def eta(self) -> float:
@@ -125,15 +119,17 @@ class RateSettings:
     rival_radius: float = 0.3
 
     def __post_init__(self) -> None:
-        _set(self, "horizons", _ints("horizons", self.horizons, 1))
-        _set(self, "seeds", _ints("seeds", self.seeds, 0))
+        set_field(self, "horizons", check_ints("horizons", self.horizons, 1))
+        set_field(self, "seeds", check_ints("seeds", self.seeds, 0))
         if len(self.horizons) < 2 or len(self.seeds) < 2:
             raise ValueError("horizons and seeds need at least two values each (a slope, a spread)")
-        _set(self, "eta_scale", check_positive("eta_scale", self.eta_scale))
-        _set(self, "delta", check_positive("delta", self.delta))
-        _set(self, "x0", tuple(float(v) for v in check_array("x0", self.x0, ndim=1, min_size=1)))
-        _set(self, "gamma", check_positive("gamma", self.gamma))
-        _set(self, "rival_radius", check_positive("rival_radius", self.rival_radius))
+        set_field(self, "eta_scale", check_positive("eta_scale", self.eta_scale))
+        set_field(self, "delta", check_positive("delta", self.delta))
+        set_field(
+            self, "x0", tuple(float(v) for v in check_array("x0", self.x0, ndim=1, min_size=1))
+        )
+        set_field(self, "gamma", check_positive("gamma", self.gamma))
+        set_field(self, "rival_radius", check_positive("rival_radius", self.rival_radius))
 
 
 @dataclass(frozen=True)
@@ -160,10 +156,10 @@ class CurvedSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "s", check_positive("s", self.s))
-        _set(self, "box", check_positive("box", self.box))
-        _set(self, "n", check_int("n", self.n, 100))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "s", check_positive("s", self.s))
+        set_field(self, "box", check_positive("box", self.box))
+        set_field(self, "n", check_int("n", self.n, 100))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -184,8 +180,8 @@ class SmoothnessSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "n", check_int("n", self.n, 100))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "n", check_int("n", self.n, 100))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -212,9 +208,9 @@ class ConstraintSettings:
         w = check_array("widths", self.widths, ndim=1, min_size=2)
         if np.any(w <= 0):
             raise ValueError(f"widths must be > 0, got {w}")
-        _set(self, "widths", tuple(float(v) for v in w))
-        _set(self, "n", check_int("n", self.n, 1))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "widths", tuple(float(v) for v in w))
+        set_field(self, "n", check_int("n", self.n, 1))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -241,10 +237,10 @@ class KinkSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "delta", check_positive("delta", self.delta))
-        _set(self, "T", check_int("T", self.T, 1, 10_000_000))
-        _set(self, "n_samples", check_int("n_samples", self.n_samples, 1))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "delta", check_positive("delta", self.delta))
+        set_field(self, "T", check_int("T", self.T, 1, 10_000_000))
+        set_field(self, "n_samples", check_int("n_samples", self.n_samples, 1))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -280,11 +276,11 @@ class CleaningSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "n_train", check_int("n_train", self.n_train, 1))
-        _set(self, "p", check_int("p", self.p, self.n_train))
-        _set(self, "n_val", check_int("n_val", self.n_val, 1))
-        _set(self, "corruption", check_range("corruption", self.corruption, 0.0, 1.0))
-        _set(self, "T", check_int("T", self.T, 1, 10_000_000))
-        _set(self, "eta", check_positive("eta", self.eta))
-        _set(self, "delta", check_positive("delta", self.delta))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "n_train", check_int("n_train", self.n_train, 1))
+        set_field(self, "p", check_int("p", self.p, self.n_train))
+        set_field(self, "n_val", check_int("n_val", self.n_val, 1))
+        set_field(self, "corruption", check_range("corruption", self.corruption, 0.0, 1.0))
+        set_field(self, "T", check_int("T", self.T, 1, 10_000_000))
+        set_field(self, "eta", check_positive("eta", self.eta))
+        set_field(self, "delta", check_positive("delta", self.delta))
+        set_field(self, "seed", check_int("seed", self.seed, 0))

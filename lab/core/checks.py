@@ -24,6 +24,8 @@ __all__ = [
     "check_positive",
     "check_range",
     "check_int",
+    "check_ints",
+    "set_field",
     "check_choice",
     "check_fields",
     "check_array",
@@ -95,6 +97,24 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
         hb = "inf" if high is None else str(high)
         raise ValueError(f"{name} must be an integer in [{lb}, {hb}] (got {value})")
     return value
+
+
+def check_ints(
+    name: str, values: Any, low: int | None = None, high: int | None = None
+) -> tuple[int, ...]:
+    """A non-empty sequence of distinct integers, each inside ``[low, high]`` (seeds, horizons)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence of integers, got {type(values).__name__}")
+    out = tuple(check_int(name, v, low, high) for v in values)
+    if not out or len(set(out)) != len(out):
+        lb = "" if low is None else f" >= {low}"
+        raise ValueError(f"{name} must be distinct integers{lb}, at least one, got {out}")
+    return out
+
+
+def set_field(obj: Any, name: str, value: Any) -> None:
+    """Store a validated, normalised field on a frozen dataclass (in its ``__post_init__``)."""
+    object.__setattr__(obj, name, value)
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.core.checks import check_bool, check_choice, check_int, check_positive
+from lab.core.checks import check_bool, check_choice, check_int, check_positive, set_field
 
 from .problems import MAX_DEMAND
 
@@ -24,10 +24,6 @@ __all__ = ["CAPACITIES", "ExpertSettings", "GapSettings", "TrainSettings"]
 
 #: The capacity grid of the chapter's gap-vs-tightness curves.
 CAPACITIES = (10, 20, 30, 50, 100, 200)
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)  # a frozen dataclass stores its normalised fields
 
 
 def _capacities(name: str, values: object) -> tuple:
@@ -78,14 +74,14 @@ class GapSettings:
     check: bool = True
 
     def __post_init__(self) -> None:
-        _set(self, "capacities", _capacities("capacities", self.capacities))
-        _set(self, "instances", check_int("instances", self.instances, 1))
-        _set(self, "n", check_int("n", self.n, 2))
-        _set(self, "seed", check_int("seed", self.seed, 0))
-        _set(self, "seconds", check_positive("seconds", self.seconds))
-        _set(self, "augment", check_bool("augment", self.augment))
-        _set(self, "starts", check_choice("starts", self.starts, ["all", "single"]))
-        _set(self, "check", check_bool("check", self.check))
+        set_field(self, "capacities", _capacities("capacities", self.capacities))
+        set_field(self, "instances", check_int("instances", self.instances, 1))
+        set_field(self, "n", check_int("n", self.n, 2))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "seconds", check_positive("seconds", self.seconds))
+        set_field(self, "augment", check_bool("augment", self.augment))
+        set_field(self, "starts", check_choice("starts", self.starts, ["all", "single"]))
+        set_field(self, "check", check_bool("check", self.check))
 
 
 def _capacity_spec(capacity: object) -> object:
@@ -145,16 +141,16 @@ class TrainSettings:
         if self.steps is None and self.seconds is None:
             raise ValueError("give steps or seconds (got neither)")
         if self.steps is not None:
-            _set(self, "steps", check_int("steps", self.steps, 1))
+            set_field(self, "steps", check_int("steps", self.steps, 1))
         if self.seconds is not None:
-            _set(self, "seconds", check_positive("seconds", self.seconds))
-        _set(self, "n", check_int("n", self.n, 2, 500))
-        _set(self, "capacity", _capacity_spec(self.capacity))
-        _set(self, "batch", check_int("batch", self.batch, 1))
-        _set(self, "lr", check_positive("lr", self.lr))
-        _set(self, "seed", check_int("seed", self.seed, 0, 2**31 - 1))
-        _set(self, "log_every", check_int("log_every", self.log_every, 1))
-        _set(self, "progress_bar", check_bool("progress_bar", self.progress_bar))
+            set_field(self, "seconds", check_positive("seconds", self.seconds))
+        set_field(self, "n", check_int("n", self.n, 2, 500))
+        set_field(self, "capacity", _capacity_spec(self.capacity))
+        set_field(self, "batch", check_int("batch", self.batch, 1))
+        set_field(self, "lr", check_positive("lr", self.lr))
+        set_field(self, "seed", check_int("seed", self.seed, 0, 2**31 - 1))
+        set_field(self, "log_every", check_int("log_every", self.log_every, 1))
+        set_field(self, "progress_bar", check_bool("progress_bar", self.progress_bar))
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ class ExpertSettings:
     seed: int = 4321
 
     def __post_init__(self) -> None:
-        _set(self, "capacities", _capacities("capacities", self.capacities))
-        _set(self, "instances", check_int("instances", self.instances, 1))
-        _set(self, "n", check_int("n", self.n, 2))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "capacities", _capacities("capacities", self.capacities))
+        set_field(self, "instances", check_int("instances", self.instances, 1))
+        set_field(self, "n", check_int("n", self.n, 2))
+        set_field(self, "seed", check_int("seed", self.seed, 0))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_int, check_positive, check_range, set_field
 from lab.eos.models import ProductModel, XYModel
 
 __all__ = [
@@ -37,10 +37,6 @@ CRITICAL_MODELS = {
     "depth-3 product": lambda: ProductModel(3),
     "depth-4 product, y = 2": lambda: ProductModel(4, 2.0),
 }
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)  # a frozen dataclass stores its normalised fields
 
 
 @dataclass(frozen=True)
@@ -68,11 +64,11 @@ class RegimeSettings:
     steps: int = 4000
 
     def __post_init__(self) -> None:
-        _set(self, "eta", check_positive("eta", self.eta))
-        _set(self, "lambda0", check_range("lambda0", self.lambda0, 2.0, 1e6))
+        set_field(self, "eta", check_positive("eta", self.eta))
+        set_field(self, "lambda0", check_range("lambda0", self.lambda0, 2.0, 1e6))
         r0 = check_range("r0", self.r0, -1.0, 1.0, low_inclusive=False, high_inclusive=False)
-        _set(self, "r0", r0)
-        _set(self, "steps", check_int("steps", self.steps, 1, 10_000_000))
+        set_field(self, "r0", r0)
+        set_field(self, "steps", check_int("steps", self.steps, 1, 10_000_000))
 
 
 @dataclass(frozen=True)
@@ -105,11 +101,11 @@ class CriticalSettings:
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, list(CRITICAL_MODELS))
-        _set(self, "steps", check_int("steps", self.steps, 1, 100_000_000))
-        _set(self, "start_ratio", check_range("start_ratio", self.start_ratio, 1.0, 10.0))
+        set_field(self, "steps", check_int("steps", self.steps, 1, 100_000_000))
+        set_field(self, "start_ratio", check_range("start_ratio", self.start_ratio, 1.0, 10.0))
         r0 = check_range("r0", self.r0, -0.5, 0.5, low_inclusive=False, high_inclusive=False)
-        _set(self, "r0", r0)
-        _set(self, "eta_factor", check_range("eta_factor", self.eta_factor, 0.5, 1.5))
+        set_field(self, "r0", r0)
+        set_field(self, "eta_factor", check_range("eta_factor", self.eta_factor, 0.5, 1.5))
 
 
 @dataclass(frozen=True)
@@ -133,9 +129,9 @@ class CobwebSettings:
     iterations: int = 60
 
     def __post_init__(self) -> None:
-        _set(self, "eta", check_positive("eta", self.eta))
-        _set(self, "a0", check_range("a0", self.a0, 0.55, 1.45))
-        _set(self, "iterations", check_int("iterations", self.iterations, 1, 10_000))
+        set_field(self, "eta", check_positive("eta", self.eta))
+        set_field(self, "a0", check_range("a0", self.a0, 0.55, 1.45))
+        set_field(self, "iterations", check_int("iterations", self.iterations, 1, 10_000))
 
 
 @dataclass(frozen=True)
@@ -175,13 +171,13 @@ class NetworkSettings:
     hvp_iters: int = 20
 
     def __post_init__(self) -> None:
-        _set(self, "eta", check_positive("eta", self.eta))
-        _set(self, "steps", check_int("steps", self.steps, 1, 10_000_000))
-        _set(self, "width", check_int("width", self.width, 1, 100_000))
-        _set(self, "n_samples", check_int("n_samples", self.n_samples, 2, 1797))
-        _set(self, "track_every", check_int("track_every", self.track_every, 0, 10_000_000))
-        _set(self, "seed", check_int("seed", self.seed, 0, 2**32 - 1))
-        _set(self, "hvp_iters", check_int("hvp_iters", self.hvp_iters, 1, 10_000))
+        set_field(self, "eta", check_positive("eta", self.eta))
+        set_field(self, "steps", check_int("steps", self.steps, 1, 10_000_000))
+        set_field(self, "width", check_int("width", self.width, 1, 100_000))
+        set_field(self, "n_samples", check_int("n_samples", self.n_samples, 2, 1797))
+        set_field(self, "track_every", check_int("track_every", self.track_every, 0, 10_000_000))
+        set_field(self, "seed", check_int("seed", self.seed, 0, 2**32 - 1))
+        set_field(self, "hvp_iters", check_int("hvp_iters", self.hvp_iters, 1, 10_000))
         classes = self.classes
         if not (isinstance(classes, tuple | list) and len(classes) == 2):
             raise TypeError(f"classes must be a pair of digits (got {classes!r})")
@@ -191,4 +187,4 @@ class NetworkSettings:
         )
         if pair[0] == pair[1]:
             raise ValueError(f"classes must be two different digits (got {classes!r})")
-        _set(self, "classes", pair)
+        set_field(self, "classes", pair)
