@@ -409,3 +409,17 @@ def test_notebook1_drivers():
     assert len(fig.data) == 7
     with pytest.raises(TypeError, match="scene"):
         st.best_response_figure("scene")
+
+
+def test_worked_example():
+    """The lesson's worked example (book/strategic/index.md): three agents, w* = e1, gamma = 0.5."""
+    X = np.array([[-0.3, 1.0], [-0.7, 0.2], [0.2, 0.0]])
+    unraised = st.best_response(X, [1.0, 0.0], 0.0, 0.5)
+    np.testing.assert_allclose(unraised, [[0.0, 1.0], [-0.7, 0.2], [0.2, 0.0]], atol=1e-8)
+    assert list(st.admits(unraised, [1.0, 0.0], 0.0)) == [True, False, True]
+    raised = st.best_response(X, [1.0, 0.0], -0.5, 0.5)
+    np.testing.assert_allclose(raised, [[-0.3, 1.0], [-0.7, 0.2], [0.5, 0.0]], atol=1e-8)
+    assert list(st.admits(raised, [1.0, 0.0], -0.5)) == [False, False, True]  # = the true labels
+    regret = st.rule_regret(np.array([1.0]), 0.0, 0.5, 0.2)[0]
+    assert round(regret, 4) == 0.1149  # 0.6 (Phi(0) - Phi(-0.5))
+    assert abs(regret - 0.6 * (0.5 - 0.5 * math.erfc(0.5 / math.sqrt(2)))) < 1e-12

@@ -2,7 +2,9 @@
 raised rule (Prop. 1, Cor. 1), the exact regret of a posted rule (eq. (1)), and Algorithms 1-4,
 one run, cycle by cycle.
 
-Each statement carries the algorithm line or equation it implements (``# eq. (Alg. 3 l.4)``).
+Each statement carries the equation it implements, by its label on the lesson page
+(``# eq. (strategic-alg3-grad)``, book/strategic/index.md) or the algorithm line
+(``# eq. (Alg. 3 l.2)``).
 Every cycle's posted rule is recorded as ``(cos, threshold)`` with ``cos = <w, w*>``; the exact
 expected regret of each cycle comes from :func:`rule_regret`. A rule is written by its
 direction ``w`` and threshold ``theta = -m``: "admit iff ``<w, r> >= theta``".
@@ -95,9 +97,11 @@ def best_response_unchecked(X, w, m, gamma, tie: float = TIE) -> np.ndarray:
     """:func:`best_response` on checked inputs (``w`` nonzero, normalised here)."""
     w = w / float(np.linalg.norm(w))
     s = X @ w + m
-    move = (s >= -gamma) & (s < 0)  # Lemma 1: only agents within gamma of the boundary move
+    move = (s >= -gamma) & (s < 0)  # eq. (strategic-lemma1): only agents within gamma move
     R = X.copy()
-    R[move] -= (s[move] - tie)[:, None] * w[None, :]  # Lemma 1: r = x - (<w, x> + m) w
+    R[move] -= (s[move] - tie)[:, None] * w[
+        None, :
+    ]  # eq. (strategic-lemma1): r = x - (<w, x> + m) w
     return R
 
 
@@ -160,7 +164,9 @@ def rule_regret(cos, threshold, gamma: float, eta: float) -> np.ndarray:
 def rule_regret_unchecked(cos, threshold, gamma: float, eta: float) -> np.ndarray:
     """:func:`rule_regret` on checked inputs."""
     th = np.asarray(threshold, dtype=float)
-    return (1.0 - 2.0 * eta) * disagreement_unchecked(cos, th - gamma)  # eq. (1), Prop. 1
+    return (1.0 - 2.0 * eta) * disagreement_unchecked(
+        cos, th - gamma
+    )  # eq. (strategic-rule-regret)
 
 
 def clairvoyant_rule(w_star, gamma) -> tuple[np.ndarray, float]:
@@ -357,7 +363,7 @@ def prox_step(w, g, alpha, center, cos_min, p, *, normalise: bool = True) -> np.
     alpha = check_range("alpha", alpha, 0.0, math.inf, low_inclusive=False)
     cos_min = check_range("cos_min", cos_min, -1.0, 1.0)
     p = check_range("p", p, 1.0, 2.0, low_inclusive=False)
-    w_new = prox_argmin(w, g, alpha, center, cos_min, p)  # eq. (Alg. 3 l.6 / Alg. 4 l.8)
+    w_new = prox_argmin(w, g, alpha, center, cos_min, p)  # eq. (strategic-prox)
     if not normalise:
         return w_new
     nrm = float(np.linalg.norm(w_new))
@@ -431,9 +437,9 @@ def _initialization(game: _Game, ph: Phase, G) -> np.ndarray:
                 break
             sgn = 1.0 if j == 1 else -1.0
             r, y = game.cycle(sgn * w, 0.0)  # eq. (Alg. 2 l.4): (-1)^(j-1) sgn(<w_init,i, r>)
-            if sgn * (r @ w) > ON_BAR:  # eq. (Alg. 2 l.6): strictly above (truthful agents)
+            if sgn * (r @ w) > ON_BAR:  # eq. (strategic-alg2): strictly above (truthful)
                 acc += y * r
-    return acc / ph.iterations  # eq. (Alg. 2 l.6)
+    return acc / ph.iterations  # eq. (strategic-alg2)
 
 
 def _refinement(game: _Game, ph: Phase, w_tilde0, c1: float, p: float) -> np.ndarray:
@@ -449,8 +455,8 @@ def _refinement(game: _Game, ph: Phase, w_tilde0, c1: float, p: float) -> np.nda
         r, y = game.cycle(w, 0.0)  # eq. (Alg. 3 l.2): sgn(<w_0,i, r>)
         s = r @ w
         band = (s > ON_BAR) and (s <= ph.b)  # eq. (Alg. 3 l.4): 0 < <w_0,i, r> <= b0
-        g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # eq. (Alg. 3 l.4)
-        w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # eq. (Alg. 3 l.6-7): prox, normalised
+        g = (-eta * r * (y == 1) + (1 - eta) * r * (y == -1)) * band  # eq. (strategic-alg3-grad)
+        w = _prox_unit(w, g, ph.alpha, u0, cmin, p)  # eq. (strategic-prox), normalised
     return total / np.linalg.norm(total)  # eq. (Alg. 3 l.8-9)
 
 
@@ -469,9 +475,9 @@ def _contrastive_gradient(game: _Game, ph: Phase, w) -> np.ndarray:
         else:  # D^(2): <w, r> = gamma + b_k (the movers)
             inside = abs(s - gamma - ph.b) <= ON_BAR
         if inside and y != 0:
-            plus = r + (ph.b - s) * w  # eq. (Alg. 4 l.6): Proj+ onto <w, x> = b_k
-            minus = r - s * w  # eq. (Alg. 4 l.6): Proj- onto <w, x> = 0
-            sign = 1.0 if j == 1 else -1.0  # eq. (Alg. 4 l.7): x^(1,.) - x^(2,.)
+            plus = r + (ph.b - s) * w  # eq. (strategic-alg4-proxy): Proj+
+            minus = r - s * w  # eq. (strategic-alg4-proxy): Proj-
+            sign = 1.0 if j == 1 else -1.0  # eq. (strategic-alg4-grad): x^(1,.) - x^(2,.)
             g += sign * (-eta * plus * (y == 1) + (1 - eta) * minus * (y == -1))
     return g
 
@@ -483,7 +489,7 @@ def _enhancement(game: _Game, ph: Phase, w_k, p: float) -> np.ndarray:
     for _ in range(ph.iterations):
         total += w
         g = _contrastive_gradient(game, ph, w)
-        w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # eq. (Alg. 4 l.8-9)
+        w = _prox_unit(w, g, ph.alpha, center, cmin, p)  # eq. (strategic-prox), normalised
     return total / np.linalg.norm(total)  # eq. (Alg. 4 l.10-11)
 
 
@@ -501,7 +507,7 @@ def _learner(env, T: int, draws, constants: Constants) -> Run:
         else:  # Algorithm 4, batch k
             w_out.append(_enhancement(game, ph, w_out[-1], p))
     angles = np.array([_angle(w, env.w_star) for w in w_out])
-    # eq. (1): Err(h_t) - Err(h*) per cycle
+    # eq. (strategic-eq1): Err(h_t) - Err(h*) per cycle
     regret = rule_regret_unchecked(game.cos, game.threshold, env.gamma, env.eta)
     return Run(game.cos, game.threshold, regret, game.loss, w_out, angles, phases)
 
