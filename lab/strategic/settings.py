@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from lab.core.checks import check_choice, check_int, check_range
+from lab.core.checks import check_choice, check_int, check_range, set_field
 from lab.strategic.model import StrategicMassart
 from lab.strategic.offset_game import NOISE_PROFILES
 from lab.strategic.reference import Constants
@@ -50,10 +50,6 @@ LEARNERS = (
 )
 #: the names :class:`SweepSettings` may vary: the instance's or a constant's
 SWEEPABLE = ("gamma", "d", "eta", "c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7")
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)  # a frozen dataclass stores its normalised fields
 
 
 def _seeds(name: str, values: object) -> tuple[int, ...]:
@@ -111,11 +107,11 @@ class Instance:
 
     def __post_init__(self) -> None:
         env = StrategicMassart(self.d, self.gamma, self.eta, self.noise, self.w_star)
-        _set(self, "d", env.d)
-        _set(self, "gamma", env.gamma)
-        _set(self, "eta", env.eta)
-        _set(self, "noise", env.noise)
-        _set(self, "w_star", tuple(float(v) for v in env.w_star))
+        set_field(self, "d", env.d)
+        set_field(self, "gamma", env.gamma)
+        set_field(self, "eta", env.eta)
+        set_field(self, "noise", env.noise)
+        set_field(self, "w_star", tuple(float(v) for v in env.w_star))
 
     @property
     def env(self) -> StrategicMassart:
@@ -148,10 +144,10 @@ class RaiseSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "radii", _floats("radii", self.radii, 0.0, 5.0))
-        _set(self, "shifts", _floats("shifts", self.shifts, -5.0, 5.0))
-        _set(self, "n_mc", check_int("n_mc", self.n_mc, 1000, 10_000_000))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "radii", _floats("radii", self.radii, 0.0, 5.0))
+        set_field(self, "shifts", _floats("shifts", self.shifts, -5.0, 5.0))
+        set_field(self, "n_mc", check_int("n_mc", self.n_mc, 1000, 10_000_000))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -181,11 +177,11 @@ class ScatterSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "shift", check_range("shift", self.shift, -2.0, 3.0))
-        _set(self, "r", check_range("r", self.r, 0.0, 5.0))
-        _set(self, "noise", check_choice("noise", self.noise, NOISE_PROFILES))
-        _set(self, "n", check_int("n", self.n, 1, 300))
-        _set(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "shift", check_range("shift", self.shift, -2.0, 3.0))
+        set_field(self, "r", check_range("r", self.r, 0.0, 5.0))
+        set_field(self, "noise", check_choice("noise", self.noise, NOISE_PROFILES))
+        set_field(self, "n", check_int("n", self.n, 1, 300))
+        set_field(self, "seed", check_int("seed", self.seed, 0))
 
 
 @dataclass(frozen=True)
@@ -217,15 +213,15 @@ class ComparisonSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.instance, Instance):
             raise TypeError(f"instance must be an Instance, got {type(self.instance).__name__}")
-        _set(self, "T", check_int("T", self.T, 64, 10_000_000))
-        _set(self, "seeds", _seeds("seeds", self.seeds))
+        set_field(self, "T", check_int("T", self.T, 64, 10_000_000))
+        set_field(self, "seeds", _seeds("seeds", self.seeds))
         if isinstance(self.learners, str):
             raise TypeError("learners must be a sequence of learner names, not one string")
         names = tuple(check_choice("learners", k, LEARNERS) for k in self.learners)
         if not names:
             raise ValueError(f"learners must name at least one of {list(LEARNERS)}")
-        _set(self, "learners", names)
-        _set(self, "constants", _constants(self.constants))
+        set_field(self, "learners", names)
+        set_field(self, "constants", _constants(self.constants))
 
 
 @dataclass(frozen=True)
@@ -258,9 +254,9 @@ class HorizonSettings:
         grid = tuple(check_int("T_grid", T, 4, 10_000_000) for T in self.T_grid)
         if not grid:
             raise ValueError("T_grid must hold at least one horizon")
-        _set(self, "T_grid", grid)
-        _set(self, "seeds", _seeds("seeds", self.seeds))
-        _set(self, "constants", _constants(self.constants))
+        set_field(self, "T_grid", grid)
+        set_field(self, "seeds", _seeds("seeds", self.seeds))
+        set_field(self, "constants", _constants(self.constants))
 
 
 @dataclass(frozen=True)
@@ -295,7 +291,7 @@ class SweepSettings:
     variant: str = "ours"
 
     def __post_init__(self) -> None:
-        _set(self, "name", check_choice("name", self.name, SWEEPABLE))
+        set_field(self, "name", check_choice("name", self.name, SWEEPABLE))
         if isinstance(self.values, (str, bytes)) or not hasattr(self.values, "__iter__"):
             raise TypeError(f"values must be a sequence of numbers, got {self.values!r}")
         if self.name == "d":
@@ -304,10 +300,10 @@ class SweepSettings:
             values = tuple(check_range("values", v, 0.0, math.inf) for v in self.values)
         if not values:
             raise ValueError("values must hold at least one value")
-        _set(self, "values", values)
-        _set(self, "T", check_int("T", self.T, 4, 10_000_000))
-        _set(self, "seeds", _seeds("seeds", self.seeds))
+        set_field(self, "values", values)
+        set_field(self, "T", check_int("T", self.T, 4, 10_000_000))
+        set_field(self, "seeds", _seeds("seeds", self.seeds))
         if not isinstance(self.base, Instance):
             raise TypeError(f"base must be an Instance, got {type(self.base).__name__}")
-        _set(self, "constants", _constants(self.constants))
+        set_field(self, "constants", _constants(self.constants))
         check_choice("variant", self.variant, ("ours", "zhang-partial", "zhang-full"))
