@@ -114,6 +114,15 @@ def check_ints(
 
 def set_field(obj: Any, name: str, value: Any) -> None:
     """Store a validated, normalised field on a frozen dataclass (in its ``__post_init__``)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"obj must be a dataclass instance, got {type(obj).__name__}")
+    fields = {f.name for f in dataclasses.fields(obj)}
+    if name not in fields:
+        raise ValueError(
+            f"name must be one of {type(obj).__name__}'s fields {sorted(fields)}, got {name!r}"
+        )
     object.__setattr__(obj, name, value)
 
 
