@@ -5,6 +5,7 @@ reference kernels, the pairs and the house layout)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -276,7 +277,7 @@ def test_step_times_and_final_accuracies_drivers():
     )
     accs = koala.final_accuracies(("sgd",), (0,), known={("sgd", 0): fake})  # no training
     np.testing.assert_array_equal(accs["sgd"], [0.5])
-    with pytest.raises(ValueError, match="optimizers"):
+    with pytest.raises(ValueError, match="optimizer"):
         koala.final_accuracies(("rmsprop",))
     with pytest.raises(TypeError, match="seeds"):
         koala.final_accuracies(("sgd",), seeds=3)
@@ -451,3 +452,31 @@ def test_batched_seed_runs_validate():
         koala.seed_runs("koalapp", (0, 1), batched=True, lr=-1.0)
     with pytest.raises(TypeError, match="seeds"):
         koala.experiments.train_digits_seeds("koalav", 3)
+
+
+def test_digits_settings_are_checked_once_and_resolve_to_one_key():
+    s = koala.DigitsSettings("koalapp", epochs=3)
+    assert s.resolved() == koala.DigitsSettings("koalapp", epochs=3, lr=1.0, q=0.1).resolved()
+    assert s.hp["weight_decay"] == 5e-4 and koala.DigitsSettings("adam").hp["weight_decay"] == 0
+    with pytest.raises(ValueError, match="optimizer"):
+        koala.DigitsSettings("rmsprop")
+    with pytest.raises(ValueError, match="epochs"):
+        koala.DigitsSettings("sgd", epochs=0)
+    with pytest.raises(ValueError, match="lr_drop_epoch"):
+        koala.DigitsSettings("sgd", epochs=3, lr_drop_epoch=4)
+    with pytest.raises(TypeError, match="settings"):
+        koala.train_digits(s, epochs=2)  # a settings object or keyword settings, not both
+    with pytest.raises(TypeError, match="settings"):
+        koala.train_digits(3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.epochs = 4
+
+
+def test_figures_take_results_only():
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(koala.figures.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {f"lab.koala.{m}" for m in ("experiments", "training", "batched",
+                                                       "reference", "fast", "optim")}  # fmt: skip

@@ -99,9 +99,11 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``fast.py`` | torch: ``koalapp_foreach_`` (multi-tensor; on CPU host-side flags and ``torch._foreach_*`` ops, on CUDA one flat buffer without host syncs), ``init_state``, the per-tensor loop |
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
-| ``training.py`` | ``train_digits`` (``TrainRun``): the digits MLP of notebook 2 with any of the five optimizers; ``train_digits_seeds``: the same runs for many seeds in one batch (stacked weights), what ``seed_runs(batched=True)`` calls |
-| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
-| ``figures.py`` | plotly figures for the widgets |
+| ``training.py`` | ``DigitsSettings`` (the frozen settings of one digits run, checked once) and ``train_digits``: the digits MLP of notebook 2 with any of the five optimizers (memoised in process) |
+| ``batched.py`` | ``train_digits_seeds``: the same runs for many seeds in one batch (stacked weights), what ``seed_runs(batched=True)`` calls |
+| ``results.py`` | what the drivers return and the figures draw: ``TrainRun``, ``QuadraticPaths``, ``PATH_METHODS`` |
+| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``quadratic_paths``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds, through ``lab.core.sweep``), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
+| ``figures.py`` | plotly figures for the widgets; they take results (``results.py``) only |
 | ``counting.py`` | ``step_counts`` (``StepCounts``): the work and memory traffic of one optimizer step, counted per aten op by ``OpCounter`` (a ``TorchDispatchMode``; on the meta device, so a dense-covariance EKF of a 1.9M-weight MLP is counted without allocating): the cost the claim ``koala/step-cost`` decides on |
 
 See: book/koala/01-kalman-view.ipynb

@@ -18,15 +18,16 @@ import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
 from lab.core.memo import memo
+from lab.core.sweep import sweep
+from lab.koala.batched import train_digits_seeds
 from lab.koala.problems import NoisyQuadratic
 from lab.koala.reference import adam, ekf_full, koalapp, koalav
-from lab.koala.training import OPTIMIZERS, TrainRun, train_digits, train_digits_seeds
+from lab.koala.results import PATH_METHODS, QuadraticPaths, TrainRun
+from lab.koala.training import DigitsSettings, as_settings, train_digits
 
 __all__ = [
     "METHODS",
     "run_quadratic",
-    "PATH_METHODS",
-    "QuadraticPaths",
     "quadratic_paths",
     "tracking_error",
     "covariance_replay",
@@ -96,25 +97,6 @@ def run_quadratic(
     out = dict(out)
     out["mean_loss"] = problem.mean_loss(out["theta"])
     return out
-
-
-#: the methods whose paths the quadratic widget draws
-PATH_METHODS = ("ekf", "koalapp", "koalav", "adam")
-
-
-@dataclass(frozen=True)
-class QuadraticPaths:
-    """The paths of `PATH_METHODS` on one 2-D noisy quadratic (`quadratic_paths`).
-
-    ``runs[m]`` is `run_quadratic`'s dict, or ``None`` where KOALA++'s closure lost positivity
-    (``FloatingPointError``) and there is no path to show.
-    """
-
-    problem: NoisyQuadratic
-    runs: Mapping[str, dict[str, np.ndarray] | None]
-    kappa: float
-    noise: float
-    steps: int
 
 
 @memo(maxsize=256)
@@ -238,35 +220,31 @@ def covariance_replay(
 
 
 def seed_runs(
-    optimizer: str,
+    settings: Any = "koalapp",
     seeds: Any = (0, 1, 2),
     *,
-    epochs: int = 10,
     device=None,
     known: Mapping[int, TrainRun] | None = None,
     batched: bool = False,
-    **settings: Any,
+    **changes: Any,
 ) -> list[TrainRun]:
-    """`train_digits` runs of one optimizer, one per seed (the same seeds pair two optimizers).
+    """`train_digits` runs of one setting, one per seed (the same seeds pair two optimizers).
 
     Parameters
     ----------
-    optimizer : str
-        A name from ``OPTIMIZERS``.
+    settings : DigitsSettings or str
+        The runs' settings, or an optimizer name from ``OPTIMIZERS`` (then ``**changes`` are
+        the other `DigitsSettings` fields: ``epochs``, ``lr``, ``q``, ``r``...).
     seeds : sequence of int
         Seeds (split, initialisation and batch order all change with the seed).
-    epochs : int
-        Epochs per run.
     device : str or torch.device, optional
         As in `train_digits`.
     known : dict, optional
         ``{seed: TrainRun}`` already trained with these settings (not re-run).
     batched : bool
-        Train all seeds at once (``training.train_digits_seeds``: the networks of every seed
+        Train all seeds at once (``batched.train_digits_seeds``: the networks of every seed
         stacked, the same runs to rounding, a fraction of the time for many seeds); no
         ``known``.
-    **settings
-        Passed to `train_digits` (``lr``, ``q``, ``r``, ``weight_decay``, ``momentum``...).
 
     Returns
     -------
@@ -275,26 +253,20 @@ def seed_runs(
 
     See: book/koala/02-training-digits.ipynb
     """
-    optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
+    s = as_settings(settings, changes)
     if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of integers (got {seeds!r})")
-    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
+    seeds = [check_int("seeds[i]", x, 0) for x in seeds]
     if not seeds:
         raise ValueError("seeds must not be empty")
-    epochs = check_int("epochs", epochs, 1, 10_000)
     if batched is not False and batched is not True:
         raise TypeError(f"batched must be a bool (got {type(batched).__name__})")
     if batched:
         if known:
             raise ValueError("known runs cannot be mixed into a batched run (batched=True)")
-        return train_digits_seeds(optimizer, seeds, epochs=epochs, device=device, **settings)
+        return train_digits_seeds(s, seeds, device=device)
     known = {} if known is None else dict(known)
-    return [
-        known[s]
-        if s in known
-        else train_digits(optimizer, epochs=epochs, seed=s, device=device, **settings)
-        for s in seeds
-    ]
+    return [known[x] if x in known else train_digits(s, seed=x, device=device) for x in seeds]
 
 
 def final_accuracies(
@@ -329,18 +301,22 @@ def final_accuracies(
     """
     if isinstance(optimizers, str) or not hasattr(optimizers, "__iter__"):
         raise TypeError(f"optimizers must be a sequence of names (got {optimizers!r})")
-    optimizers = [check_choice("optimizers[i]", o, OPTIMIZERS) for o in optimizers]
+    optimizers = list(optimizers)  # each name is checked by DigitsSettings
     if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of integers (got {seeds!r})")
     if not optimizers:
         raise ValueError("optimizers and seeds must not be empty")
     known = {} if known is None else dict(known)
-    out = {}
-    for name in optimizers:
-        mine = {s: run for (o, s), run in known.items() if o == name}
-        runs = seed_runs(name, seeds, epochs=epochs, device=device, known=mine)
-        out[name] = np.array([float(run.test_acc[-1]) for run in runs])
-    return out
+    settings = {name: DigitsSettings(name, epochs=epochs) for name in optimizers}
+
+    def final_accuracy(optimizer: str, seed: int) -> float:
+        run = known.get((optimizer, seed))
+        if run is None:
+            run = train_digits(settings[optimizer], seed=seed, device=device)
+        return float(run.test_acc[-1])
+
+    runs = sweep(final_accuracy, {"optimizer": optimizers}, seeds, desc="final accuracies")
+    return {name: runs.values("value", optimizer=name) for name in optimizers}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,10 +437,8 @@ def step_times(
 
     See: book/koala/02-training-digits.ipynb
     """
-    import torch
 
     from lab.core.runtime import resolve_device, small_problem_threads
-    from lab.koala.optim import KoalaPP, KoalaV
 
     if isinstance(shapes, str) or not hasattr(shapes, "__iter__"):
         raise TypeError(f"shapes must be a sequence of tensor shapes (got {shapes!r})")
@@ -484,51 +458,73 @@ def step_times(
     steps = check_int("steps", steps, 1, 100_000)
     seed = check_int("seed", seed, 0)
     dev = resolve_device(device)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-
-    def run(name: str) -> float:
-        g = torch.Generator().manual_seed(seed)
-        params = []
-        for s in shapes:
-            p = torch.nn.Parameter(0.05 * torch.randn(s, generator=g).to(dev))
-            p.grad = 0.01 * torch.randn(s, generator=g).to(dev)
-            params.append(p)
-        loss = torch.tensor(0.5, device=dev)
-        if name in ("adam", "adam_foreach"):
-            step = torch.optim.Adam(params, lr=1e-6, foreach=name == "adam_foreach" or None).step
-        elif name == "sgd":
-            step = torch.optim.SGD(params, lr=1e-6, momentum=0.9).step
-        elif name == "ekf":
-            covs = [0.1 * torch.eye(p.numel(), device=dev) for p in params]
-
-            def step():  # eq. (EKF) per tensor, with the dense covariance
-                with torch.no_grad():
-                    for p, P in zip(params, covs, strict=True):
-                        h = p.grad.reshape(-1)
-                        P.diagonal().add_(0.1)  # P_hat = P + Q I
-                        g = P @ h  # P_hat H^T
-                        s = h @ g + 1.0  # S = H P_hat H^T + R
-                        p.sub_((1e-6 * 0.5 / s * g).reshape(p.shape))
-                        P.sub_(torch.outer(g, g) / s)  # P = P_hat - K H P_hat
-        else:
-            opt = (KoalaV if name == "koalav" else KoalaPP)(params, lr=1e-6, r=1.0)
-            step = lambda: opt.step_with_loss(loss)  # noqa: E731
-        times = []
-        for b in range(blocks + 1):
-            sync()
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            sync()
-            if b:  # block 0 warms up
-                times.append((time.perf_counter() - t0) / steps)
-        return float(np.median(times))
-
     threads = small_problem_threads(1) if dev.type == "cpu" else contextlib.nullcontext()
     with threads:
-        seconds = {name: run(name) for name in optimizers}
+        seconds = {
+            name: _time_step(name, shapes, (blocks, steps), seed, dev) for name in optimizers
+        }
     n = int(sum(np.prod(s) for s in shapes))
     return StepTimes(shapes=shapes, parameters=n, seconds=seconds)
+
+
+def _dense_ekf_step(params, dev):
+    """eq. (EKF) per tensor, with a dense covariance ``P`` per tensor (``n x n``)."""
+    import torch
+
+    covs = [0.1 * torch.eye(p.numel(), device=dev) for p in params]
+
+    def step():
+        with torch.no_grad():
+            for p, P in zip(params, covs, strict=True):
+                h = p.grad.reshape(-1)
+                P.diagonal().add_(0.1)  # P_hat = P + Q I
+                g = P @ h  # P_hat H^T
+                s = h @ g + 1.0  # S = H P_hat H^T + R
+                p.sub_((1e-6 * 0.5 / s * g).reshape(p.shape))
+                P.sub_(torch.outer(g, g) / s)  # P = P_hat - K H P_hat
+
+    return step
+
+
+def _step_of(name: str, params, dev):
+    import torch
+
+    from lab.koala.optim import KoalaPP, KoalaV
+
+    if name in ("adam", "adam_foreach"):
+        return torch.optim.Adam(params, lr=1e-6, foreach=name == "adam_foreach" or None).step
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-6, momentum=0.9).step
+    if name == "ekf":
+        return _dense_ekf_step(params, dev)
+    loss = torch.tensor(0.5, device=dev)
+    opt = (KoalaV if name == "koalav" else KoalaPP)(params, lr=1e-6, r=1.0)
+    return lambda: opt.step_with_loss(loss)
+
+
+def _time_step(name: str, shapes, blocks_steps, seed: int, dev) -> float:
+    """Median seconds per step of optimizer ``name`` over ``blocks`` blocks of ``steps``."""
+    import torch
+
+    blocks, steps = blocks_steps
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    g = torch.Generator().manual_seed(seed)
+    params = []
+    for s in shapes:
+        p = torch.nn.Parameter(0.05 * torch.randn(s, generator=g).to(dev))
+        p.grad = 0.01 * torch.randn(s, generator=g).to(dev)
+        params.append(p)
+    step = _step_of(name, params, dev)
+    times = []
+    for b in range(blocks + 1):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        if b:  # block 0 warms up
+            times.append((time.perf_counter() - t0) / steps)
+    return float(np.median(times))
 
 
 def state_floats(optimizer: Any) -> int:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.core.style import PALETTE
-from lab.koala.experiments import PATH_METHODS, QuadraticPaths
-from lab.koala.training import TrainRun
+from lab.koala.results import PATH_METHODS, QuadraticPaths, TrainRun
 
 __all__ = ["COLOURS", "LABELS", "quadratic_figure", "training_figure"]
 
@@ -41,7 +40,6 @@ def quadratic_figure(paths: QuadraticPaths):
 
     See: book/koala/01-kalman-view.ipynb
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     if not isinstance(paths, QuadraticPaths):
@@ -49,36 +47,55 @@ def quadratic_figure(paths: QuadraticPaths):
             f"paths must be a QuadraticPaths (experiments.quadratic_paths), got "
             f"{type(paths).__name__}"
         )
-    prob, runs = paths.problem, paths.runs
-    kappa, noise, steps = paths.kappa, paths.noise, paths.steps
     lim = 3.3
-    grid = np.linspace(-lim, lim, 41)
-    X, Y = np.meshgrid(grid, grid)
-    Z = prob.mean_loss(np.stack([X.ravel(), Y.ravel()], 1)).reshape(X.shape)
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=("paths over the loss contours", "noise-free loss (log)")
     )
-    fig.add_trace(
-        go.Contour(
-            x=grid,
-            y=grid,
-            z=np.log10(Z + 1e-6),
-            showscale=False,
-            contours_coloring="lines",
-            ncontours=14,
-            line_width=0.8,
-            colorscale="Greys",
-            hoverinfo="skip",
-            name="log₁₀ loss",
-        ),
-        row=1,
-        col=1,
+    fig.add_trace(_contour(paths.problem, lim), row=1, col=1)
+    for trace in _path_traces(paths):
+        fig.add_trace(trace, row=1, col=1)
+    for trace in _loss_traces(paths):
+        fig.add_trace(trace, row=1, col=2)
+    fig.update_xaxes(title_text="θ₁", range=[-lim, lim], row=1, col=1)
+    fig.update_yaxes(title_text="θ₂", range=[-lim, lim], row=1, col=1)
+    fig.update_xaxes(title_text="step k", row=1, col=2)
+    fig.update_yaxes(title_text="½ θᵀAθ", type="log", row=1, col=2)
+    fig.update_layout(
+        title_text=f"condition number κ = {paths.kappa:.3g}, gradient noise = {paths.noise:.3g}",
+        height=420,
+        legend=dict(orientation="h", y=-0.18),
     )
-    k = np.arange(steps + 1)
+    return fig
+
+
+def _contour(prob, lim: float):
+    import plotly.graph_objects as go
+
+    grid = np.linspace(-lim, lim, 41)
+    X, Y = np.meshgrid(grid, grid)
+    Z = prob.mean_loss(np.stack([X.ravel(), Y.ravel()], 1)).reshape(X.shape)
+    return go.Contour(
+        x=grid,
+        y=grid,
+        z=np.log10(Z + 1e-6),
+        showscale=False,
+        contours_coloring="lines",
+        ncontours=14,
+        line_width=0.8,
+        colorscale="Greys",
+        hoverinfo="skip",
+        name="log₁₀ loss",
+    )
+
+
+def _path_traces(paths: QuadraticPaths) -> list:
+    import plotly.graph_objects as go
+
+    out = []
     for m in PATH_METHODS:
-        run = runs[m]
+        run = paths.runs[m]
         th = run["theta"] if run is not None else np.full((1, 2), np.nan)
-        fig.add_trace(
+        out.append(
             go.Scatter(
                 x=th[:, 0],
                 y=th[:, 1],
@@ -87,14 +104,20 @@ def quadratic_figure(paths: QuadraticPaths):
                 line_color=COLOURS[m],
                 name=LABELS[m],
                 legendgroup=m,
-            ),
-            row=1,
-            col=1,
+            )
         )
+    return out
+
+
+def _loss_traces(paths: QuadraticPaths) -> list:
+    import plotly.graph_objects as go
+
+    k = np.arange(paths.steps + 1)
+    out = []
     for m in PATH_METHODS:
-        run = runs[m]
+        run = paths.runs[m]
         ml = run["mean_loss"] if run is not None else np.full(k.size, np.nan)
-        fig.add_trace(
+        out.append(
             go.Scatter(
                 x=k,
                 y=ml,
@@ -103,20 +126,9 @@ def quadratic_figure(paths: QuadraticPaths):
                 name=LABELS[m],
                 legendgroup=m,
                 showlegend=False,
-            ),
-            row=1,
-            col=2,
+            )
         )
-    fig.update_xaxes(title_text="θ₁", range=[-lim, lim], row=1, col=1)
-    fig.update_yaxes(title_text="θ₂", range=[-lim, lim], row=1, col=1)
-    fig.update_xaxes(title_text="step k", row=1, col=2)
-    fig.update_yaxes(title_text="½ θᵀAθ", type="log", row=1, col=2)
-    fig.update_layout(
-        title_text=f"condition number κ = {kappa:.3g}, gradient noise = {noise:.3g}",
-        height=420,
-        legend=dict(orientation="h", y=-0.18),
-    )
-    return fig
+    return out
 
 
 def training_figure(runs: dict[str, TrainRun], title: str = ""):

@@ -155,7 +155,13 @@ def ekf_full(
             raise ValueError("P0 must be symmetric")
     loss_fn = _stepwise(loss_fn, "loss_fn")
     grad_fn = _stepwise(grad_fn, "grad_fn")
-    I = np.eye(n)
+    return _ekf_full(theta, (loss_fn, grad_fn), P, Q, Rs, lr=lr, phantom=phantom)
+
+
+def _ekf_full(theta, fns, P, Q, Rs, *, lr, phantom) -> dict[str, np.ndarray]:
+    """`ekf_full` on checked arguments (``Rs`` one noise per step, ``fns`` (loss, grad))."""
+    loss_fn, grad_fn = fns
+    I = np.eye(theta.size)
 
     if phantom:  # eq. (init) covariance-only update with H_1, no state step
         H = np.asarray(grad_fn(theta, 1), dtype=np.float64)
@@ -165,7 +171,7 @@ def ekf_full(
         P = P_hat - np.outer(K, H @ P_hat)  # eq. (EKF) covariance update
 
     thetas, Ps, vs, Ss, losses = [theta.copy()], [P.copy()], [], [], []
-    for k in range(1, steps + 1):
+    for k in range(1, len(Rs) + 1):
         H = np.asarray(grad_fn(theta, k), dtype=np.float64)  # H_k = grad L_k(theta_{k-1})
         L = float(loss_fn(theta, k))
         vs.append(H @ P)  # v_k = H_k P_{k-1} (the quantity KOALA++ tracks)
@@ -299,12 +305,19 @@ def koalapp(
     symmetric = check_bool("symmetric", symmetric)
     init = check_choice("init", init, ("phantom", "prior"))
     Rs = _noise_sequence("r", r, steps)
-    loss_fn = _stepwise(loss_fn, "loss_fn")
-    grad_fn = _stepwise(grad_fn, "grad_fn")
+    fns = (_stepwise(loss_fn, "loss_fn"), _stepwise(grad_fn, "grad_fn"))
+    return _koalapp(
+        theta, fns, Rs, lr=lr, sigma0=sigma0, Q=Q, wd=wd, symmetric=symmetric, init=init
+    )
+
+
+def _koalapp(theta, fns, Rs, *, lr, sigma0, Q, wd, symmetric, init) -> dict[str, np.ndarray]:
+    """`koalapp` on checked arguments (``Rs`` one noise per step, ``fns`` (loss, grad))."""
+    loss_fn, grad_fn = fns
 
     v_prev = h_prev = S_prev = None
     thetas, vs, gs, Ss, losses = [theta.copy()], [], [], [], []
-    for k in range(1, steps + 1):
+    for k in range(1, len(Rs) + 1):
         R = Rs[k - 1]
         H = np.asarray(grad_fn(theta, k), dtype=np.float64) + wd * theta  # H_k incl. wd theta
         L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)  # eq. (update) L~_k
