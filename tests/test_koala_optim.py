@@ -323,7 +323,7 @@ def test_default_path_on_cpu_follows_the_mean_tensor_size(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
-# Parity with the authors' code (lab/koala/data/koala_official.json)
+# Parity with the authors' code (lab/core/official/koala_official.json)
 # ---------------------------------------------------------------------------------------------
 OFFICIAL = koala.OFFICIAL_FIXTURE
 

@@ -83,7 +83,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
   \lVert H_l\rVert^2 / S_l$, the scalar EKF update. The authors' ``VanillaKOALA.update``
   squares $\lVert H_l\rVert^2$ a second time ($\max_l \lVert H_l\rVert^4 / S_l$) and adds
   $\tfrac12 \mathrm{wd} (\lVert\theta\rVert^2)^2$ to the loss: the first step agrees with
-  theirs, later ones do not (the parity fixture, ``lab/koala/data/koala_official.json``).
+  theirs, later ones do not (the parity fixture, ``lab/core/official/koala_official.json``).
   ``KoalaPP`` matches their ``KOALAPlusPlus.update`` to float64 round-off.
 * **Reference kernels** have no skip rule ($\lVert\nabla\rVert < \varepsilon$ skips a tensor
   in `KoalaPP` only); `koalapp_v_update` raises on $H_{k-1} = 0$.
@@ -102,7 +102,7 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``training.py`` | ``DigitsSettings`` (the frozen settings of one digits run, checked once) and ``train_digits``: the digits MLP of notebook 2 with any of the five optimizers (memoised in process) |
 | ``batched.py`` | ``train_digits_seeds``: the same runs for many seeds in one batch (stacked weights), what ``seed_runs(batched=True)`` calls |
 | ``results.py`` | what the drivers return and the figures draw: ``TrainRun``, ``QuadraticPaths``, ``PATH_METHODS`` |
-| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``quadratic_paths``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds, through ``lab.core.sweep``), ``official_parity`` (the authors' optimizers, replayed from ``lab/koala/data/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
+| ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``quadratic_paths``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds, through ``lab.core.sweep``), ``official_parity`` (the authors' optimizers, replayed from ``lab/core/official/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
 | ``figures.py`` | plotly figures for the widgets; they take results (``results.py``) only |
 | ``counting.py`` | ``step_counts`` (``StepCounts``): the work and memory traffic of one optimizer step, counted per aten op by ``OpCounter`` (a ``TorchDispatchMode``; on the meta device, so a dense-covariance EKF of a 1.9M-weight MLP is counted without allocating): the cost the claim ``koala/step-cost`` decides on |
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lab.core.checks import check_array, check_choice, check_int, check_positive, check_range
+from lab.core.fixtures import official_fixture
 from lab.core.memo import memo
 from lab.core.sweep import sweep
 from lab.koala.batched import train_digits_seeds
@@ -325,7 +326,7 @@ def final_accuracies(
 
 #: outputs of the authors' ``KOALAPlusPlus.update`` / ``VanillaKOALA.update`` on a small shared
 #: instance, with their provenance (package data: notebook 1 reads it outside a checkout too)
-OFFICIAL_FIXTURE = Path(__file__).resolve().parent / "data" / "koala_official.json"
+OFFICIAL_FIXTURE = official_fixture("koala_official.json")
 
 
 def official_parity(path: str | Path | None = None) -> dict[str, np.ndarray]:
