@@ -110,16 +110,16 @@ def test_decoder_on_the_specs_1000_draws(queries):
     lo, hi = random_topk(rng, 8)
     X, C = L.topk_problem(lo, hi, 3)
     D = L.topk_sdd(lo, hi, 3, queries=queries)
-    res = L.decoder_check(D, X, C, draws=1000, seed=2, device="cpu")
+    res = L.decoder_check(D, X, C, L.DecoderSettings(1000, 2), device="cpu")
     assert res.draws == 1000 and res.worst_gap <= 1e-8 and res.wrong == 0
     if D.shape[0]:  # a missing direction is caught on some draw
-        res = L.decoder_check(D[:-1], X, C, draws=1000, seed=2, device="cpu")
+        res = L.decoder_check(D[:-1], X, C, L.DecoderSettings(1000, 2), device="cpu")
         assert res.wrong > 0
 
 
 def test_transportation_scaling_reaches_dim_X():
     supply, demand = np.array([3.0, 5.0, 4.0]), np.array([2.0, 4.0, 3.0, 3.0])
-    sweep = L.transportation_sweep(supply, demand, [0.01, 100.0], seed=0)
+    sweep = L.transportation_sweep(L.TransportSettings(supply, demand, (0.01, 100.0), 0))
     assert sweep.dim_X == 6 and sweep.d_star == [0, 6]
     assert sweep.n_milp == [1, 7]  # d* + 1: the ambient space (12) is larger than dim X
     assert max(sweep.last_value) <= 1e-6
@@ -246,3 +246,50 @@ def test_fast_decode_cuda():
     a, _ = L.fast.decode(D, S, X, C, device="cpu")
     b, _ = L.fast.decode(D, S, X, C, device="cuda")
     assert np.array_equal(a, b)
+
+
+def test_settings_are_validated_once_where_they_are_typed():
+    with pytest.raises(ValueError, match="radius"):
+        L.GeometrySettings(radius=0.0)
+    with pytest.raises(ValueError, match="n_sides"):
+        L.GeometrySettings(n_sides=2)
+    with pytest.raises(ValueError, match="same total"):
+        L.TransportSettings(supply=(1.0, 2.0), demand=(1.0, 1.0))
+    with pytest.raises(ValueError, match="radii"):
+        L.TransportSettings(radii=(0.5, -1.0))
+    with pytest.raises(ValueError, match="k must"):
+        L.HiringSettings(n=5, k=5)
+    with pytest.raises(TypeError, match="draws"):
+        L.DecoderSettings(draws=1.5)
+    with pytest.raises(TypeError, match="TransportSettings"):
+        L.transportation_sweep(([3.0, 5.0], [4.0, 4.0]))
+    st = L.TransportSettings(supply=[3, 5], demand=np.array([4.0, 4.0]), radii=[1])
+    assert st.supply == (3.0, 5.0) and st.radii == (1.0,)  # normalised to tuples (hashable)
+
+
+def test_span_agreement_is_the_instance_loop_seed_by_seed():
+    """One instance per seed, drawn in order from one generator (the notebook's loop)."""
+    span = L.span_agreement(L.SpanSettings(trials=2, seed=0))
+    rng = np.random.default_rng(0)
+    for trial in range(2):
+        n = int(rng.integers(6, 13))
+        k = int(rng.integers(1, n))
+        ctr, wid = rng.uniform(0, 10, n), rng.uniform(1.5, 4.0, n)
+        X, C = L.topk_problem(ctr - wid / 2, ctr + wid / 2, k)
+        D, n_milp = L.minimal_sdd(X, C, rng=trial)
+        assert (span.n[trial], span.k[trial], span.n_milp[trial]) == (n, k, n_milp)
+        assert span.d_milp[trial] == D.shape[0] and span.agree[trial]
+
+
+def test_views_feed_the_figures():
+    pytest.importorskip("plotly")
+    view = L.geometry_view(L.GeometrySettings(radius=1.2, angle_deg=195.0))
+    assert view.D.shape[0] == 2 and len(view.relevant) == len(view.edges) >= 2
+    assert len(L.figures.geometry_figure(view).data) == 5
+    hire = L.hiring_view(L.HiringSettings(n=12, k=4, width=2.5, seed=0, comparison_cost=0.8))
+    lo, hi = L.hiring_instance(12, 2.5, seed=0)
+    assert hire.d_star == L.topk_sdd(lo, hi, 4).shape[0]
+    assert hire.total == pytest.approx(L.topk_least_cost(lo, hi, 4, 1.0, 0.8)[1])
+    assert len(L.figures.hiring_figure(hire).data) == 4
+    with pytest.raises(TypeError, match="view"):
+        L.figures.hiring_figure(view)

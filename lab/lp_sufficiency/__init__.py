@@ -75,11 +75,12 @@ half-width around a fixed cost, $d^*$ climbs from $0$ to $(r-1)(s-1)$.
 
 | file | what it holds |
 |---|---|
-| ``problems.py`` | ``Polytope``, ``BoxSet``, ``topk_problem``, ``transportation_problem``; the top-k closed form (5): ``topk_relevant_pairs``, ``topk_sdd``, ``topk_least_cost`` |
+| ``problems.py`` | ``Polytope``, ``BoxSet``, ``topk_problem``, ``transportation_problem``, the instances ``regular_polygon``, ``hiring_instance`` and ``relevant_edges_2d``; the top-k closed form (5): ``topk_relevant_pairs``, ``topk_sdd``, ``topk_least_cost`` |
 | ``reference.py`` | numpy + HiGHS: ``find_direction`` (4), ``minimal_sdd``, ``is_sufficient`` (3), ``least_cost_sdd``, ``decode``, ``sample_equivalent_pairs`` and ``violation_rate_mc`` (1), ``span_rank``, ``same_span`` |
 | ``fast.py`` | torch, batched over costs: ``violation_flags``, ``decode`` (the batched ``reference.decode``) |
-| ``experiments.py`` | drivers for the notebooks: ``transportation_sweep``, ``smallest_interview_set``, ``random_hiring_instance``, ``decoder_check`` |
-| ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels) |
+| ``settings.py`` | the frozen settings of each experiment family, validated once: ``GeometrySettings``, ``TransportSettings``, ``SpanSettings``, ``HiringSettings``, ``DecoderSettings`` |
+| ``experiments.py`` | drivers for the notebooks, each taking a settings object: ``transportation_sweep``, ``span_agreement`` (one hiring instance per seed, through ``lab.core.sweep``), ``smallest_interview_set``, ``random_hiring_instance``, ``decoder_check``, and the widgets' ``geometry_view``, ``hiring_view`` |
+| ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels); imports nothing from the chapter |
 
 See: book/lp_sufficiency/01-geometry-and-construction.ipynb
 """

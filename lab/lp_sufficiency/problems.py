@@ -22,6 +22,9 @@ __all__ = [
     "topk_relevant_pairs",
     "topk_sdd",
     "topk_least_cost",
+    "regular_polygon",
+    "relevant_edges_2d",
+    "hiring_instance",
 ]
 
 _MARGIN = 1e-6
@@ -245,6 +248,56 @@ def transportation_problem(supply, demand, center, radius: float) -> tuple[Polyt
     A = np.vstack([np.kron(np.eye(r), np.ones((1, s))), np.kron(np.ones((1, r)), np.eye(s))])
     X = Polytope(-np.eye(r * s), np.zeros(r * s), A, np.r_[supply, demand])
     return X, BoxSet(center - radius, center + radius)
+
+
+def regular_polygon(n_sides: int = 6, radius: float = 1.0) -> Polytope:
+    """The polygon ``{x : g_i^T x <= radius}`` with outward normals at angles ``2 pi i / n``.
+
+    See: book/lp_sufficiency/01-geometry-and-construction.ipynb
+    """
+    n_sides = check_int("n_sides", n_sides, 3)
+    radius = check_positive("radius", radius)
+    ang = 2 * np.pi * np.arange(n_sides) / n_sides
+    return Polytope(np.c_[np.cos(ang), np.sin(ang)], radius * np.ones(n_sides))
+
+
+def _ray_meets_box(g: np.ndarray, C: BoxSet) -> bool:
+    """Does the ray ``{-t g : t > 0}`` (costs making the face with normal g optimal) meet C?"""
+    t_lo, t_hi = 0.0, np.inf
+    for j in range(2):
+        if abs(g[j]) < 1e-12:
+            if not (C.lo[j] < 0 < C.hi[j]):
+                return False
+            continue
+        a, b = sorted((C.lo[j] / -g[j], C.hi[j] / -g[j]))
+        t_lo, t_hi = max(t_lo, a), min(t_hi, b)
+    return t_lo < t_hi
+
+
+def relevant_edges_2d(X: Polytope, C: BoxSet) -> list[int]:
+    """Indices of a polygon's facets (edges) that are optimal for some cost in ``C`` (d = 2).
+
+    See: book/lp_sufficiency/01-geometry-and-construction.ipynb
+    """
+    check_pair(X, C)
+    if X.dim != 2:
+        raise ValueError(f"X must be a polygon (dimension 2, got {X.dim})")
+    return [i for i, g in enumerate(X.G) if _ray_meets_box(g, C)]
+
+
+def hiring_instance(n: int = 12, width: float = 1.5, seed: int = 0):
+    """A reproducible hiring instance: centres U(0, 10) sorted downwards, widths
+    ``width * U(0.5, 1.5)``; returns the intervals ``(lo, hi)``.
+
+    See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
+    """
+    n = check_int("n", n, 2)
+    width = check_positive("width", width)
+    seed = check_int("seed", seed, 0)
+    rng = np.random.default_rng(seed)
+    centre = np.sort(rng.uniform(0, 10, n))[::-1]
+    w = width * rng.uniform(0.5, 1.5, n)
+    return centre - w / 2, centre + w / 2
 
 
 def check_pair(X, C):

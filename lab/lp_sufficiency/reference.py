@@ -83,6 +83,9 @@ def _quiet_solver():
         os.close(null)
 
 
+_TIME_LIMIT = 60.0  # seconds per MILP on the walked path (find_direction's default)
+
+
 def _milp(*args, **kwargs):
     from scipy.optimize import milp
 
@@ -125,23 +128,29 @@ def find_direction(
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
+    check_pair(X, C)
+    w = check_array("w", w, shape=(X.dim,))
+    if np.linalg.norm(w) == 0:
+        raise ValueError("w must be nonzero")
+    tol = check_positive("tol", tol)
+    M_dual = check_positive("M_dual", _default_M_dual(C, X.dim) if M_dual is None else M_dual)
+    time_limit = check_positive("time_limit", time_limit)
+    delta, value, c = _find_direction(X, C, w, M_dual, tol, time_limit)
+    return (delta, value, c) if return_cost else (delta, value)
+
+
+def _default_M_dual(C: BoxSet, d: int) -> float:
+    return 10.0 * (float(np.max(np.abs(np.r_[C.lo, C.hi]))) + 1.0) * d
+
+
+def _direction_constraints(X: Polytope, C: BoxSet, M_dual: float):
+    """The constraints and bounds of eq. (4) on ``c | x | x' | lambda | mu | z``."""
     from scipy.optimize import Bounds, LinearConstraint
 
-    check_pair(X, C)
     d = X.dim
-    w = check_array("w", w, shape=(d,))
-    nw = np.linalg.norm(w)
-    if nw == 0:
-        raise ValueError("w must be nonzero")
-    w = w / nw
-    tol = check_positive("tol", tol)
-    if M_dual is None:
-        M_dual = 10.0 * (float(np.max(np.abs(np.r_[C.lo, C.hi]))) + 1.0) * d
-    M_dual = check_positive("M_dual", M_dual)
     G, h, A, b = X.G, X.h, X.A, X.b
     m, p = G.shape[0], A.shape[0]
     Ms = np.maximum(X.slack_bounds(), 0.0) * (1 + 1e-9) + 1e-9
-    # variable layout: c (d) | x (d) | x' (d) | lambda (m) | mu (p) | z (m)
     n_var = 3 * d + 2 * m + p
     ic, ix, ix2, il, imu, iz = 0, d, 2 * d, 3 * d, 3 * d + m, 3 * d + m + p
     rows, lo_b, hi_b = [], [], []
@@ -177,26 +186,36 @@ def find_direction(
     clo, chi = C.inner()
     lb = np.r_[clo, np.full(2 * d, -np.inf), np.zeros(m), np.full(p, -np.inf), np.zeros(m)]
     ub = np.r_[chi, np.full(2 * d, np.inf), np.full(m, M_dual), np.full(p, np.inf), np.ones(m)]
+    return cons, Bounds(lb, ub)
+
+
+def _find_direction(X: Polytope, C: BoxSet, w, M_dual: float, tol: float, time_limit: float):
+    """Unchecked eq. (4): ``(delta, value, c)`` for a direction ``w`` (any nonzero scale)."""
+    d = X.dim
+    w = w / np.linalg.norm(w)
+    m, p = X.G.shape[0], X.A.shape[0]
+    n_var = 3 * d + 2 * m + p
+    cons, bounds = _direction_constraints(X, C, M_dual)
     obj = np.zeros(n_var)
-    obj[ix : ix + d] = -w  # maximise w^T (x - x')
-    obj[ix2 : ix2 + d] = w
+    obj[d : 2 * d] = -w  # maximise w^T (x - x')
+    obj[2 * d : 3 * d] = w
     integrality = np.r_[np.zeros(3 * d + m + p), np.ones(m)]
     res = _milp(
         obj,
         constraints=cons,
-        bounds=Bounds(lb, ub),
+        bounds=bounds,
         integrality=integrality,
         options={"disp": False, "time_limit": float(time_limit), "mip_rel_gap": 1e-9},
     )
     if res.status != 0 or res.x is None:
         raise RuntimeError(f"MILP (eq. 4) did not finish with a certificate: {res.message}")
     value = float(-res.fun)
-    x, x2, c = res.x[ix : ix + d], res.x[ix2 : ix2 + d], res.x[ic : ic + d]
+    x, x2, c = res.x[d : 2 * d], res.x[2 * d : 3 * d], res.x[:d]
     delta = None
     if value > tol:
         delta = x - x2
         delta[np.abs(delta) < 1e-7 * np.max(np.abs(delta))] = 0.0  # solver noise
-    return (delta, value, c) if return_cost else (delta, value)
+    return delta, value, c
 
 
 def minimal_sdd(
@@ -234,7 +253,14 @@ def minimal_sdd(
     """
     check_pair(X, C)
     check_choice("directions", directions, ["random", "basis"])
-    rng = np.random.default_rng(rng)
+    tol = check_positive("tol", tol)
+    M_dual = check_positive("M_dual", _default_M_dual(C, X.dim) if M_dual is None else M_dual)
+    D, n_milp, info = _minimal_sdd(X, C, np.random.default_rng(rng), directions, tol, M_dual)
+    return (D, n_milp, info) if return_info else (D, n_milp)
+
+
+def _minimal_sdd(X: Polytope, C: BoxSet, rng, directions: str, tol: float, M_dual: float):
+    """Unchecked construction: ``(D, n_milp, info)``, one eq. (4) MILP per probe."""
     d = X.dim
     D = np.zeros((0, d))
     values, times, costs = [], [], []
@@ -250,7 +276,7 @@ def minimal_sdd(
         added = False
         for w in probes:
             t0 = time.perf_counter()
-            delta, val, c = find_direction(X, C, w, M_dual, tol, return_cost=True)
+            delta, val, c = _find_direction(X, C, w, M_dual, tol, _TIME_LIMIT)
             times.append(time.perf_counter() - t0)
             values.append(val)
             n_milp += 1
@@ -263,9 +289,7 @@ def minimal_sdd(
                     break
         if not added:
             break  # certificate: no reachable optimal face has width along the probes
-    if return_info:
-        return D, n_milp, {"values": values, "times": times, "tie_costs": costs}
-    return D, n_milp
+    return D, n_milp, {"values": values, "times": times, "tie_costs": costs}
 
 
 def is_sufficient(D, X: Polytope, C: BoxSet, tol: float = 1e-6, M_dual: float | None = None):
@@ -281,9 +305,16 @@ def is_sufficient(D, X: Polytope, C: BoxSet, tol: float = 1e-6, M_dual: float | 
     """
     check_pair(X, C)
     D = check_dataset(D, X.dim)
+    tol = check_positive("tol", tol)
+    M_dual = check_positive("M_dual", _default_M_dual(C, X.dim) if M_dual is None else M_dual)
+    return _is_sufficient(D, X, C, tol, M_dual)
+
+
+def _is_sufficient(D: np.ndarray, X: Polytope, C: BoxSet, tol: float, M_dual: float):
+    """Unchecked eq. (3): probe the basis of ``span(D)^perp``; ``(bool, witness)``."""
     P = _orth_complement(D, X.dim)
     for w in P.T:  # max w^T delta = max (-w)^T delta (swap x and x'), so +w suffices
-        delta, _, c = find_direction(X, C, w, M_dual, tol, return_cost=True)
+        delta, _, c = _find_direction(X, C, w, M_dual, tol, _TIME_LIMIT)
         if delta is not None:
             return False, (delta, c)
     return True, None
