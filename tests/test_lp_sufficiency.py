@@ -279,6 +279,7 @@ def test_span_agreement_is_the_instance_loop_seed_by_seed():
         D, n_milp = L.minimal_sdd(X, C, rng=trial)
         assert (span.n[trial], span.k[trial], span.n_milp[trial]) == (n, k, n_milp)
         assert span.d_milp[trial] == D.shape[0] and span.agree[trial]
+        assert span.n_milp[trial] == span.d_milp[trial] + 1  # one MILP per direction + 1
 
 
 def test_views_feed_the_figures():
