@@ -382,7 +382,7 @@ def test_gaussian_mixture_target_is_a_finite_sum_of_its_components():
 
 
 def test_fisher_rate_driver_is_consistent():
-    fr = wf.fisher_rate_1d(horizons=(2.0, 4.0), n_grid=321, dt=0.02)
+    fr = wf.fisher_rate_1d(wf.FisherRateSettings(horizons=(2.0, 4.0), n_grid=321, dt=0.02))
     np.testing.assert_allclose(fr.eta, 1 / np.sqrt(fr.horizons))
     assert np.all(fr.min_fisher <= fr.mean_fisher)
     assert np.all(fr.final_kl > 0)
@@ -392,21 +392,26 @@ def test_fisher_rate_driver_is_consistent():
     pi = fr.target.density(x)
     assert wf.fisher_grid(pi, pi, x[1] - x[0]) == 0.0
     with pytest.raises(ValueError, match="horizons"):
-        wf.fisher_rate_1d(horizons=(4.0, 2.0))
+        wf.FisherRateSettings(horizons=(4.0, 2.0))
     with pytest.raises(TypeError, match="target"):
         wf.fisher_rate_1d(target="mixture")
+    with pytest.raises(TypeError, match="settings"):
+        wf.fisher_rate_1d({"horizons": (4.0, 8.0)})
+    with pytest.raises(ValueError, match="batch_size"):
+        wf.fisher_rate_1d(wf.FisherRateSettings(batch_size=10_000))
 
 
 def test_fisher_rate_step_schedule():
     """eta_power sets the schedule eta0 / T^eta_power; a fixed step (0) leaves the time-averaged
     Fisher information on its plateau, the paper's schedule (1/2) makes it fall."""
-    fixed = wf.fisher_rate_1d(horizons=(4.0, 16.0), eta_power=0.0, n_grid=321, dt=0.02)
-    paper = wf.fisher_rate_1d(horizons=(4.0, 16.0), n_grid=321, dt=0.02)
+    grid = dict(horizons=(4.0, 16.0), n_grid=321, dt=0.02)
+    fixed = wf.fisher_rate_1d(wf.FisherRateSettings(eta_power=0.0, **grid))
+    paper = wf.fisher_rate_1d(wf.FisherRateSettings(**grid))
     np.testing.assert_allclose(fixed.eta, [1.0, 1.0])
     np.testing.assert_allclose(paper.eta, [0.5, 0.25])
     assert fixed.exponent > paper.exponent
     with pytest.raises(ValueError, match="eta_power"):
-        wf.fisher_rate_1d(horizons=(4.0, 8.0), eta_power=-0.5)
+        wf.FisherRateSettings(horizons=(4.0, 8.0), eta_power=-0.5)
 
 
 def test_step_functions_validate_and_match_the_run(pot):
@@ -441,11 +446,45 @@ def test_import_is_lazy():
 
 def test_flow_1d_data_is_a_memoised_driver():
     """The 1-D widget's data come from experiments (memo), not from figures."""
-    kw = dict(particles=200, t_end=0.5, frames=3)
-    a = wf.flow_1d_data(0.25, 1, **kw)
-    assert wf.flow_1d_data(0.25, 1, **kw) is a
+    st = wf.Flow1DSettings(0.25, 1, particles=200, t_end=0.5, frames=3)
+    a = wf.flow_1d_data(st)
+    assert wf.flow_1d_data(wf.Flow1DSettings(0.25, 1, particles=200, t_end=0.5, frames=3)) is a
     assert len(a["t"]) == 3 and a["gd"].shape == (3, a["x"].size)
     wf.flow_1d_data.clear()
-    assert wf.flow_1d_data(0.25, 1, **kw) is not a
-    with pytest.raises((ValueError, TypeError)):
-        wf.flow_1d_data(-0.1, 1, **kw)
+    assert wf.flow_1d_data(st) is not a
+    with pytest.raises(ValueError, match="eta"):
+        wf.Flow1DSettings(-0.1, 1)
+    with pytest.raises(TypeError, match="settings"):
+        wf.flow_1d_data(0.25)
+    fig = wf.figures.flow_1d_frame(a, 0.5)
+    assert len(fig.data) == 5
+    with pytest.raises(TypeError, match="data"):
+        wf.figures.flow_1d_frame({"x": a["x"]}, 0.5)
+
+
+def test_variance_sample_and_frame():
+    """The SGLD variance widget: a memoised driver, and a figure of its result."""
+    sample = wf.sgld_variance_sample(wf.VarianceSettings(0.2, 2.0, 2, particles=500))
+    assert sample.X.shape == (500,)
+    assert sample.var_sgld == pytest.approx(wf.sgld_stationary_var_1d(0.2, 2.0, 2))
+    assert sample.var_flow == pytest.approx(wf.sgd_flow_stationary_var_1d(0.2, 2.0, 2))
+    assert len(wf.figures.sgld_variance_frame(sample).data) == 4
+    with pytest.raises(ValueError, match="batch_size"):
+        wf.VarianceSettings(0.1, 3.0, 0)
+    with pytest.raises(TypeError, match="sample"):
+        wf.figures.sgld_variance_frame(None)
+
+
+def test_equal_budget_window_runs_over_seeds(pot, far_start):
+    """The window of each seed is the same as that of a longer run of the same seed."""
+    st = wf.WindowSettings(0.05, 5, 40, window=(600.0, 1000.0), steps=(5, 200, 67))
+    X0 = far_start[:100]
+    s = wf.equal_budget_window(pot, X0, st, (1, 2))
+    full = wf.run_sampler("svrg", pot, X0, 0.05, 200, 5, 40, seed=2, record_every=20)
+    w = (full.grad_evals >= 600) & (full.grad_evals <= 1000)
+    assert s.values("svrg")[1] == pytest.approx(full.kl[w].mean(), rel=1e-12)
+    assert s.values("langevin").shape == (2,)
+    with pytest.raises(ValueError, match="window"):
+        wf.WindowSettings(window=(5.0, 1.0))
+    with pytest.raises(TypeError, match="settings"):
+        wf.equal_budget_window(pot, X0, None, (1, 2))

@@ -72,9 +72,11 @@ the reference to round-off when both are fed the same draws (``draw_noise``).
 * ``flows.py``: the 1-D Fokker-Planck solver of the GD and SGD flows, eqs. (1), (3).
 * ``distances.py``: Gaussian KL / W2, POT's empirical W2, KL and Fisher information on a grid.
 * ``stationary.py``: closed forms and exact moment recursions on quadratic targets.
-* ``experiments.py``: the drivers of the notebooks (result dataclasses) and of the widgets
-  (``flow_1d_data``, ``sgld_1d_run``: memoised).
-* ``figures.py``: results -> figures.
+* ``settings.py``: the frozen settings of each experiment family, validated once.
+* ``experiments.py``: the drivers of the notebooks and widgets, taking a settings object
+  (``fisher_rate_1d``, ``flow_1d_data``, ``sgld_variance_sample``, ``equal_budget_window``:
+  the seed loop through ``lab.core.sweep``; memoised).
+* ``figures.py``: results -> figures (a widget is ``figures.f(experiments.g(settings))``).
 
 See: book/wflows/01-three-samplers.ipynb
 """

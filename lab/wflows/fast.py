@@ -16,6 +16,7 @@ from lab.wflows.distances import particle_moments
 from lab.wflows.reference import (
     SamplerDraws,
     SamplerHistory,
+    SamplerRun,
     make_history,
     record_steps,
     validate_run,
@@ -53,8 +54,6 @@ def run_sampler(
 
     See: book/wflows/01-three-samplers.ipynb
     """
-    import time as _time
-
     import torch
 
     from lab.core.runtime import resolve_device
@@ -63,21 +62,31 @@ def run_sampler(
     dtype = torch.float64 if dtype is None else dtype
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64 (got {dtype})")
-    method, potential, X_np, h, steps, b, m, seed = validate_run(
+    run = validate_run(
         method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws
     )
-    keep = check_int("keep", keep, 0)
-    rec = record_steps(steps, record_every)
-    rec_set = set(rec.tolist())
-    P, d = X_np.shape
+    run = run._replace(rec=record_steps(steps, record_every), keep=check_int("keep", keep, 0))
+    return _sample_torch(run, device, dtype)
+
+
+def _sample_torch(run: SamplerRun, device: Any, dtype: Any) -> SamplerHistory:
+    """The loop of ``run_sampler`` on a checked run, batched in torch."""
+    import time as _time
+
+    import torch
+
+    method, potential, h, b, m, draws = run.method, run.potential, run.h, run.b, run.m, run.draws
+    keep, steps = run.keep, run.h.size
+    rec_set = set(run.rec.tolist())
+    P, d = run.X0.shape
     N = potential.N
     A = torch.as_tensor(potential.A, dtype=dtype, device=device)
     c = torch.as_tensor(potential.c, dtype=dtype, device=device)
     Abar = torch.as_tensor(potential.Abar, dtype=dtype, device=device)
     cbar = torch.as_tensor(potential.cbar, dtype=dtype, device=device)
-    X = torch.as_tensor(X_np, dtype=dtype, device=device).clone()
+    X = torch.as_tensor(run.X0, dtype=dtype, device=device).clone()
     gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
+    gen.manual_seed(run.seed)
     sq = torch.as_tensor(np.sqrt(2 * h), dtype=dtype)
     hh = torch.as_tensor(h, dtype=dtype)
 
@@ -123,6 +132,6 @@ def run_sampler(
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = _time.perf_counter() - t0
-    hist = make_history(method, potential, to_np(X), rec, h, b, m, moments, parts, seconds)
+    hist = make_history(run, to_np(X), moments, parts, seconds)
     hist.extra["device"] = str(device)
     return hist

@@ -8,16 +8,11 @@ See: book/wflows/01-three-samplers.ipynb, book/wflows/02-rates-and-variance.ipyn
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive
-from lab.wflows import (
-    FiniteSumQuadratic,
-    SamplerHistory,
-    sgd_flow_stationary_var_1d,
-    sgld_stationary_var_1d,
-)
-from lab.wflows.experiments import flow_1d_data, sgld_1d_run
+from lab.core.checks import check_choice, check_fields, check_int, check_positive
 
 __all__ = [
     "COLOURS",
@@ -44,8 +39,8 @@ def ellipse(mean: np.ndarray, cov: np.ndarray, radius: float = 2.0, points: int 
 
 
 def sampler_frame(
-    runs: dict[str, SamplerHistory],
-    potential: FiniteSumQuadratic,
+    runs: dict[str, Any],
+    potential: Any,
     budget: float,
     metric: str = "KL",
     show: int = 200,
@@ -88,45 +83,9 @@ def sampler_frame(
         )
     lines = []
     for name, H in runs.items():
-        i = H.at_budget(budget)
-        Xk = H.particles[i][:show]
-        fig.add_trace(
-            go.Scatter(
-                x=Xk[:, 0],
-                y=Xk[:, 1],
-                mode="markers",
-                marker=dict(size=3, color=COLOURS[name], opacity=0.6),
-                name=LABELS[name],
-                legendgroup=name,
-            ),
-            1,
-            1,
-        )
-        y = H.kl if metric == "KL" else H.w2
-        ok = H.grad_evals > 0
-        idx = np.unique(np.geomspace(1, ok.sum(), 120).astype(int) - 1)
-        ge, yy = H.grad_evals[ok][idx], y[ok][idx]
-        lines.append(
-            (
-                go.Scatter(
-                    x=ge,
-                    y=yy,
-                    mode="lines",
-                    line=dict(color=COLOURS[name]),
-                    name=LABELS[name],
-                    legendgroup=name,
-                    showlegend=False,
-                ),
-                go.Scatter(
-                    x=[max(H.grad_evals[i], 1.0)],
-                    y=[y[i]],
-                    mode="markers",
-                    marker=dict(size=10, color=COLOURS[name], line=dict(color="white", width=1)),
-                    showlegend=False,
-                    hovertemplate=f"{LABELS[name]}<br>{metric} = %{{y:.4f}}<extra></extra>",
-                ),
-            )
-        )
+        cloud, line, marker = _method_traces(name, H, budget, metric, show)
+        fig.add_trace(cloud, 1, 1)
+        lines.append((line, marker))
     for line, marker in lines:
         fig.add_trace(line, 1, 2)
         fig.add_trace(marker, 1, 2)
@@ -152,20 +111,62 @@ def sampler_frame(
     return fig
 
 
+def _method_traces(name: str, H: Any, budget: float, metric: str, show: int):
+    """One sampler's traces in ``sampler_frame``: its cloud at the budget, its distance curve
+    and the marker at the budget."""
+    import plotly.graph_objects as go
+
+    i = H.at_budget(budget)
+    Xk = H.particles[i][:show]
+    cloud = go.Scatter(
+        x=Xk[:, 0],
+        y=Xk[:, 1],
+        mode="markers",
+        marker=dict(size=3, color=COLOURS[name], opacity=0.6),
+        name=LABELS[name],
+        legendgroup=name,
+    )
+    y = H.kl if metric == "KL" else H.w2
+    ok = H.grad_evals > 0
+    idx = np.unique(np.geomspace(1, ok.sum(), 120).astype(int) - 1)
+    line = go.Scatter(
+        x=H.grad_evals[ok][idx],
+        y=y[ok][idx],
+        mode="lines",
+        line=dict(color=COLOURS[name]),
+        name=LABELS[name],
+        legendgroup=name,
+        showlegend=False,
+    )
+    marker = go.Scatter(
+        x=[max(H.grad_evals[i], 1.0)],
+        y=[y[i]],
+        mode="markers",
+        marker=dict(size=10, color=COLOURS[name], line=dict(color="white", width=1)),
+        showlegend=False,
+        hovertemplate=f"{LABELS[name]}<br>{metric} = %{{y:.4f}}<extra></extra>",
+    )
+    return cloud, line, marker
+
+
 def _hist_from_moments(x, mean, var):
     return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2 * np.pi * var)
 
 
-def flow_1d_frame(t: float = 3.0, eta: float = 0.1, batch_size: int = 1):
+def flow_1d_frame(data: dict, t: float = 3.0):
     """Density of the GD and SGD flows at flow time ``t`` (PDE, the nearest stored time), with
     the Gaussian fits of the ULA and SGLD particle clouds and the target. Always 5 traces.
+
+    ``data`` is ``experiments.flow_1d_data(settings)``'s result.
 
     See: book/wflows/01-three-samplers.ipynb
     """
     import plotly.graph_objects as go
 
+    if not isinstance(data, dict) or "settings" not in data:
+        raise TypeError("data must be the dict returned by experiments.flow_1d_data")
     t = check_positive("t", t, allow_zero=True)
-    data = flow_1d_data(float(eta), int(batch_size))
+    eta, batch_size = data["settings"].eta, data["settings"].batch_size
     j = int(np.argmin(np.abs(data["t"] - t)))
     x = data["x"][::2]  # 141 plotted points per curve
     H_ula, H_sgld = data["ula"], data["sgld"]
@@ -213,20 +214,18 @@ def flow_1d_frame(t: float = 3.0, eta: float = 0.1, batch_size: int = 1):
     return fig
 
 
-def sgld_variance_frame(
-    h: float = 0.1, s: float = 3.0, batch_size: int = 2, particles: int = 10_000
-):
+def sgld_variance_frame(sample: Any):
     """Histogram of SGLD particles after flow time 8 on ``shifted_quadratic_1d(s)`` against
     the target, the SGD flow's stationary law and SGLD's discrete stationary law. 4 traces.
+
+    ``sample`` is ``experiments.sgld_variance_sample(settings)``'s result.
 
     See: book/wflows/02-rates-and-variance.ipynb
     """
     import plotly.graph_objects as go
 
-    h = check_positive("h", h)
-    X = sgld_1d_run(float(h), float(s), int(batch_size), int(particles), 0)
-    v_sgld = sgld_stationary_var_1d(h, s, batch_size)
-    v_flow = sgd_flow_stationary_var_1d(h, s, batch_size)
+    sample = check_fields("sample", sample, "X", "var_sgld", "var_flow", "settings")
+    X, v_sgld, v_flow, h = sample.X, sample.var_sgld, sample.var_flow, sample.settings.h
     edges = np.linspace(-6, 6, 81)
     hist, _ = np.histogram(X, bins=edges, density=True)
     mid = 0.5 * (edges[1:] + edges[:-1])

@@ -71,8 +71,6 @@ def fokker_planck_1d(
 
     See: book/wflows/01-three-samplers.ipynb
     """
-    from scipy.linalg import solve_banded
-
     x = check_array("x_grid", x_grid, ndim=1, min_size=3)
     dx = x[1] - x[0]
     if dx <= 0 or not np.allclose(np.diff(x), dx, rtol=1e-8, atol=0):
@@ -90,32 +88,42 @@ def fokker_planck_1d(
     if t[0] < 0 or np.any(np.diff(t) < 0):
         raise ValueError("t_grid must be nonnegative and nondecreasing")
     dt = check_positive("dt", dt)
+    return _fokker_planck(vp, Dv, dx, mu, t, dt)
+
+
+def _bands(a: np.ndarray, c: np.ndarray, dx: float, tau: float) -> np.ndarray:
+    """(I - tau * Lop) in banded form, Lop mu_j = -(J_{j+1/2} - J_{j-1/2}) / dx."""
+    n = a.size + 1
+    ab = np.zeros((3, n))
+    diag = np.ones(n)
+    diag[:-1] += tau * a / dx  # -(-a_j mu_j)... contribution of J_{j+1/2} to cell j
+    diag[1:] -= tau * c / dx  # contribution of J_{j-1/2} to cell j
+    ab[1] = diag
+    ab[0, 1:] = tau * c / dx  # coefficient of mu_{j+1} in row j
+    ab[2, :-1] = -tau * a / dx  # coefficient of mu_{j-1} in row j
+    return ab
+
+
+def _fokker_planck(vp, Dv, dx, mu, t, dt) -> np.ndarray:
+    """Backward Euler of eqs. (1) / (3) on checked, normalised inputs (``fokker_planck_1d``)."""
+    from scipy.linalg import solve_banded
+
     vf = 0.5 * (vp[:-1] + vp[1:])  # V' at the faces
     # flux J_{j+1/2} = a_j mu_j + c_j mu_{j+1}; d mu_j/dt = -(J_{j+1/2} - J_{j-1/2}) / dx
     a = -0.5 * vf + Dv[:-1] / dx
     c = -0.5 * vf - Dv[1:] / dx
-
-    def operator_bands(tau: float) -> np.ndarray:
-        # (I - tau * Lop) in banded form, Lop mu_j = -(J_{j+1/2} - J_{j-1/2}) / dx
-        ab = np.zeros((3, n))
-        diag = np.ones(n)
-        diag[:-1] += tau * a / dx  # -(-a_j mu_j)... contribution of J_{j+1/2} to cell j
-        diag[1:] -= tau * c / dx  # contribution of J_{j-1/2} to cell j
-        ab[1] = diag
-        ab[0, 1:] = tau * c / dx  # coefficient of mu_{j+1} in row j
-        ab[2, :-1] = -tau * a / dx  # coefficient of mu_{j-1} in row j
-        return ab
-
-    out = np.empty((t.size, n))
+    full = None  # the bands of a full step (tau = dt to 14 digits), built once
+    out = np.empty((t.size, mu.size))
     now = 0.0
-    cache: dict[float, np.ndarray] = {}
     for i, target in enumerate(t):
         while now < target - 1e-14:
             tau = min(dt, target - now)
-            key = round(tau, 14)
-            if key not in cache:
-                cache[key] = operator_bands(tau)
-            mu = solve_banded((1, 1), cache[key], mu)
+            if round(tau, 14) != round(dt, 14):
+                ab = _bands(a, c, dx, tau)  # a shorter step to land on an output time
+            else:
+                full = _bands(a, c, dx, tau) if full is None else full
+                ab = full
+            mu = solve_banded((1, 1), ab, mu)
             now += tau
         out[i] = mu
     return out

@@ -150,6 +150,25 @@ class SamplerDraws(NamedTuple):
     normals: np.ndarray
 
 
+class SamplerRun(NamedTuple):
+    """A checked run (``validate_run``'s answer, with ``rec`` and ``keep`` set by the caller):
+    what the loops of the reference and the fast path read, unchecked.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+
+    method: str
+    potential: FiniteSumQuadratic
+    X0: np.ndarray
+    h: np.ndarray  # (steps,) step sizes
+    b: int | None  # minibatch size (SGLD, SVRG-LD)
+    m: int | None  # snapshot period (SVRG-LD)
+    seed: int
+    draws: SamplerDraws | None
+    rec: np.ndarray | None = None  # recorded steps
+    keep: int = 0  # particles stored at each record
+
+
 def draw_noise(
     steps: int, P: int, d: int, N: int, batch_size: int = 1, seed: int = 0
 ) -> SamplerDraws:
@@ -293,7 +312,7 @@ def validate_run(method, potential, X0, step_size, steps, batch_size, epoch_leng
             raise ValueError(
                 f"draws.indices must have shape {(steps, P, b)} (got {draws.indices.shape})"
             )
-    return method, potential, X0, h, steps, b, m, seed
+    return SamplerRun(method, potential, X0, h, b, m, seed, draws)
 
 
 def record_steps(steps: int, record_every: int | None) -> np.ndarray:
@@ -304,7 +323,9 @@ def record_steps(steps: int, record_every: int | None) -> np.ndarray:
     return rec if rec[-1] == steps else np.append(rec, steps)
 
 
-def make_history(method, potential, X, rec, h, b, m, moments, parts, seconds) -> SamplerHistory:
+def make_history(run: SamplerRun, X, moments, parts, seconds) -> SamplerHistory:
+    """The history of a finished run: its records' moments, distances and gradient counts."""
+    method, potential, h, b, m, rec = run.method, run.potential, run.h, run.b, run.m, run.rec
     N = potential.N
     time = np.concatenate([[0.0], np.cumsum(h)])[rec]
     if method == "langevin":
@@ -391,22 +412,27 @@ def run_sampler(
 
     See: book/wflows/01-three-samplers.ipynb
     """
-    import time as _time
-
-    method, potential, X, h, steps, b, m, seed = validate_run(
+    run = validate_run(
         method, potential, X0, step_size, steps, batch_size, epoch_length, seed, draws
     )
-    keep = check_int("keep", keep, 0)
-    rec = record_steps(steps, record_every)
-    rec_set = set(rec.tolist())
-    rng = np.random.default_rng(seed)
+    run = run._replace(rec=record_steps(steps, record_every), keep=check_int("keep", keep, 0))
+    return _sample(run)
+
+
+def _sample(run: SamplerRun) -> SamplerHistory:
+    """The loop of ``run_sampler`` on a checked run: eqs. (2), (4), (6) step by step."""
+    import time as _time
+
+    method, potential, h, b, m, draws = run.method, run.potential, run.h, run.b, run.m, run.draws
+    rec_set = set(run.rec.tolist())
+    rng = np.random.default_rng(run.seed)
+    X = run.X0.copy()
     P, d = X.shape
     N = potential.N
-    X = X.copy()
     Xs = Gs = None
-    moments, parts = [particle_moments(X)], [X[:keep].copy()]
+    moments, parts = [particle_moments(X)], [X[: run.keep].copy()]
     t0 = _time.perf_counter()
-    for k in range(steps):
+    for k in range(h.size):
         if draws is not None:
             idx = draws.indices[k] if method != "langevin" else None
             xi = draws.normals[k]
@@ -425,9 +451,9 @@ def run_sampler(
             if not np.all(np.isfinite(X)):
                 raise ValueError(f"particles became non-finite by step {k + 1} of {method}")
             moments.append(particle_moments(X))
-            parts.append(X[:keep].copy())
+            parts.append(X[: run.keep].copy())
     seconds = _time.perf_counter() - t0
-    return make_history(method, potential, X, rec, h, b, m, moments, parts, seconds)
+    return make_history(run, X, moments, parts, seconds)
 
 
 def sgd_flow_sde(
