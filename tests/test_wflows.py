@@ -488,3 +488,16 @@ def test_equal_budget_window_runs_over_seeds(pot, far_start):
         wf.WindowSettings(window=(5.0, 1.0))
     with pytest.raises(TypeError, match="settings"):
         wf.equal_budget_window(pot, X0, None, (1, 2))
+
+
+def test_sliced_separation_reads_two_clouds_against_target_noise(pot):
+    """Two exact target samples are not told apart; a shifted cloud is, by many deviations."""
+    rng = np.random.default_rng(3)
+    X = rng.multivariate_normal(pot.mean, pot.cov, 400)
+    Y = rng.multivariate_normal(pot.mean, pot.cov, 400)
+    same = wf.sliced_separation(X, Y, pot, 400)
+    assert abs(same["separation"]) < 3 and same["pairs"].shape == (8,)
+    far = wf.sliced_separation(X + 1.0, Y, pot, 400)
+    assert far["separation"] > 10
+    with pytest.raises(ValueError, match="n"):
+        wf.sliced_separation(X, Y, pot, 1000)

@@ -76,6 +76,8 @@ the reference to round-off when both are fed the same draws (``draw_noise``).
 * ``experiments.py``: the drivers of the notebooks and widgets, taking a settings object
   (``fisher_rate_1d``, ``flow_1d_data``, ``sgld_variance_sample``, ``equal_budget_window``:
   the seed loop through ``lab.core.sweep``; memoised).
+* ``claims.py``: the chapter's claims (``CLAIMS``), registered before the notebooks record
+  them: rules, seeds, sizes, rivals and the deviations from the paper.
 * ``figures.py``: results -> figures (a widget is ``figures.f(experiments.g(settings))``).
 
 See: book/wflows/01-three-samplers.ipynb
