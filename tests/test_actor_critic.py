@@ -338,8 +338,9 @@ def test_batch_engine_is_deterministic_and_validates():
 
 
 def test_exponent_study_fits_and_maps_the_interval():
-    st = ac.exponent_study(3, 2, 600, schedules={"p": ac.SCHEDULES[next(iter(ac.SCHEDULES))]},
-                           eval_points=20, show_progress=False)  # fmt: skip
+    settings = ac.StudySettings(3, 2, 600, eval_points=20)
+    st = ac.exponent_study(settings, {"p": ac.SCHEDULES[next(iter(ac.SCHEDULES))]},
+                           show_progress=False)  # fmt: skip
     ci = st.gap_ci["p"]
     assert ci.exponents.shape == (3,) and ci.low <= ci.mean <= ci.high
     q, lo, hi = st.eps_exponent["p"]
@@ -348,11 +349,15 @@ def test_exponent_study_fits_and_maps_the_interval():
         assert hi == pytest.approx(-1 / ci.high)
     assert st.window == (600 / 30, 600.0)
     with pytest.raises(ValueError, match="n_mdps"):
-        ac.exponent_study(1)
+        ac.StudySettings(1)
     with pytest.raises(ValueError, match="window_start"):
-        ac.exponent_study(2, 1, 200, window_start=0.9)
+        ac.StudySettings(2, 1, 200, window_start=0.9)
+    with pytest.raises(ValueError, match="backend"):
+        ac.StudySettings(backend="jax")
+    with pytest.raises(TypeError, match="settings"):
+        ac.exponent_study(16)
     with pytest.raises(TypeError, match="schedules"):
-        ac.exponent_study(2, 1, 200, schedules={"x": 1})
+        ac.exponent_study(ac.StudySettings(2, 1, 200), {"x": 1})
 
 
 def test_pair_exact_pg_ascent():
@@ -376,7 +381,7 @@ def test_pair_exact_pg_ascent():
 
 def test_exponent_study_runs_the_exact_gradient_baseline():
     sched = dict(list(ac.SCHEDULES.items())[:1])
-    st = ac.exponent_study(3, 2, 600, schedules=sched, eval_points=20, show_progress=False)
+    st = ac.exponent_study(ac.StudySettings(3, 2, 600, eval_points=20), sched, show_progress=False)
     (name,) = sched
     k, gaps = ac.exact_pg_many([ac.random_mdp(6, 3, 0.9, s) for s in range(3)], 600,
                                 sched[name][0], eval_points=20)  # fmt: skip
@@ -389,7 +394,7 @@ def test_exponent_study_runs_the_exact_gradient_baseline():
 
 # ------------------------------------------------------------------------------------------
 # the widgets' precomputed runs (issue 21)
-def test_run_grid_equals_cached_run_exactly():
+def test_run_grid_equals_schedule_run_exactly():
     """The grid's runs are the one-run driver's: bit-equal with the machine's native kernels;
     under the baseline numerics mode (other BLAS kernels) within 1.8e-15 relative (measured),
     so the comparison allows 64 ulps of float64."""
@@ -400,8 +405,10 @@ def test_run_grid_equals_cached_run_exactly():
         return a.shape == b.shape and np.allclose(a, b, rtol=64 * np.finfo(float).eps, atol=0)
 
     configs = [(0.666667, 0.666667, 0.1, 1.0), (0.5, 0.0, 10.0, 0.01), (1.0, 1.0, 0.001, 3.0)]
-    grid = ex.run_grid(configs, K=300, runs=3, seed=5, with_pg=True)
-    for c, (h, pg) in zip(configs, grid, strict=True):
+    settings = ac.RunSettings(K=300, runs=3, seed=5)
+    grid = ex.run_grid(configs, settings)
+    for c, run in zip(configs, grid, strict=True):
+        h, pg = run.history, run.pg
         h0 = ac.single_timescale_ac(
             ac.random_mdp(6, 3, 0.9, 5), 300, (c[2], c[0]), (c[3], c[1]), 3, 5,
             eval_points=60, show_progress=False,
@@ -412,15 +419,24 @@ def test_run_grid_equals_cached_run_exactly():
             assert same(getattr(h, name), getattr(h0, name)), name
         for name in ("k", "gap", "grad_norm", "optimal_action_prob", "theta"):
             assert same(getattr(pg, name), getattr(pg0, name)), name
-        # cached_run reads the stored run (the same objects)
-        again = ex.cached_run(*c, 300, 3, 5)
-        assert again[0] is h and again[1] is pg
-    # stored runs are not recomputed; the with_pg=False table is separate
-    assert ex.run_grid(configs[:1], K=300, runs=3, seed=5)[0][0] is grid[0][0]
-    assert ex.run_grid(configs[:1], K=300, runs=3, seed=5, with_pg=False)[0][1] is None
+        # schedule_run reads the stored run (the same object)
+        assert ac.schedule_run(*c, settings) is run
+    # stored runs are not recomputed; the with_pg=False runs are separate
+    assert ex.run_grid(configs[:1], settings)[0] is grid[0]
+    no_pg = ac.RunSettings(K=300, runs=3, seed=5, with_pg=False)
+    assert ex.run_grid(configs[:1], no_pg)[0].pg is None
 
 
-def test_run_grid_and_precompute_validate():
+def test_schedule_run_computes_what_run_grid_would():
+    """A schedule no batch stored is computed by the one-run path, equal to the batch's."""
+    c = (0.4, 0.5, 0.3, 3.0)
+    a = ac.schedule_run(*c, ac.RunSettings(K=200, runs=2, seed=11, with_pg=False))
+    b = ac.run_grid([c], ac.RunSettings(K=200, runs=2, seed=12, with_pg=False))[0]
+    assert a.pg is None and a.config == c and np.isfinite(a.slope)
+    assert b.history.J_star != a.history.J_star  # another MDP
+
+
+def test_run_grid_and_settings_validate():
     from lab.actor_critic import experiments as ex
 
     with pytest.raises(TypeError, match="configs"):
@@ -431,10 +447,18 @@ def test_run_grid_and_precompute_validate():
         ex.run_grid([(1.5, 0.5, 0.1, 1.0)])
     with pytest.raises(ValueError, match="c_critic"):
         ex.run_grid([(0.5, 0.5, 0.1, 0.0)])
+    with pytest.raises(TypeError, match="settings"):
+        ex.run_grid([(0.5, 0.5, 0.1, 1.0)], 300)
     with pytest.raises(ValueError, match="K"):
-        ex.run_grid([(0.5, 0.5, 0.1, 1.0)], K=0)
-    with pytest.raises(ValueError, match="K"):
-        ac.precompute_schedules(K=1)
+        ac.RunSettings(K=0)
+    with pytest.raises(ValueError, match="runs"):
+        ac.RunSettings(runs=0)
+    with pytest.raises(TypeError, match="with_pg"):
+        ac.RunSettings(with_pg="yes")
+    with pytest.raises(ValueError, match="critic_cap"):
+        ac.RunSettings(critic_cap=-1.0)
+    with pytest.raises(TypeError, match="settings"):
+        ac.precompute_schedules(3000)
     with pytest.raises(TypeError, match="constants"):
         ac.precompute_stall("abc")
     with pytest.raises(ValueError, match="constants"):
@@ -445,30 +469,42 @@ def test_precomputed_widget_values_are_memo_reads():
     from lab.actor_critic import experiments as ex
     from lab.actor_critic import figures
 
-    assert ac.precompute_stall((0.1, 10.0), K=200, runs=2, seed=1) == 14
-    n = len(ex._GRID)
-    fig = figures.stall_figure(10.0, 0.666667, K=200, runs=2, seed=1)
-    fig = figures.stall_figure(10.0, 0.4, K=200, runs=2, seed=1)
-    assert len(ex._GRID) == n and len(fig.data) == 7
-    assert ac.precompute_schedules(K=200, runs=2, seed=1) == 28
+    stall = ac.RunSettings(K=200, runs=2, seed=1, with_pg=False)
+    assert ac.precompute_stall((0.1, 10.0), stall) == 14
+    n = ex._schedule_run.misses
+    fig = figures.stall_figure(ac.schedule_run(0.666667, 0.666667, 10.0, 1.0, stall))
+    fig = figures.stall_figure(ac.schedule_run(0.4, 0.666667, 10.0, 1.0, stall))
+    assert ex._schedule_run.misses == n and len(fig.data) == 7
+    widget = ac.RunSettings(K=200, runs=2, seed=1)
+    assert ac.precompute_schedules(widget) == 28
     assert hasattr(ac.precompute_schedules, "clear")  # memoised in experiments.py
-    assert len(figures.schedule_figure(0.666667, 0.0, 0.1, 1.0, K=200, runs=2, seed=1).data) == 5
+    n = ex._schedule_run.misses
+    run = ac.schedule_run(0.666667, 0.0, 0.1, 1.0, widget)
+    assert ex._schedule_run.misses == n and len(figures.schedule_figure(run).data) == 5
+    with pytest.raises(TypeError, match="run"):
+        figures.schedule_figure(3)
+    with pytest.raises(ValueError, match="with_pg"):
+        figures.schedule_figure(ac.schedule_run(0.666667, 0.666667, 10.0, 1.0, stall))
 
 
 def test_run_grid_run_seed_draws_the_runs_not_the_mdp():
     from lab.actor_critic import experiments as ex
 
     c = [(0.5, 0.666667, 0.1, 1.0)]
-    ((h, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False)
-    ((same, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False, run_seed=7)
-    assert same is h  # run_seed = seed is the default's run (one stored entry)
-    ((other, _),) = ex.run_grid(c, K=200, runs=3, seed=7, with_pg=False, run_seed=8)
+
+    def run(seed, run_seed=None):
+        settings = ac.RunSettings(K=200, runs=3, seed=seed, with_pg=False, run_seed=run_seed)
+        return ex.run_grid(c, settings)[0].history
+
+    h = run(7)
+    assert np.array_equal(run(7, run_seed=7).gaps, h.gaps)  # run_seed = seed: the default's runs
+    other = run(7, run_seed=8)
     assert other.J_star == h.J_star  # the same MDP
     assert not np.array_equal(other.gaps, h.gaps)  # other random numbers
     mdp8 = ac.random_mdp(6, 3, 0.9, 8)
-    ((h8, _),) = ex.run_grid(c, K=200, runs=3, seed=8, with_pg=False)
+    h8 = run(8)
     assert h8.J_star != h.J_star and h8.J_star == pytest.approx(
         ac.optimal_values(mdp8)[0] @ mdp8.rho
     )
     with pytest.raises(ValueError, match="run_seed"):
-        ex.run_grid(c, K=200, runs=3, seed=7, run_seed=-1)
+        run(7, run_seed=-1)

@@ -49,7 +49,7 @@ Reference kernel: :func:`single_timescale_ac` (numpy, float64, vectorised over i
 runs). Fast path: :func:`lab.actor_critic.fast.single_timescale_ac` (the same name; torch, CPU or CUDA, the same operations in
 the same order; with the same uniforms both give the same trajectory) and
 :func:`single_timescale_ac_many` (many MDPs x many runs in one computation: numpy on a CPU,
-torch on CUDA), the engine of the exponent study (:func:`exponent_study`).
+torch on CUDA), the engine of the exponent study (:func:`exponent_study`, configured by :class:`StudySettings`).
 
 ## Deviations from the paper
 
@@ -72,7 +72,9 @@ torch on CUDA), the engine of the exponent study (:func:`exponent_study`).
 | `mdp.py` | `TabularMDP`, random and gymnasium MDPs, exact values, occupancy, eq. (PG), critic error |
 | `reference.py` | `StepSchedule`, the numpy reference loop, one update, exact PG ascent, rate helpers |
 | `fast.py` | the torch path and the batched many-MDP engine |
-| `experiments.py` | drivers the notebooks call (the exponent study, memoised runs) |
+| `schedule_batch.py` | many step-size schedules on one MDP in one batch (behind `run_grid`) |
+| `settings.py` | `StudySettings`, `RunSettings`: the experiments' settings, validated once |
+| `experiments.py` | drivers the notebooks call (the exponent study, memoised schedule runs) |
 | `figures.py` | results -> figures (plotly, for `lab.core.explore`) |
 """
 

@@ -6,40 +6,37 @@ See: book/actor_critic/01-gap-vs-samples.ipynb
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
+from lab.core.checks import check_positive, check_range
 from lab.core.memo import memo
 from lab.core.rates import ExponentCI, exponent_ci
 from lab.core.rules import paired
-from lab.core.runtime import smoke_steps
 
-from .fast import (
-    BatchHistory,
-    ac_many_schedules,
-    exact_pg_many,
-    pg_many_schedules,
-    single_timescale_ac_many,
-)
+from .fast import BatchHistory, exact_pg_many, single_timescale_ac_many
 from .mdp import random_mdp
 from .reference import (
     ACHistory,
+    ACLoop,
     PGHistory,
     StepSchedule,
     exact_pg_ascent,
-    single_timescale_ac,
+    fit_rate,
+    run_ac,
 )
+from .schedule_batch import ac_many_schedules, pg_many_schedules
+from .settings import RunSettings, StudySettings
 
 __all__ = [
     "SCHEDULES",
     "ExponentStudy",
     "exponent_study",
-    "cached_run",
+    "ScheduleRun",
+    "schedule_run",
     "run_grid",
     "EXPONENTS",
     "CRITIC_EXPONENTS",
@@ -125,20 +122,41 @@ def _eps(slope: float) -> float:
     return -1.0 / slope if slope < 0 else math.inf
 
 
+def _check_schedules(schedules: Any) -> dict:
+    if schedules is None:
+        return SCHEDULES
+    if not isinstance(schedules, dict) or not schedules:
+        raise TypeError(
+            f"schedules must be a non-empty dict name -> (actor, critic) (got {schedules!r})"
+        )
+    for name, pair in schedules.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError(f"schedules[{name!r}] must be a pair (actor, critic) (got {pair!r})")
+    return schedules
+
+
+def _fits(h: BatchHistory, exact: np.ndarray, window: tuple, level: float) -> dict:
+    """The fitted exponents of one schedule's batched run beside its exact-gradient baseline."""
+    mid = math.sqrt(window[0] * window[1])
+    ci = exponent_ci(h.k, h.mdp_gap, level=level, window=window)
+    ex = exponent_ci(h.k, exact, level=level, window=window)
+    return dict(
+        gap_ci=ci,
+        eps_exponent=(_eps(ci.mean), _eps(ci.low), _eps(ci.high)),
+        early_slope=float(exponent_ci(h.k, h.mdp_gap, level=level, window=(window[0], mid)).mean),
+        late_slope=float(exponent_ci(h.k, h.mdp_gap, level=level, window=(mid, window[1])).mean),
+        critic_ci=exponent_ci(h.k, h.mdp_critic_error, level=level, window=window),
+        exact_gap=exact,
+        exact_ci=ex,
+        exact_eps_exponent=(_eps(ex.mean), _eps(ex.low), _eps(ex.high)),
+        rate_gap=paired(ci.exponents, ex.exponents, level=level),
+    )
+
+
 def exponent_study(
-    n_mdps: int = 16,
-    runs: int = 4,
-    K: int = 20_000,
-    *,
+    settings: StudySettings = StudySettings(),  # noqa: B008
     schedules: dict[str, tuple[Any, Any]] | None = None,
-    n_states: int = 6,
-    n_actions: int = 3,
-    gamma: float = 0.9,
-    window_start: float = 1 / 30,
-    level: float = 0.95,
-    seed: int = 0,
-    eval_points: int = 40,
-    backend: str = "auto",
+    *,
     device: Any = None,
     show_progress: bool | None = None,
 ) -> ExponentStudy:
@@ -153,23 +171,11 @@ def exponent_study(
 
     Parameters
     ----------
-    n_mdps : int
-        MDPs (>= 2: the interval needs two seeds).
-    runs : int
-        Runs per MDP (averaged before fitting).
-    K : int
-        Samples per run (>= 100).
+    settings : StudySettings
+        The MDPs, runs, samples, fit window and level (validated when built).
     schedules : dict name -> (actor, critic), optional
         Default :data:`SCHEDULES`.
-    n_states, n_actions, gamma
-        The random MDPs.
-    window_start : float
-        The fit window starts at ``window_start * K``, in (0, 0.5].
-    level : float
-        Confidence level in (0, 1).
-    seed : int
-        First MDP seed, and the seed of the runs' random numbers.
-    eval_points, backend, device, show_progress
+    device, show_progress
         As in :func:`single_timescale_ac_many`.
 
     Returns
@@ -178,181 +184,168 @@ def exponent_study(
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
-    n_mdps = check_int("n_mdps", n_mdps, 2, 100_000)
-    runs = check_int("runs", runs, 1, 100_000)
-    K = smoke_steps(check_int("K", K, 100, 10**9), small=2000)  # LAB_SMOKE=1: 2,000
-    window_start = check_range("window_start", window_start, 0.0, 0.5, low_inclusive=False)
-    level = check_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-    seed = check_int("seed", seed, 0, 2**31)
-    if schedules is None:
-        schedules = SCHEDULES
-    if not isinstance(schedules, dict) or not schedules:
-        raise TypeError(
-            f"schedules must be a non-empty dict name -> (actor, critic) (got {schedules!r})"
-        )
-    mdps = [random_mdp(n_states, n_actions, gamma, seed + i) for i in range(n_mdps)]
-    window = (window_start * K, float(K))
-    mid = math.sqrt(window[0] * window[1])
-    hist, gap_ci, eps, early, late, crit = {}, {}, {}, {}, {}, {}
-    ex_gap, ex_ci, ex_eps, rate_gap, by_actor = {}, {}, {}, {}, {}
-    for name, pair in schedules.items():
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError(f"schedules[{name!r}] must be a pair (actor, critic) (got {pair!r})")
+    if not isinstance(settings, StudySettings):
+        raise TypeError(f"settings must be a StudySettings (got {type(settings).__name__})")
+    schedules = _check_schedules(schedules)
+    st = settings
+    mdps = [random_mdp(st.n_states, st.n_actions, st.gamma, st.seed + i) for i in range(st.n_mdps)]
+    window = (st.window_start * st.K, float(st.K))
+    hist, fits, by_actor = {}, {}, {}
+    for name, (actor, critic) in schedules.items():
         h = single_timescale_ac_many(
-            mdps, K, pair[0], pair[1], runs, seed, eval_points=eval_points, backend=backend,
-            device=device, show_progress=show_progress,
+            mdps, st.K, actor, critic, st.runs, st.seed, eval_points=st.eval_points,
+            backend=st.backend, device=device, show_progress=show_progress,
         )  # fmt: skip
         hist[name] = h
-        ci = exponent_ci(h.k, h.mdp_gap, level=level, window=window)
-        gap_ci[name] = ci
-        eps[name] = (_eps(ci.mean), _eps(ci.low), _eps(ci.high))
-        early[name] = float(exponent_ci(h.k, h.mdp_gap, level=level, window=(window[0], mid)).mean)
-        late[name] = float(exponent_ci(h.k, h.mdp_gap, level=level, window=(mid, window[1])).mean)
-        crit[name] = exponent_ci(h.k, h.mdp_critic_error, level=level, window=window)
         actor = h.config["actor"]
         if actor not in by_actor:  # the baseline depends on the actor's steps only
-            by_actor[actor] = exact_pg_many(mdps, K, actor, eval_points=eval_points)[1]
-        ex_gap[name] = by_actor[actor]
-        ex_ci[name] = exponent_ci(h.k, ex_gap[name], level=level, window=window)
-        ex_eps[name] = (_eps(ex_ci[name].mean), _eps(ex_ci[name].low), _eps(ex_ci[name].high))
-        rate_gap[name] = paired(ci.exponents, ex_ci[name].exponents, level=level)
-    k = next(iter(hist.values())).k
+            by_actor[actor] = exact_pg_many(mdps, st.K, actor, eval_points=st.eval_points)[1]
+        fits[name] = _fits(h, by_actor[actor], window, st.level)
+    field_of = {f: {name: fit[f] for name, fit in fits.items()} for f in next(iter(fits.values()))}
     return ExponentStudy(
-        k=k, histories=hist, window=window, gap_ci=gap_ci, eps_exponent=eps, early_slope=early,
-        late_slope=late, critic_ci=crit, exact_gap=ex_gap, exact_ci=ex_ci,
-        exact_eps_exponent=ex_eps, rate_gap=rate_gap,
-        config=dict(n_mdps=n_mdps, runs=runs, K=K, n_states=n_states, n_actions=n_actions,
-                    gamma=gamma, seed=seed, level=level),
+        k=next(iter(hist.values())).k, histories=hist, window=window, **field_of,
+        config=dict(n_mdps=st.n_mdps, runs=st.runs, K=st.K, n_states=st.n_states,
+                    n_actions=st.n_actions, gamma=st.gamma, seed=st.seed, level=st.level),
     )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=256)
-def cached_run(
-    p_actor: float,
-    p_critic: float,
-    c_actor: float,
-    c_critic: float,
-    K: int = 5000,
-    runs: int = 4,
-    seed: int = 0,
-    n_states: int = 6,
-    gamma: float = 0.9,
-    with_pg: bool = True,
-    critic_cap: float | None = None,
-):
-    """One (memoised) actor-critic run on ``random_mdp(n_states, 3, gamma, seed)``, and (with
-    ``with_pg``) exact policy-gradient ascent with the same actor schedule.
+# ---------------------------------------------------------------------------------------------
+# One MDP, many step-size schedules (the widgets' runs and notebook 2's sweeps)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScheduleRun:
+    """The runs of one pair of schedules on ``random_mdp(n_states, 3, gamma, seed)``.
 
-    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    Attributes
+    ----------
+    config : (p_actor, p_critic, c_actor, c_critic)
+        The schedules ``eta_k = c_actor (k+1)^-p_actor``, ``beta_k = c_critic (k+1)^-p_critic``.
+    settings : RunSettings
+    history : ACHistory
+        The actor-critic runs.
+    pg : PGHistory or None
+        Exact policy-gradient ascent with the same actor steps (``settings.with_pg``).
+    slope : float
+        Fitted log-log slope of the mean gap on ``k`` in ``[K / 10, K]``.
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
     """
-    key = _grid_key(p_actor, p_critic, c_actor, c_critic, K, runs, seed, n_states, gamma, with_pg,
-                    critic_cap)  # fmt: skip
-    if key in _GRID:  # computed (in one batch with others) by :func:`run_grid`
-        return _GRID[key]
-    mdp = random_mdp(n_states, 3, gamma, seed)
-    hist = single_timescale_ac(
-        mdp,
-        K,
-        StepSchedule(c_actor, p_actor),
-        StepSchedule(c_critic, p_critic, cap=critic_cap),
-        runs,
-        seed,
-        eval_points=60,
-        show_progress=False,
-    )
-    pg = _cached_pg(p_actor, c_actor, K, seed, n_states, gamma) if with_pg else None
-    return hist, pg
+
+    config: tuple
+    settings: RunSettings
+    history: ACHistory
+    pg: PGHistory | None
+    slope: float
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_pg(p_actor: float, c_actor: float, K: int, seed: int, n_states: int, gamma: float):
+def _config(i: int | None, c: Any) -> tuple:
+    """``(p_actor, p_critic, c_actor, c_critic)``, checked; exponents rounded to 6 digits."""
+    at = "" if i is None else f"configs[{i}] "
+    if isinstance(c, (str, bytes)) or not hasattr(c, "__iter__") or len(tuple(c)) != 4:
+        raise ValueError(f"{at}must be (p_actor, p_critic, c_actor, c_critic) (got {c!r})")
+    c = tuple(c)
+    p_a = round(check_range(f"{at}p_actor", c[0], 0.0, 1.0), 6)
+    p_c = round(check_range(f"{at}p_critic", c[1], 0.0, 1.0), 6)
+    for j, name in ((2, "c_actor"), (3, "c_critic")):
+        if not (isinstance(c[j], (int, float)) and math.isfinite(c[j]) and c[j] > 0):
+            raise ValueError(f"{at}{name} must be a finite number > 0 (got {c[j]!r})")
+    return (p_a, p_c, float(c[2]), float(c[3]))
+
+
+def _finish(config: tuple, settings: RunSettings, hist: ACHistory, pg: Any) -> ScheduleRun:
+    K = hist.config["K"]
+    slope = fit_rate(hist.samples, hist.gap, (K / 10, K))
+    return ScheduleRun(config, settings, hist, pg, float(slope))
+
+
+@memo
+def _pg_run(p_actor: float, c_actor: float, K: int, seed: int, n_states: int, gamma: float):
     """Exact policy-gradient ascent with the actor's schedule: it does not depend on the critic,
     so a widget that moves a critic setting reuses it."""
     mdp = random_mdp(n_states, 3, gamma, seed)
     return exact_pg_ascent(mdp, K, StepSchedule(c_actor, p_actor), eval_points=60)
 
 
-# ---------------------------------------------------------------------------------------------
-# Many schedules at once (the widgets' precomputed runs)
-# ---------------------------------------------------------------------------------------------
-_GRID: dict[tuple, tuple] = {}  # the runs run_grid made, keyed like cached_run's arguments
+@memo
+def _schedule_run(config: tuple, settings: RunSettings) -> ScheduleRun:
+    p_actor, p_critic, c_actor, c_critic = config
+    st = settings
+    mdp = random_mdp(st.n_states, 3, st.gamma, st.seed)
+    actor = StepSchedule(c_actor, p_actor)
+    critic = StepSchedule(c_critic, p_critic, cap=st.critic_cap)
+    loop = ACLoop(eval_points=60, disable=True)  # settings are checked: the unchecked loop
+    hist = run_ac(mdp, st.K, actor, critic, st.runs, st.draws, loop)
+    pg = _pg_run(p_actor, c_actor, st.K, st.seed, st.n_states, st.gamma) if st.with_pg else None
+    return _finish(config, settings, hist, pg)
 
 
-def _grid_key(p_actor, p_critic, c_actor, c_critic, K, runs, seed, n_states, gamma, with_pg,
-              critic_cap, run_seed=None) -> tuple:  # fmt: skip
-    cap = None if critic_cap is None else float(critic_cap)
-    draws = int(seed) if run_seed is None else int(run_seed)  # the runs' random numbers
-    return (float(p_actor), float(p_critic), float(c_actor), float(c_critic), int(K), int(runs),
-            int(seed), int(n_states), float(gamma), bool(with_pg), cap, draws)  # fmt: skip
+def schedule_run(
+    p_actor: float,
+    p_critic: float,
+    c_actor: float,
+    c_critic: float,
+    settings: RunSettings = RunSettings(),  # noqa: B008
+) -> ScheduleRun:
+    """One (memoised) pair of schedules on ``random_mdp(n_states, 3, gamma, seed)``, and (with
+    ``settings.with_pg``) exact policy-gradient ascent with the same actor schedule. A run that
+    :func:`run_grid` computed in a batch is read, not recomputed.
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    if not isinstance(settings, RunSettings):
+        raise TypeError(f"settings must be a RunSettings (got {type(settings).__name__})")
+    return _schedule_run(_config(None, (p_actor, p_critic, c_actor, c_critic)), settings)
+
+
+def _grid_batch(todo: list[tuple], settings: RunSettings) -> None:
+    """Run the schedules ``todo`` in one batch and store each as :func:`schedule_run`'s result."""
+    st = settings
+    mdp = random_mdp(st.n_states, 3, st.gamma, st.seed)
+    actors = [StepSchedule(c[2], c[0]) for c in todo]
+    critics = [StepSchedule(c[3], c[1], cap=st.critic_cap) for c in todo]
+    hists = ac_many_schedules(mdp, st.K, actors, critics, st.runs, st.draws, eval_points=60)
+    pgs = [None] * len(todo)
+    if st.with_pg:  # the exact ascent depends on the actor's schedule only
+        pg_keys = list(dict.fromkeys((c[0], c[2]) for c in todo))
+        pg_runs = pg_many_schedules(
+            mdp, st.K, [StepSchedule(c, p) for p, c in pg_keys], eval_points=60
+        )
+        pg_of = dict(zip(pg_keys, pg_runs, strict=True))
+        pgs = [pg_of[(c[0], c[2])] for c in todo]
+    for config, h, pg in zip(todo, hists, pgs, strict=True):
+        _schedule_run.put(_finish(config, settings, h, pg), config, settings)
 
 
 def run_grid(
     configs: Any,
-    K: int = 5000,
-    runs: int = 4,
-    seed: int = 0,
-    n_states: int = 6,
-    gamma: float = 0.9,
-    with_pg: bool = True,
-    critic_cap: float | None = None,
-    run_seed: int | None = None,
-) -> list[tuple[ACHistory, PGHistory | None]]:
-    """:func:`cached_run` for many schedules in one batched computation (what a widget reads).
+    settings: RunSettings = RunSettings(),  # noqa: B008
+) -> list[ScheduleRun]:
+    """:func:`schedule_run` for many schedules in one batched computation (what a widget reads).
 
     ``configs`` is a sequence of ``(p_actor, p_critic, c_actor, c_critic)``. Every schedule runs
     the reference steps of :func:`single_timescale_ac` on the same uniforms (those of
-    ``seed``), its ``runs`` rows stacked with those of the other schedules in one array, so one
-    Python loop over the ``K`` samples serves them all; the exact policy-gradient ascents (with
-    ``with_pg``) are batched the same way. Each run is stored, so that a later
-    ``cached_run(*config, K, runs, seed, ...)`` returns it without computing; schedules already
-    stored are not recomputed. Returns the ``(history, pg)`` pairs in the order of ``configs``.
+    ``settings.draws``), its ``runs`` rows stacked with those of the other schedules in one
+    array, so one Python loop over the ``K`` samples serves them all; the exact policy-gradient
+    ascents (with ``with_pg``) are batched the same way. Each run is stored, so that a later
+    ``schedule_run(*config, settings)`` returns it without computing; schedules already stored
+    are not recomputed. Returns the runs in the order of ``configs``.
 
-    ``seed`` draws the MDP (``random_mdp(n_states, 3, gamma, seed)``) and, unless ``run_seed``
-    is given, the runs' random numbers too; ``run_seed`` draws the runs alone, so that the runs
-    of one MDP can be repeated on another seed set (the registered seed shift, ``lab.seeds``).
+    ``settings.seed`` draws the MDP and, unless ``settings.run_seed`` is given, the runs' random
+    numbers too; ``run_seed`` draws the runs alone, so that the runs of one MDP can be repeated
+    on another seed set (the registered seed shift, ``lab.seeds``).
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
     if isinstance(configs, (str, bytes)) or not hasattr(configs, "__iter__"):
         raise TypeError(f"configs must be a sequence of (p_actor, p_critic, c_actor, c_critic) "
                         f"(got {configs!r})")  # fmt: skip
-    configs = [tuple(c) for c in configs]
-    for i, c in enumerate(configs):
-        if len(c) != 4:
-            raise ValueError(f"configs[{i}] must be (p_actor, p_critic, c_actor, c_critic) "
-                             f"(got {c!r})")  # fmt: skip
-        check_range(f"configs[{i}] p_actor", c[0], 0.0, 1.0)
-        check_range(f"configs[{i}] p_critic", c[1], 0.0, 1.0)
-        for j, name in ((2, "c_actor"), (3, "c_critic")):
-            if not (isinstance(c[j], (int, float)) and math.isfinite(c[j]) and c[j] > 0):
-                raise ValueError(f"configs[{i}] {name} must be a finite number > 0 (got {c[j]!r})")
-    K = smoke_steps(check_int("K", K, 1, 10**9), small=2000)  # LAB_SMOKE=1: 2,000
-    runs = check_int("runs", runs, 1, 10**7)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    n_states = check_int("n_states", n_states, 1, 10**4)
-    with_pg = bool(with_pg)
-    if run_seed is not None:
-        run_seed = check_int("run_seed", run_seed, 0, 2**32 - 1)
-    keys = [_grid_key(*c, K, runs, seed, n_states, gamma, with_pg, critic_cap, run_seed)
-            for c in configs]  # fmt: skip
-    todo = list(dict.fromkeys(k for k in keys if k not in _GRID))
+    if not isinstance(settings, RunSettings):
+        raise TypeError(f"settings must be a RunSettings (got {type(settings).__name__})")
+    configs = [_config(i, c) for i, c in enumerate(configs)]
+    todo = [c for c in dict.fromkeys(configs) if ((c, settings), {}) not in _schedule_run]
     if todo:
-        mdp = random_mdp(n_states, 3, gamma, seed)
-        actors = [StepSchedule(k[2], k[0]) for k in todo]
-        critics = [StepSchedule(k[3], k[1], cap=critic_cap) for k in todo]
-        draws = seed if run_seed is None else run_seed
-        hists = ac_many_schedules(mdp, K, actors, critics, runs, draws, eval_points=60)
-        pgs = [None] * len(todo)
-        if with_pg:  # the exact ascent depends on the actor's schedule only
-            pg_keys = list(dict.fromkeys((k[0], k[2]) for k in todo))
-            pg_runs = pg_many_schedules(
-                mdp, K, [StepSchedule(c, p) for p, c in pg_keys], eval_points=60
-            )
-            pg_of = dict(zip(pg_keys, pg_runs, strict=True))
-            pgs = [pg_of[(k[0], k[2])] for k in todo]
-        for key, h, pg in zip(todo, hists, pgs, strict=True):
-            _GRID[key] = (h, pg)
-    return [_GRID[k] for k in keys]
+        _grid_batch(todo, settings)
+    return [_schedule_run(c, settings) for c in configs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +353,7 @@ def run_grid(
 # ---------------------------------------------------------------------------------------------
 #: The values the widgets offer (``Dropdown`` controls: every reachable value is precomputed
 #: by :func:`precompute_schedules` / :func:`precompute_stall`, so a move only redraws).
-#: Exponents are rounded to 6 digits, as :func:`cached_run` keys them.
+#: Exponents are rounded to 6 digits, as :func:`schedule_run` keys them.
 EXPONENTS = (0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
 CRITIC_EXPONENTS = (0.0, 0.333333, 0.4, 0.5, 0.6, 0.666667, 0.8, 1.0)
 ACTOR_CONSTANTS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -378,40 +371,41 @@ def _cross(default: tuple, grids: tuple) -> list[tuple]:
 
 
 @memo
-def precompute_schedules(K: int = 3000, runs: int = 4, seed: int = 0) -> int:
+def precompute_schedules(settings: RunSettings = RunSettings(3000)) -> int:  # noqa: B008
     """Run, in one batched computation, every schedule the widget of
-    :func:`lab.actor_critic.figures.schedule_figure` reaches by moving one control from its defaults (``EXPONENTS`` x ``CRITIC_EXPONENTS`` x
-    ``ACTOR_CONSTANTS`` x ``CRITIC_CONSTANTS`` around ``(2/3, 2/3, 0.1, 1)``), with the exact
-    policy-gradient ascents. Returns the number of schedules (a later :func:`cached_run` of any
-    of them reads the stored run; other combinations are computed when asked).
+    :func:`lab.actor_critic.figures.schedule_figure` reaches by moving one control from its
+    defaults (``EXPONENTS`` x ``CRITIC_EXPONENTS`` x ``ACTOR_CONSTANTS`` x ``CRITIC_CONSTANTS``
+    around ``(2/3, 2/3, 0.1, 1)``), with the exact policy-gradient ascents. Returns the number
+    of schedules (a later :func:`schedule_run` of any of them reads the stored run; other
+    combinations are computed when asked).
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
-    K = check_int("K", K, 10)
-    runs = check_int("runs", runs, 1, 1024)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
+    if not isinstance(settings, RunSettings):
+        raise TypeError(f"settings must be a RunSettings (got {type(settings).__name__})")
     grids = (EXPONENTS, CRITIC_EXPONENTS, ACTOR_CONSTANTS, CRITIC_CONSTANTS)
     configs = _cross((0.666667, 0.666667, 0.1, 1.0), grids)
-    run_grid(configs, K, runs, seed, with_pg=True)
+    run_grid(configs, settings)
     return len(configs)
 
 
 @memo
 def precompute_stall(
-    constants: tuple = _STALL_CONSTANTS, K: int = 5000, runs: int = 4, seed: int = 0
+    constants: tuple = _STALL_CONSTANTS,
+    settings: RunSettings = RunSettings(with_pg=False),  # noqa: B008
 ) -> int:
-    """Run, in one batched computation, every schedule :func:`lab.actor_critic.figures.stall_figure`'s widget reaches:
-    each actor constant of ``constants`` with each actor exponent of ``EXPONENTS`` (the critic
-    of :func:`lab.actor_critic.figures.stall_figure`, ``beta_k = k^-2/3``). Returns the number of schedules.
+    """Run, in one batched computation, every schedule
+    :func:`lab.actor_critic.figures.stall_figure`'s widget reaches: each actor constant of
+    ``constants`` with each actor exponent of ``EXPONENTS`` (the critic ``beta_k = k^-2/3``).
+    Returns the number of schedules.
 
     See: book/actor_critic/02-schedules-and-critic-lag.ipynb
     """
-    K = check_int("K", K, 10)
-    runs = check_int("runs", runs, 1, 1024)
-    seed = check_int("seed", seed, 0, 2**32 - 1)
+    if not isinstance(settings, RunSettings):
+        raise TypeError(f"settings must be a RunSettings (got {type(settings).__name__})")
     if isinstance(constants, (str, bytes)) or not hasattr(constants, "__iter__"):
         raise TypeError(f"constants must be a sequence of numbers > 0 (got {constants!r})")
     constants = [check_positive("constants[i]", c) for c in constants]
     configs = [(p, 0.666667, c, 1.0) for c in dict.fromkeys(constants) for p in EXPONENTS]
-    run_grid(configs, K, runs, seed, with_pg=False)
+    run_grid(configs, settings)
     return len(configs)

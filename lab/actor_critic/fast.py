@@ -1,10 +1,8 @@
 """The fast path: batched torch (CPU or CUDA), the same operations in the same order as
 :func:`lab.actor_critic.reference.single_timescale_ac`; with the same uniforms both give the same
 trajectory. :func:`single_timescale_ac_many` runs many MDPs x many runs in one computation
-(numpy on a CPU, torch on CUDA): the engine of the exponent study. ``ac_many_schedules`` and
-``pg_many_schedules`` run many step-size schedules on one MDP at once, on the reference's own draws (bit-equal to
-:func:`~lab.actor_critic.reference.single_timescale_ac` and
-:func:`~lab.actor_critic.reference.exact_pg_ascent`, tested): the widgets' precomputed runs.
+(numpy on a CPU, torch on CUDA): the engine of the exponent study. Many step-size schedules
+on one MDP at once (the widgets' precomputed runs) are in :mod:`lab.actor_critic.schedule_batch`.
 
 See: book/actor_critic/01-gap-vs-samples.ipynb
 """
@@ -12,20 +10,17 @@ See: book/actor_critic/01-gap-vs-samples.ipynb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from lab.core.checks import check_array, check_choice
 from lab.core.progress import progress
 
-from .mdp import TabularMDP, evaluate_pi, gradient_pi, occupancy_pi, optimum
+from .mdp import TabularMDP, optimum
 from .reference import (
     ACHistory,
-    PGHistory,
     StepSchedule,
-    ac_update_inplace,
-    categorical,
     check_ac_args,
     log_eval_points,
     record_metrics,
@@ -37,6 +32,68 @@ __all__ = [
     "single_timescale_ac",
     "single_timescale_ac_many",
 ]
+
+
+def _torch_uniforms(uniforms: Any, K: int, runs: int, device: Any, dtype: Any) -> Any:
+    """Injected uniforms as a ``(K, runs, 4)`` tensor on ``device`` (``None`` stays ``None``)."""
+    import torch
+
+    if uniforms is None:
+        return None
+    if not isinstance(uniforms, torch.Tensor):
+        uniforms = torch.as_tensor(check_array("uniforms", uniforms, shape=(K, runs, 4)))
+    elif tuple(uniforms.shape) != (K, runs, 4):
+        raise ValueError(f"uniforms must have shape ({K}, {runs}, 4) (got {tuple(uniforms.shape)})")
+    return uniforms.to(device=device, dtype=dtype)
+
+
+def _torch_tables(mdp, K, actor, critic, runs, device, dtype) -> dict:
+    """The MDP's tables and the step sizes as tensors (what every step of the loop reads)."""
+    import torch
+
+    S, g = mdp.n_states, mdp.gamma
+    rho = torch.as_tensor(mdp.rho, device=device, dtype=dtype)
+    return dict(
+        P=torch.as_tensor(mdp.P, device=device, dtype=dtype),
+        Rw=torch.as_tensor(mdp.R, device=device, dtype=dtype),
+        g=g,
+        eye=torch.eye(S, device=device, dtype=dtype),
+        rhs=((1.0 - g) * rho).expand(runs, S).unsqueeze(-1),
+        etas=torch.as_tensor(actor(np.arange(K)) / (1.0 - g), device=device, dtype=dtype),
+        betas=torch.as_tensor(critic(np.arange(K)), device=device, dtype=dtype),
+        r_idx=torch.arange(runs, device=device),
+    )
+
+
+def _cat_torch(probs, u):
+    """Inverse-CDF draw of one index per row, as in the reference."""
+    import torch
+
+    idx = (torch.cumsum(probs, -1) < u.unsqueeze(-1)).sum(-1)
+    return idx.clamp_max(probs.shape[-1] - 1)
+
+
+def _torch_step(T: dict, theta, Q, u, k: int) -> None:
+    """One sample and one actor + one critic step on every run, in place."""
+    import torch
+
+    P, g, r_idx = T["P"], T["g"], T["r_idx"]
+    pi = torch.softmax(theta, -1)
+    P_pi = torch.einsum("rsa,sat->rst", pi, P)
+    d = torch.linalg.solve(T["eye"] - g * P_pi.transpose(1, 2), T["rhs"]).squeeze(-1)
+    s = _cat_torch(d.clamp_min(0.0), u[:, 0])  # (S): s_k ~ d^{pi_k}_rho
+    pi_s = pi[r_idx, s]
+    a = _cat_torch(pi_s, u[:, 1])  # a_k ~ pi_k(.|s_k)
+    s1 = _cat_torch(P[s, a], u[:, 2])  # s'_k ~ P(.|s_k, a_k)
+    a1 = _cat_torch(pi[r_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
+    q_s = Q[r_idx, s]
+    q_sa = q_s[r_idx, a]
+    adv = q_sa - (pi_s * q_s).sum(-1)  # (ADV)
+    score = -pi_s
+    score[r_idx, a] += 1.0
+    theta[r_idx, s] += T["etas"][k] * score * adv.unsqueeze(-1)  # (ACTOR)
+    td = T["Rw"][s, a] + g * Q[r_idx, s1, a1] - q_sa
+    Q[r_idx, s, a] += T["betas"][k] * td  # (CRITIC)
 
 
 def single_timescale_ac(
@@ -56,7 +113,8 @@ def single_timescale_ac(
     """The same algorithm as :func:`single_timescale_ac` (occupancy sampler) in batched torch.
 
     All runs advance together; the occupancy is a batched linear solve and the sampled entries
-    are gathers. It pays on CUDA with thousands of runs; on a small CPU numpy is faster.
+    are gathers. It pays on CUDA with thousands of runs; on a small CPU numpy is faster. Returns
+    an :class:`ACHistory` (the same fields, as numpy arrays).
 
     Parameters
     ----------
@@ -69,11 +127,6 @@ def single_timescale_ac(
     dtype : torch.dtype, optional
         Default float64.
 
-    Returns
-    -------
-    ACHistory
-        Same fields, as numpy arrays.
-
     See: book/actor_critic/02-schedules-and-critic-lag.ipynb
     """
     import torch
@@ -85,46 +138,23 @@ def single_timescale_ac(
     )
     device = resolve_device(device, uniforms)
     dtype = torch.float64 if dtype is None else dtype
-    if uniforms is not None:
-        if not isinstance(uniforms, torch.Tensor):
-            uniforms = torch.as_tensor(check_array("uniforms", uniforms, shape=(K, runs, 4)))
-        elif tuple(uniforms.shape) != (K, runs, 4):
-            raise ValueError(
-                f"uniforms must have shape ({K}, {runs}, 4) (got {tuple(uniforms.shape)})"
-            )
-        uniforms = uniforms.to(device=device, dtype=dtype)
+    uniforms = _torch_uniforms(uniforms, K, runs, device, dtype)
     gen = torch.Generator(device=device).manual_seed(seed)
-    S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
+    S, A = mdp.n_states, mdp.n_actions
     J_star, a_star = optimum(mdp)
-    P = torch.as_tensor(mdp.P, device=device, dtype=dtype)
-    Rw = torch.as_tensor(mdp.R, device=device, dtype=dtype)
-    rho = torch.as_tensor(mdp.rho, device=device, dtype=dtype)
-    eye = torch.eye(S, device=device, dtype=dtype)
-    rhs = ((1.0 - g) * rho).expand(runs, S).unsqueeze(-1)
-    etas = torch.as_tensor(actor(np.arange(K)) / (1.0 - g), device=device, dtype=dtype)
-    betas = torch.as_tensor(critic(np.arange(K)), device=device, dtype=dtype)
+    T = _torch_tables(mdp, K, actor, critic, runs, device, dtype)
     theta = torch.zeros(runs, S, A, device=device, dtype=dtype)
     Q = torch.zeros(runs, S, A, device=device, dtype=dtype)
-    r_idx = torch.arange(runs, device=device)
     ks = log_eval_points(K, eval_points)
     rec_gap, rec_err, rec_p = [], [], []
-
-    def cat(probs, u):
-        idx = (torch.cumsum(probs, -1) < u.unsqueeze(-1)).sum(-1)
-        return idx.clamp_max(probs.shape[-1] - 1)
 
     def record():
         gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta.cpu().numpy(), Q.cpu().numpy())
         rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
 
-    chunk = 4096
-    j = 0
-    it = progress(
-        range(K),
-        desc="actor-critic (torch)",
-        disable=None if show_progress is None else not show_progress,
-    )
-    for k in it:
+    chunk, j = 4096, 0
+    disable = None if show_progress is None else not show_progress
+    for k in progress(range(K), desc="actor-critic (torch)", disable=disable):
         while j < len(ks) and ks[j] == k:
             record()
             j += 1
@@ -132,40 +162,19 @@ def single_timescale_ac(
             u = uniforms[k]
         else:
             if k % chunk == 0:
-                block = torch.rand(
-                    min(chunk, K - k), runs, 4, generator=gen, device=device, dtype=dtype
-                )
+                n = min(chunk, K - k)
+                block = torch.rand(n, runs, 4, generator=gen, device=device, dtype=dtype)
             u = block[k % chunk]
-        pi = torch.softmax(theta, -1)
-        P_pi = torch.einsum("rsa,sat->rst", pi, P)
-        d = torch.linalg.solve(eye - g * P_pi.transpose(1, 2), rhs).squeeze(-1).clamp_min(0.0)
-        s = cat(d, u[:, 0])
-        pi_s = pi[r_idx, s]
-        a = cat(pi_s, u[:, 1])
-        s1 = cat(P[s, a], u[:, 2])
-        a1 = cat(pi[r_idx, s1], u[:, 3])
-        q_s = Q[r_idx, s]
-        q_sa = q_s[r_idx, a]
-        adv = q_sa - (pi_s * q_s).sum(-1)
-        score = -pi_s
-        score[r_idx, a] += 1.0
-        theta[r_idx, s] += etas[k] * score * adv.unsqueeze(-1)
-        td = Rw[s, a] + g * Q[r_idx, s1, a1] - q_sa
-        Q[r_idx, s, a] += betas[k] * td
+        _torch_step(T, theta, Q, u, k)
     while j < len(ks):
         record()
         j += 1
     return ACHistory(
-        k=ks.astype(float),
-        samples=ks.astype(float),
-        gaps=np.stack(rec_gap, 1),
-        critic_errors=np.stack(rec_err, 1),
-        optimal_action_prob=np.stack(rec_p, 0),
-        theta=theta.cpu().numpy(),
-        Q=Q.cpu().numpy(),
-        J_star=J_star,
+        k=ks.astype(float), samples=ks.astype(float), gaps=np.stack(rec_gap, 1),
+        critic_errors=np.stack(rec_err, 1), optimal_action_prob=np.stack(rec_p, 0),
+        theta=theta.cpu().numpy(), Q=Q.cpu().numpy(), J_star=J_star,
         config=dict(actor=actor, critic=critic, runs=runs, seed=seed, sampler="occupancy", K=K),
-    )
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,8 +307,8 @@ def single_timescale_ac_many(
     betas = critic(np.arange(K))
     disable = None if show_progress is None else not show_progress
     kernel = _batch_numpy if backend == "numpy" else _batch_torch
-    gaps, errs = kernel(P, R, rho, mdps[0].gamma, J_star, K, runs, seed, ks, etas, betas,
-                        uniforms, device, disable)  # fmt: skip
+    batch = _Batch(P, R, rho, mdps[0].gamma, J_star, runs, ks, etas, betas)
+    gaps, errs = kernel(batch, K, seed, uniforms, device, disable)
     n = len(ks)
     return BatchHistory(
         k=ks.astype(float),
@@ -311,7 +320,22 @@ def single_timescale_ac_many(
     )  # fmt: skip
 
 
-def _batch_numpy(P, R, rho, g, J_star, K, runs, seed, ks, etas, betas, uniforms, device, disable):
+class _Batch(NamedTuple):
+    """The stacked MDPs and the step sizes of one batched run (``M`` MDPs x ``runs`` runs)."""
+
+    P: np.ndarray  # (M, S, A, S)
+    R: np.ndarray  # (M, S, A)
+    rho: np.ndarray  # (M, S)
+    g: float  # gamma, shared
+    J_star: np.ndarray  # (M,)
+    runs: int
+    ks: np.ndarray  # the evaluation points
+    etas: np.ndarray  # eta_k / (1 - gamma), (K,)
+    betas: np.ndarray  # beta_k, (K,)
+
+
+def _batch_numpy(batch: _Batch, K, seed, uniforms, device, disable):
+    P, R, rho, g, J_star, runs, ks, etas, betas = batch
     M, S, A, _ = P.shape
     B = M * runs
     mi = np.repeat(np.arange(M), runs)  # the MDP of each row
@@ -363,8 +387,10 @@ def _batch_numpy(P, R, rho, g, J_star, K, runs, seed, ks, etas, betas, uniforms,
     return np.stack(gaps), np.stack(errs)
 
 
-def _batch_torch(P, R, rho, g, J_star, K, runs, seed, ks, etas, betas, uniforms, device, disable):
+def _batch_torch(batch: _Batch, K, seed, uniforms, device, disable):
     import torch
+
+    P, R, rho, g, J_star, runs, ks, etas, betas = batch
 
     from lab.core.runtime import resolve_device
 
@@ -430,95 +456,6 @@ def _batch_torch(P, R, rho, g, J_star, K, runs, seed, ks, etas, betas, uniforms,
         theta[bi, s] += etas_t[k] * score * adv.unsqueeze(-1)
         Q[bi, s, a] += betas_t[k] * (Rb[bi, s, a] + g * Q[bi, s1, a1] - q_sa)
     return np.stack(gaps), np.stack(errs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Many step-size schedules on one MDP at once (experiments.run_grid: the widgets' runs)
-# ---------------------------------------------------------------------------------------------
-def ac_many_schedules(mdp, K, actors, critics, runs, seed, eval_points):
-    """:func:`single_timescale_ac` (occupancy sampler) for ``C`` schedules on one MDP: rows
-    ``c * runs .. (c + 1) * runs - 1`` are schedule ``c``'s runs, all on ``seed``'s uniforms."""
-    C = len(actors)
-    B = C * runs
-    S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
-    J_star, a_star = optimum(mdp)
-    rng = np.random.default_rng(seed)
-    rows = np.tile(np.arange(runs), C)  # the run (column of the uniforms) of each row
-    eta = np.repeat(np.stack([a(np.arange(K)) for a in actors], 1), runs, 1)  # (K, B)
-    beta = np.repeat(np.stack([c(np.arange(K)) for c in critics], 1), runs, 1)
-    theta, Q = np.zeros((B, S, A)), np.zeros((B, S, A))
-    ks = log_eval_points(K, eval_points)
-    rec_gap, rec_err, rec_p = [], [], []
-
-    def record():
-        pi = np.exp(theta - theta.max(-1, keepdims=True))
-        pi /= pi.sum(-1, keepdims=True)
-        V, Q_pi = evaluate_pi(mdp, pi)
-        d = occupancy_pi(mdp, pi)
-        rec_gap.append(J_star - V @ mdp.rho)
-        rec_err.append(np.sqrt(np.sum(d[..., None] * pi * (Q - Q_pi) ** 2, axis=(-2, -1))))
-        rec_p.append(pi[:, np.arange(S), a_star].reshape(C, runs, S).mean(1))
-
-    chunk, j = 4096, 0
-    for k in range(K):
-        while j < len(ks) and ks[j] == k:
-            record()
-            j += 1
-        if k % chunk == 0:  # the reference's draws, shared by every schedule
-            block = rng.random((min(chunk, K - k), runs, 4))[:, rows]
-        u = block[k % chunk]
-        z = np.exp(theta - theta.max(-1, keepdims=True))
-        pi = z / z.sum(-1, keepdims=True)
-        R_idx = np.arange(B)
-        s = categorical(occupancy_pi(mdp, pi), u[:, 0])
-        a = categorical(pi[R_idx, s], u[:, 1])
-        s1 = categorical(mdp.P[s, a], u[:, 2])
-        a1 = categorical(pi[R_idx, s1], u[:, 3])
-        ac_update_inplace(theta, Q, pi, s, a, s1, a1, mdp.R[s, a], g, eta[k][:, None], beta[k])
-    while j < len(ks):
-        record()
-        j += 1
-    gaps = np.stack(rec_gap, 1).reshape(C, runs, -1)
-    errs = np.stack(rec_err, 1).reshape(C, runs, -1)
-    p_opt = np.stack(rec_p, 1)  # (C, n_eval, S)
-    th, Qs = theta.reshape(C, runs, S, A), Q.reshape(C, runs, S, A)
-    return [
-        ACHistory(k=ks.astype(float), samples=ks.astype(float), gaps=gaps[c],
-                  critic_errors=errs[c], optimal_action_prob=p_opt[c], theta=th[c], Q=Qs[c],
-                  J_star=J_star, config=dict(actor=actors[c], critic=critics[c], runs=runs,
-                                             seed=seed, sampler="occupancy", K=K))
-        for c in range(C)
-    ]  # fmt: skip
-
-
-def pg_many_schedules(mdp, K, actors, eval_points):
-    """:func:`exact_pg_ascent` with ``C`` actor schedules at once (theta of shape (C, S, A))."""
-    C = len(actors)
-    S, A = mdp.n_states, mdp.n_actions
-    steps = np.stack([a(np.arange(K)) for a in actors], 1)  # (K, C)
-    theta = np.zeros((C, S, A))
-    J_star, a_star = optimum(mdp)
-    ks = log_eval_points(K, eval_points)
-    gaps, norms, p_opt = [], [], []
-    j = 0
-    for k in range(K + 1):
-        z = np.exp(theta - theta.max(-1, keepdims=True))
-        pi = z / z.sum(-1, keepdims=True)
-        grad = gradient_pi(mdp, pi)
-        while j < len(ks) and ks[j] == k:
-            V, _ = evaluate_pi(mdp, pi)
-            gaps.append([J_star - v @ mdp.rho for v in V])  # as the reference, per row
-            norms.append([np.linalg.norm(gr) for gr in grad])
-            p_opt.append(pi[:, np.arange(S), a_star])
-            j += 1
-        if k < K:
-            theta = theta + steps[k][:, None, None] * grad
-    gaps, norms, p_opt = np.stack(gaps, 1), np.asarray(norms).T, np.stack(p_opt, 1)
-    return [
-        PGHistory(k=ks.astype(float), gap=gaps[c], grad_norm=norms[c],
-                  optimal_action_prob=p_opt[c], theta=theta[c], J_star=J_star)
-        for c in range(C)
-    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,45 +10,49 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
-
-from .experiments import cached_run
-from .reference import fit_rate
-
 __all__ = ["exponent_figure", "schedule_figure", "stall_figure"]
 
 
-def schedule_figure(
-    p_actor: float = 2 / 3,
-    p_critic: float = 2 / 3,
-    c_actor: float = 0.1,
-    c_critic: float = 1.0,
-    K: int = 3000,
-    runs: int = 4,
-    seed: int = 0,
-):
+def _check_run(run, need_pg: bool) -> None:
+    """A figure draws a ``ScheduleRun`` (duck-typed: figures import no driver)."""
+    if not all(hasattr(run, f) for f in ("history", "pg", "config", "settings", "slope")):
+        raise TypeError(f"run must be a ScheduleRun (got {type(run).__name__})")
+    if need_pg and run.pg is None:
+        raise ValueError("run has no exact policy-gradient ascent: build it with with_pg=True")
+
+
+def _slope_guides(go, K: int, g0: float) -> list:
+    """Reference lines of slope -1/3 and -1/2 through the gap at ``K / 10``."""
+    ref = np.geomspace(K / 10, K, 20)
+    return [
+        go.Scatter(x=ref, y=g0 * (ref / ref[0]) ** (-p), name=name, line=dict(color=c, dash=d))
+        for p, name, c, d in ((1 / 3, "slope −1/3", "gray", "dash"),
+                              (1 / 2, "slope −1/2", "black", "dashdot"))
+    ]  # fmt: skip
+
+
+def schedule_figure(run):
     """Gap ``J* - J(pi_k)`` and critic error against samples for one pair of schedules.
 
     Five traces: actor-critic gap (mean over runs), the perfect-critic gap (exact policy
     gradient with the same actor schedule), the critic error, and two reference slopes.
+
+    Parameters
+    ----------
+    run : ScheduleRun
+        :func:`lab.actor_critic.experiments.schedule_run`'s result, with ``pg``.
 
     See: book/actor_critic/01-gap-vs-samples.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    p_actor = check_range("p_actor", p_actor, 0.0, 1.0)
-    p_critic = check_range("p_critic", p_critic, 0.0, 1.0)
-    c_actor = check_positive("c_actor", c_actor)
-    c_critic = check_positive("c_critic", c_critic)
-    K = check_int("K", K, 10)
-    hist, pg = cached_run(
-        round(p_actor, 6), round(p_critic, 6), float(c_actor), float(c_critic), K, runs, seed
-    )
+    _check_run(run, need_pg=True)
+    hist, pg, slope = run.history, run.pg, run.slope
+    p_actor, p_critic, c_actor, c_critic = run.config
+    K = run.settings.K
     x = np.maximum(hist.samples, 1.0)
-    slope = fit_rate(hist.samples, hist.gap, (K / 10, K))
     g0 = hist.gap[np.searchsorted(hist.samples, K / 10)]
-    ref = np.geomspace(K / 10, K, 20)
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -67,26 +71,8 @@ def schedule_figure(
         1,
         1,
     )
-    fig.add_trace(
-        go.Scatter(
-            x=ref,
-            y=g0 * (ref / ref[0]) ** (-1 / 3),
-            name="slope −1/3",
-            line=dict(color="gray", dash="dash"),
-        ),
-        1,
-        1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=ref,
-            y=g0 * (ref / ref[0]) ** (-1 / 2),
-            name="slope −1/2",
-            line=dict(color="black", dash="dashdot"),
-        ),
-        1,
-        1,
-    )
+    for trace in _slope_guides(go, K, g0):
+        fig.add_trace(trace, 1, 1)
     fig.add_trace(
         go.Scatter(x=x, y=hist.critic_error, name="critic error", line_color="#D55E00"), 1, 2
     )
@@ -104,23 +90,24 @@ def schedule_figure(
     return fig
 
 
-def stall_figure(
-    c_actor: float = 0.1, p_actor: float = 2 / 3, K: int = 5000, runs: int = 4, seed: int = 0
-):
+def stall_figure(run):
     """Gap against samples and the probability of the optimal action in each state.
 
-    ``1 + n_states`` traces (the MDP is ``random_mdp(6, 3, 0.9, seed)``): with a large actor
-    constant the policy commits early to sub-optimal actions and the gap stalls.
+    ``1 + n_states`` traces (the run's random MDP): with a large actor constant the policy
+    commits early to sub-optimal actions and the gap stalls.
+
+    Parameters
+    ----------
+    run : ScheduleRun
+        :func:`lab.actor_critic.experiments.schedule_run`'s result.
 
     See: book/actor_critic/02-schedules-and-critic-lag.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    c_actor = check_positive("c_actor", c_actor)
-    hist, _ = cached_run(
-        round(p_actor, 6), round(2 / 3, 6), float(c_actor), 1.0, K, runs, seed, with_pg=False
-    )
+    _check_run(run, need_pg=False)
+    hist, c_actor = run.history, run.config[2]
     x = np.maximum(hist.samples, 1.0)
     fig = make_subplots(
         rows=1,
@@ -141,6 +128,21 @@ def stall_figure(
     return fig
 
 
+def _interval(go, label, q, lo, hi, colour, symbol):
+    """One exponent interval as a marker with an error bar (clipped at 10)."""
+    q_plot = min(q, 10.0)
+    return go.Scatter(
+        x=[q_plot],
+        y=[label],
+        mode="markers",
+        marker=dict(color=colour, size=10, symbol=symbol),
+        error_x=dict(
+            type="data", symmetric=False, array=[min(hi, 10.0) - q_plot], arrayminus=[q_plot - lo]
+        ),
+        showlegend=False,
+    )
+
+
 def exponent_figure(study):
     """Mean gap over MDPs against samples for each schedule of an :class:`ExponentStudy` and for
     its exact-gradient baseline (same actor steps, no critic, no noise; dashed), and the
@@ -153,9 +155,7 @@ def exponent_figure(study):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .experiments import ExponentStudy
-
-    if not isinstance(study, ExponentStudy):
+    if not all(hasattr(study, f) for f in ("histories", "eps_exponent", "exact_gap", "window")):
         raise TypeError(f"study must be an ExponentStudy (got {type(study).__name__})")
     colours = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00"]
     fig = make_subplots(
@@ -165,22 +165,6 @@ def exponent_figure(study):
         subplot_titles=("gap J* − J(π_k), mean over MDPs", "samples ∝ ε^−q: interval of q"),
     )
 
-    def interval(label, q, lo, hi, colour, symbol):
-        q_plot = min(q, 10.0)
-        return go.Scatter(
-            x=[q_plot],
-            y=[label],
-            mode="markers",
-            marker=dict(color=colour, size=10, symbol=symbol),
-            error_x=dict(
-                type="data",
-                symmetric=False,
-                array=[min(hi, 10.0) - q_plot],
-                arrayminus=[q_plot - lo],
-            ),
-            showlegend=False,
-        )
-
     labels, seen = [], {}
     for i, name in enumerate(study.histories):
         h = study.histories[name]
@@ -188,7 +172,7 @@ def exponent_figure(study):
         fig.add_trace(
             go.Scatter(x=np.maximum(h.k, 1), y=h.mdp_gap.mean(0), name=name, line_color=c), 1, 1
         )
-        fig.add_trace(interval(name, *study.eps_exponent[name], c, "circle"), 1, 2)
+        fig.add_trace(_interval(go, name, *study.eps_exponent[name], c, "circle"), 1, 2)
         labels.append(name)
         actor = h.config["actor"]
         if name in study.exact_gap and actor not in seen:
@@ -204,7 +188,9 @@ def exponent_figure(study):
                 1,
                 1,
             )
-            fig.add_trace(interval(label, *study.exact_eps_exponent[name], c, "circle-open"), 1, 2)
+            fig.add_trace(
+                _interval(go, label, *study.exact_eps_exponent[name], c, "circle-open"), 1, 2
+            )
             labels.append(label)
     for q, dash in ((3, "dash"), (4, "dot")):
         fig.add_trace(

@@ -6,7 +6,6 @@ See: book/actor_critic/01-gap-vs-samples.ipynb
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from lab.core.checks import (
     check_positive,
     check_range,
 )
+from lab.core.memo import memo
 
 __all__ = [
     "TabularMDP",
@@ -323,7 +323,7 @@ def optimal_values(
     return V, Q, policy
 
 
-@functools.lru_cache(maxsize=64)
+@memo(maxsize=64)
 def optimum(mdp: TabularMDP) -> tuple[float, np.ndarray]:
     V, _, policy = optimal_values(mdp)
     return float(V @ mdp.rho), policy.argmax(1)

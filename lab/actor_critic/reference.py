@@ -11,7 +11,7 @@ See: book/actor_critic/01-gap-vs-samples.ipynb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -262,22 +262,50 @@ def single_timescale_ac(
         if sampler != "occupancy":
             raise ValueError("uniforms can only be injected with sampler='occupancy'")
         uniforms = check_array("uniforms", uniforms, shape=(K, runs, 4))
+    disable = None if show_progress is None else not show_progress
+    loop = ACLoop(sampler, eval_points, uniforms, disable)
+    return run_ac(mdp, K, actor, critic, runs, seed, loop)
+
+
+class ACLoop(NamedTuple):
+    """How :func:`run_ac` samples and records: the sampler, the evaluation points, injected
+    uniforms (or ``None``) and whether the progress bar is off (``None``: the default)."""
+
+    sampler: str = "occupancy"
+    eval_points: int = 100
+    uniforms: np.ndarray | None = None
+    disable: bool | None = None
+
+
+def _draw(mdp, pi, u, sampler, rng):
+    """(S): ``s_k ~ d^{pi_k}_rho``, ``a_k ~ pi_k(.|s_k)``, ``s'_k ~ P(.|s_k, a_k)``,
+    ``a'_k ~ pi_k(.|s'_k)``, and the transitions the draw of ``s_k`` cost."""
+    R_idx = np.arange(pi.shape[0])
+    if sampler == "occupancy":
+        d = occupancy_pi(mdp, pi)
+        s, n_steps = categorical(d, u[:, 0]), 0
+    else:
+        s, n_steps = _restart_draw(mdp, pi, rng)
+    a = categorical(pi[R_idx, s], u[:, 1])  # a_k ~ pi_k(.|s_k)
+    s1 = categorical(mdp.P[s, a], u[:, 2])  # s'_k ~ P(.|s_k, a_k)
+    a1 = categorical(pi[R_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
+    return s, a, s1, a1, n_steps
+
+
+def run_ac(mdp, K, actor, critic, runs, seed, loop: ACLoop) -> ACHistory:
+    """:func:`single_timescale_ac` on arguments it has checked (the walked path: no re-check)."""
+    sampler, eval_points, uniforms, disable = loop
     rng = np.random.default_rng(seed)
-    S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
+    g = mdp.gamma
     J_star, a_star = optimum(mdp)
-    R_idx = np.arange(runs)
-    theta = np.zeros((runs, S, A))  # theta_0 = 0: uniform policy
-    Q = np.zeros((runs, S, A))  # Q_0 = 0
+    theta = np.zeros((runs, mdp.n_states, mdp.n_actions))  # theta_0 = 0: uniform policy
+    Q = np.zeros((runs, mdp.n_states, mdp.n_actions))  # Q_0 = 0
     ks = log_eval_points(K, eval_points)
     etas, betas = actor(np.arange(K)), critic(np.arange(K))
     rec_gap, rec_err, rec_p, rec_samples = [], [], [], []
     transitions = np.zeros(runs)
-    chunk = 4096
-    it = progress(
-        range(K), desc="actor-critic", disable=None if show_progress is None else not show_progress
-    )
-    j = 0
-    for k in it:
+    chunk, j = 4096, 0
+    for k in progress(range(K), desc="actor-critic", disable=disable):
         while j < len(ks) and ks[j] == k:
             gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta, Q)
             rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
@@ -291,34 +319,21 @@ def single_timescale_ac(
             u = block[k % chunk]
         z = np.exp(theta - theta.max(-1, keepdims=True))
         pi = z / z.sum(-1, keepdims=True)  # pi_k = softmax(theta_k)
-        # (S): s_k ~ d^{pi_k}_rho
-        if sampler == "occupancy":
-            d = occupancy_pi(mdp, pi)
-            s = categorical(d, u[:, 0])
-        else:
-            s, n_steps = _restart_draw(mdp, pi, rng)
+        s, a, s1, a1, n_steps = _draw(mdp, pi, u, sampler, rng)  # (S)
+        if sampler != "occupancy":
             transitions += n_steps + 1
-        a = categorical(pi[R_idx, s], u[:, 1])  # a_k ~ pi_k(.|s_k)
-        s1 = categorical(mdp.P[s, a], u[:, 2])  # s'_k ~ P(.|s_k, a_k)
-        a1 = categorical(pi[R_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
-        r = mdp.R[s, a]
-        ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, g, etas[k], betas[k])
+        ac_update_inplace(theta, Q, pi, s, a, s1, a1, mdp.R[s, a], g, etas[k], betas[k])
     while j < len(ks):  # the final point(s), k = K
         gap, err, p_opt = record_metrics(mdp, J_star, a_star, theta, Q)
         rec_gap.append(gap), rec_err.append(err), rec_p.append(p_opt)
         rec_samples.append(K if sampler == "occupancy" else transitions.mean())
         j += 1
     return ACHistory(
-        k=ks.astype(float),
-        samples=np.asarray(rec_samples, dtype=float),
-        gaps=np.stack(rec_gap, 1),
-        critic_errors=np.stack(rec_err, 1),
-        optimal_action_prob=np.stack(rec_p, 0),
-        theta=theta,
-        Q=Q,
-        J_star=J_star,
+        k=ks.astype(float), samples=np.asarray(rec_samples, dtype=float),
+        gaps=np.stack(rec_gap, 1), critic_errors=np.stack(rec_err, 1),
+        optimal_action_prob=np.stack(rec_p, 0), theta=theta, Q=Q, J_star=J_star,
         config=dict(actor=actor, critic=critic, runs=runs, seed=seed, sampler=sampler, K=K),
-    )
+    )  # fmt: skip
 
 
 def ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, gamma, eta, beta):
