@@ -508,3 +508,27 @@ def test_run_grid_run_seed_draws_the_runs_not_the_mdp():
     )
     with pytest.raises(ValueError, match="run_seed"):
         run(7, run_seed=-1)
+
+
+# ------------------------------------------------------------------------------------------
+# the registered claims and what each records
+def test_registry_holds_every_claim_with_a_rival_or_a_reason():
+    from lab.actor_critic.claims import CLAIMS
+
+    assert set(CLAIMS.notebooks()) == {"01", "02"}
+    assert len(CLAIMS.specs) == 8
+    for spec in CLAIMS.specs.values():
+        assert bool(spec.rival) != bool(spec.no_rival), spec.id
+
+
+def test_phase_map_checks_and_their_rivals():
+    from lab.actor_critic import evidence
+
+    phase = np.array([[0.3, 0.5, 0.8, 2.2], [1.5, 1.4, 1.8, 2.7], [2.9, 2.9, 3.0, 3.0]])
+    slow, fast = evidence.phase_map(phase, 5000)
+    assert slow["measured"] is True and fast["measured"] is True
+    assert slow["control"].measured is False and fast["control"].measured is False
+    with pytest.raises(ValueError, match="phase"):
+        evidence.phase_map(np.zeros((2, 4)), 5000)
+    with pytest.raises(TypeError, match="per_run"):
+        evidence.tuned_half_faster({}, {}, [], 5000, 1)
