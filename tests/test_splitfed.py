@@ -282,7 +282,7 @@ def test_gloo_equals_simulation_and_loss_falls():
     cfg = sf.MUSplitFedConfig(
         tau=2, rounds=30, clients=3, participation=1.0, eta_g=1.0, eval_every=10
     )
-    h = sf.launch_local(cfg, 4, sf.GlooSettings(time_unit=0.0, order="rank", timeout=60))
+    h = sf.launch_local(cfg, 4, sf.GlooSettings(time_unit=0.0, order="rank", timeout=120))
     data = sf.load_digits_clients(3, seed=cfg.seed)
     c, s = _nets(seed=cfg.seed)
     ev = sf.evaluator(c, s, data["train"], data["test"])
@@ -311,7 +311,7 @@ def test_gloo_killed_client_does_not_hang_the_server():
 def test_gloo_bad_embedding_shape_names_the_rank():
     cfg = sf.MUSplitFedConfig(rounds=4, clients=2, participation=1.0)
     with pytest.raises(RuntimeError, match="client rank 2"):
-        gloo = sf.GlooSettings(time_unit=0.0, faults={"bad_shape": {2: 1}}, timeout=30)
+        gloo = sf.GlooSettings(time_unit=0.0, faults={"bad_shape": {2: 1}}, timeout=120)
         sf.launch_local(cfg, 3, gloo)
 
 

@@ -330,7 +330,8 @@ def test_pair_bound_children():
 def test_experiment_drivers():
     from lab.spot import experiments
 
-    step = experiments.compare_improvement_step("lake 4x4", 2, 20.0)
+    # 0.7 s on an idle core; a 20 s limit was hit under the baseline numerics on a loaded machine
+    step = experiments.compare_improvement_step("lake 4x4", 2, 300.0)
     assert step.highs_proven and abs(step.rsbb_value - step.highs_value) < 1e-9
     assert step.speedup_at_least == pytest.approx(step.highs_seconds / step.rsbb_seconds)
     lake = spot.frozen_lake("4x4")
