@@ -68,7 +68,7 @@ def l2_rate(rate, rival) -> dict:
 
 
 def identity(checks: dict, wrong) -> dict:
-    """``sparse-fingerprinting-identity``: the largest |difference| / SE over ``checks`` (name ->
+    """``sparse-fingerprinting-identity``: the largest absolute difference in SE units over ``checks`` (name ->
     ``IdentityCheck``), and the dense-centred score's (``wrong``)."""
     _need("wrong", wrong, "z", "learners")
     if not isinstance(checks, dict) or not checks:
