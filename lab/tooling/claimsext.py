@@ -39,6 +39,7 @@ from lab.core.claims import (
     format_value,
     margin_text,
 )
+from lab.tooling.chapters import claims_page
 from lab.tooling.registryext import chapter_registry
 
 __all__ = ["ClaimRenderer", "setup"]
@@ -147,9 +148,10 @@ def _card_html(rec: dict) -> str:
         link = ""
         name = (dx.get("data") or {}).get("deviation")
         reg = chapter_registry(rec["chapter"]) if dx.get("kind") == "deviation" else None
-        if reg is not None and name in reg.deviations:
+        page = claims_page(rec["chapter"]) if reg is not None else None
+        if page is not None and name in reg.deviations and "{deviations}" in page.read_text():
             anchor = f"deviation-{rec['chapter']}-{dx['data']['deviation']}"
-            link = f' (<a href="reproduction.html#{e(anchor)}">the deviation</a>)'
+            link = f' (<a href="{page.stem}.html#{e(anchor)}">the deviation</a>)'
         beside_html += (
             f'<div class="optlab-claim-diagnosis"><b>diagnosis</b>: {e(control_text(only))}'
             f"{link}</div>"
