@@ -26,6 +26,12 @@ _DATE = "2026-12-06"
 _SEEDS = tuple(range(120))
 _SEEDS_OLD, _SEEDS_NEW = "the paper's 30 replications", "120 seeds at the default size (30 at FULL)"
 _NB2_SIZE = "d = 2, γ = 0.2, η = 0.2 (uniform), w* = e₁; T = 6,000 cycles; 120 seeds"
+#: the rival of the two localisation claims (notebook 2)
+_ZHANG_RIVAL = (
+    "Zhang et al. (2020)'s non-strategic Massart learner with partial feedback, run with the "
+    "same cones and batch lengths: the localisation the paper adapts, without proxies or "
+    "contrastive pairs"
+)
 _NB3_SIZE = "d = 2, γ = 0.2, η = 0.2 (uniform), w* = e₁; T = 2,000 cycles per value; 120 seeds"
 _SEEDS_REVISION = claims.revision(
     _DATE,
@@ -166,9 +172,7 @@ _NB2 = (
         expect_full="not reproduced",
         seeds=_SEEDS,
         size=_NB2_SIZE + "; complete batches k = 1, 2",
-        rival="Zhang et al. (2020)'s non-strategic Massart learner with partial feedback, run "
-        "with the same cones and batch lengths: the localisation the paper adapts, without "
-        "proxies or contrastive pairs",
+        rival=_ZHANG_RIVAL,
         revised=(
             claims.revision(
                 _DATE,
@@ -202,9 +206,7 @@ _NB2 = (
         expect_full="reproduced qualitatively",
         seeds=_SEEDS,
         size=_NB2_SIZE + "; complete batches k = 1, 2",
-        rival="Zhang et al. (2020)'s non-strategic Massart learner with partial feedback, run "
-        "with the same cones and batch lengths: the localisation the paper adapts, without "
-        "proxies or contrastive pairs",
+        rival=_ZHANG_RIVAL,
         revised=(
             claims.revision(
                 _DATE,
