@@ -10,6 +10,7 @@
 ``exercises <slug>``          regenerate ``book/<slug>/exercises.ipynb`` (the book's student page)
 ``bench [<slug>...] [--gpu]`` run the benchmarks and merge one run record
 ``claims [<slug>...]``        print chapters' claim records (run or read); ``--compare`` a published one
+``artifacts list|build NAME`` list, or rebuild, a chapter's stored checkpoints, corpora and runs
 """
 
 from __future__ import annotations
@@ -242,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--compare", metavar="PUBLISHED", help="a published claims.json to diff against")
     p.add_argument("-o", "--output", metavar="FILE", help="also write this run as a claims.json")
+    p = sub.add_parser(
+        "artifacts",
+        help="list or rebuild the chapters' stored artifacts (checkpoints, corpora, runs)",
+    )
+    p.add_argument("action", choices=["list", "build"])
+    p.add_argument("name", nargs="?", help="<slug>/<name> (see `lab artifacts list`)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="after --: the builder's arguments")
     args = parser.parse_args(argv)
 
     try:
@@ -262,6 +270,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.cmd == "bench":
         path = bench(args.slugs, gpu=args.gpu, quick=args.quick)
         return 1 if json.loads(path.read_text())["failed"] else 0
+    if args.cmd == "artifacts":
+        from lab.tooling import artifacts
+
+        args.args = args.args[1:] if args.args[:1] == ["--"] else args.args
+        return artifacts.cli(args)
     if args.cmd == "claims":
         from lab.tooling import claimsjson
 

@@ -266,7 +266,7 @@ CLAIM_CELLS = [
 @pytest.mark.parametrize("methods,eps_values,N_values", CLAIM_CELLS)
 def test_claim_entries_of_the_stored_sweep_regenerate(methods, eps_values, N_values):
     """Every stored entry behind a recorded claim of notebook 2 comes back from its command
-    (the whole file: ``python -m lab.ace.experiments``)."""
+    (the whole file: ``lab artifacts build ace/sweep``)."""
     stored = load_sweep()
     fresh = run_sweep(methods, eps_values, N_values, stored["grid"]["seed"], show_progress=False)
     assert fresh["settings"] == stored["settings"]
@@ -415,7 +415,7 @@ def test_stored_converged_runs_regenerate_short():
 
 @pytest.mark.slow
 def test_claim_entries_of_the_stored_converged_runs_regenerate():
-    """Every stored long run comes back from its command (``python -m lab.ace.converged``)."""
+    """Every stored long run comes back from its command (``lab artifacts build ace/converged``)."""
     stored = load_converged()
     for job in ace.converged_jobs():
         key = "|".join([job[0], job[1], f"{job[2]:g}", str(job[3]), str(job[4])])

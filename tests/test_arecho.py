@@ -467,7 +467,7 @@ def test_teacher_forced_equals_decoding_with_the_true_prefix(corpus, chain):
 
 @pytest.mark.slow
 def test_checkpoint_regenerates(corpus):
-    """``python -m lab.arecho.checkpoint`` again: the same chain up to float16 rounding."""
+    """``lab artifacts build arecho/checkpoints`` again: the same chain up to float16 rounding."""
     from lab.arecho.checkpoint import load_models, train_models
 
     committed, _, meta = load_models(corpus, seed=0)

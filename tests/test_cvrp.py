@@ -279,11 +279,14 @@ def test_checkpoint_files_are_the_shipped_ones():
 @pytest.mark.parametrize("name,seed", cvrp.checkpoint_keys())
 def test_committed_checkpoint_metadata_and_fingerprint(name, seed):
     path = checkpoint_file(name, seed)
-    assert path.exists(), f"{path} not built: python -m lab.cvrp.train --name {name} --seed {seed}"
+    build = f"lab artifacts build cvrp/checkpoint -- --name {name} --seed {seed}"
+    assert path.exists(), f"{path} not built: {build}"
     assert path.stat().st_size < 1_000_000
     ck = cvrp.read_checkpoint(name, seed)
     meta = ck["meta"]
-    assert meta["command"].startswith(f"python -m lab.cvrp.train --name {name} ")
+    # the command recorded when the file was made (its name before `lab artifacts`, or after)
+    made_by = ("python -m lab.cvrp.train", "lab artifacts build cvrp/checkpoint --")
+    assert meta["command"].startswith(tuple(f"{m} --name {name} " for m in made_by))
     assert f"--steps {meta['steps']}" in meta["command"] and f"--seed {seed}" in meta["command"]
     assert meta["seed"] == seed and meta["steps"] == TRAIN_STEPS and meta["seconds"] > 0
     assert meta["capacity_range"] == cvrp.CHECKPOINTS[name]["capacity"]

@@ -67,9 +67,9 @@ the non-equivariant branches:
 * `models.py`: the SO(2) toy (vector-neuron layers, MLP branches, the swirl data);
 * `experiments.py`: training, the gaps behind the theorems, the held-out slope in
   :math:`\bar\gamma`, robustness to input noise, and the stored sweep
-  (`python -m lab.ace.experiments` rebuilds `lab/ace/data/sweep.json`);
+  (`lab artifacts build ace/sweep` rebuilds `lab/ace/data/sweep.json`);
 * `converged.py`: the stored runs longer than a notebook's budget (symmetric data until the
-  constraint is met, robustness over seeds; `python -m lab.ace.converged` rebuilds
+  constraint is met, robustness over seeds; `lab artifacts build ace/converged` rebuilds
   `lab/ace/data/converged.json`);
 * `official.py`: :func:`official_parity`, our engine replayed on the official-code fixture;
 * `figures.py`: the explorable figures.

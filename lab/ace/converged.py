@@ -14,7 +14,7 @@ Two claims of notebook 2 need more than the sweep's 600 steps or more seeds than
 The command that rebuilds ``lab/ace/data/converged.json`` (fixed seeds, one torch thread per
 run, several runs in parallel; minutes on two cores)::
 
-    python -m lab.ace.converged
+    lab artifacts build ace/converged
 
 ``tests/test_ace.py`` (marked ``slow``) regenerates entries and compares them with the file.
 
@@ -176,12 +176,16 @@ def load_converged(path: str | Path | None = None) -> dict[str, Any]:
     """
     p = CONVERGED_PATH if path is None else Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"no stored runs at {p}; run `python -m lab.ace.converged`")
+        raise FileNotFoundError(f"no stored runs at {p}; run `lab artifacts build ace/converged`")
     return json.loads(p.read_text())
 
 
-if __name__ == "__main__":  # pragma: no cover - the project command
-    import sys
+def build_converged(argv: list[str] | None = None) -> int:  # pragma: no cover - minutes
+    """``lab artifacts build ace/converged [-- --workers N]``: rerun every stored run."""
+    import argparse
 
-    run_converged(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    p = argparse.ArgumentParser(prog="lab artifacts build ace/converged")
+    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    run_converged(p.parse_args(argv).workers)
     print(f"wrote {CONVERGED_PATH}")
+    return 0

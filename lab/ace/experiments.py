@@ -7,7 +7,7 @@ small JSON file (``lab/ace/data/sweep.json``). ``load_sweep`` reads it; ``run_sw
 regenerates it or any part of it. The command that rebuilds the whole file (minutes on two
 cores, one thread)::
 
-    python -m lab.ace.experiments            # rewrites lab/ace/data/sweep.json
+    lab artifacts build ace/sweep            # rewrites lab/ace/data/sweep.json
 
 ``tests/test_ace.py`` (marked ``slow``) regenerates every entry behind a recorded claim and
 compares it with the stored numbers.
@@ -542,7 +542,7 @@ def load_sweep(path: str | Path | None = None) -> dict[str, Any]:
     """
     p = Path(path) if path is not None else SWEEP_PATH
     if not p.exists():
-        raise FileNotFoundError(f"no sweep at {p}; run `python -m lab.ace.experiments` to make it")
+        raise FileNotFoundError(f"no sweep at {p}; run `lab artifacts build ace/sweep` to make it")
     return json.loads(p.read_text())
 
 
@@ -569,9 +569,14 @@ def sweep_mse(sweep: dict[str, Any], method: str, eps: float, N: int, key: str =
     return sum(vals) / len(vals)
 
 
-if __name__ == "__main__":  # pragma: no cover - the project command
+def build_sweep(argv: list[str] | None = None) -> int:  # pragma: no cover - hours
+    """``lab artifacts build ace/sweep``: rerun the whole sweep into ``SWEEP_PATH``."""
+    import argparse
+
     import torch
 
+    argparse.ArgumentParser(prog="lab artifacts build ace/sweep").parse_args(argv)
     torch.set_num_threads(1)
     run_sweep(path=SWEEP_PATH)
     print(f"wrote {SWEEP_PATH}")
+    return 0

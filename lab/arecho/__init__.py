@@ -39,7 +39,7 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
   committed chains use 32 (``CHAIN_BINS``): on 800 training utterances 500-bin token heads
   are less accurate than 32-bin ones (measured in notebook 1), and a 500-bin chain trained
   like the committed ones (seed 0, 1,500 or 4,000 steps) decodes its values with a clearly
-  larger error than the 32-bin chain (``python -m lab.arecho.checkpoint --bins 500 --seeds 0 --out chain500.pt``).
+  larger error than the 32-bin chain (``lab artifacts build arecho/checkpoints -- --bins 500 --seeds 0 --out chain500.pt``).
 * Tokens: a bin decodes to the median of its training values (the official code returns the
   lower threshold: ``MetricTokenizer(representative="lower")``); our thresholds are the
   interior percentiles (the official ones add the training minimum and maximum and use
@@ -57,14 +57,14 @@ ESPnet fork `ftshijt/espnet`, branch `universa_plus` (`espnet2/universa/ar_unive
 ## Files
 
 :mod:`lab.arecho.quality` (speech, degradations, metrics; numpy/scipy),
-:mod:`lab.arecho.corpus` (the labelled corpus, ``python -m lab.arecho.corpus``),
+:mod:`lab.arecho.corpus` (the labelled corpus, ``lab artifacts build arecho/corpus``),
 :mod:`lab.arecho.reference` (tokenizer, one-utterance decoder), :mod:`lab.arecho.models`
 (``TinyARECHO``, ``ParallelBaseline``, ``train``), :mod:`lab.arecho.fast` (batched
 ``decode``, ``predict``), :mod:`lab.arecho.settings` (the experiments' settings, validated
 once), :mod:`lab.arecho.scoring` (errors, chain positions, the teacher-forced ablation, the
 ridge ceiling), :mod:`lab.arecho.experiments` (the parallel heads, the study over seeds),
 :mod:`lab.arecho.views` (what the widgets show), :mod:`lab.arecho.checkpoint` (train-or-load:
-``python -m lab.arecho.checkpoint``), :mod:`lab.arecho.official` (parity with the official
+``lab artifacts build arecho/checkpoints``), :mod:`lab.arecho.official` (parity with the official
 code), :mod:`lab.arecho.figures` (drawing only).
 
 See: book/arecho/index.md

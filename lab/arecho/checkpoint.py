@@ -7,7 +7,7 @@ labelled scale-down of the paper's 500: notebook 1 measures both for token heads
 500-bin chain trained the same way, ``--bins 500``, decodes with a larger error), and commits the
 weights (float16, one file of well under 1 MB per seed)::
 
-    OMP_NUM_THREADS=1 python -m lab.arecho.checkpoint --steps 1500 --seeds 0 1 2
+    OMP_NUM_THREADS=1 lab artifacts build arecho/checkpoints -- --steps 1500 --seeds 0 1 2
 
 For each seed the command trains ``TinyARECHO`` for ``--steps`` steps, measures the CPU time
 it used (``time.process_time``: one thread, insensitive to other processes), then trains the
@@ -20,7 +20,7 @@ baseline is reproducible from its recorded step count (``--parallel-steps``).
 The paper's two baselines, trained for each seed's chain CPU time (read from the committed
 chain file), go into ``baselines.pt`` / ``baselines-seed<k>.pt``::
 
-    OMP_NUM_THREADS=1 python -m lab.arecho.checkpoint --baselines --seeds 0 1 2
+    OMP_NUM_THREADS=1 lab artifacts build arecho/checkpoints -- --baselines --seeds 0 1 2
 
 ``universa`` is the official UniVERSA loss (raw-scale L1 per numerical metric, cross-entropy
 per class; ``ParallelBaseline(target="universa")``) and ``tokens`` is UniVERSA-T (the same
@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lab.core.artifacts import load_weights, save_weights
 from lab.core.checks import check_int
 
 from .corpus import Corpus, load_corpus
@@ -161,30 +162,23 @@ def save_models(chain: Any, parallel: Any, meta: dict, path: str | os.PathLike) 
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    import torch
-
     from .models import ParallelBaseline, TinyARECHO
 
     if not isinstance(chain, TinyARECHO) or not isinstance(parallel, ParallelBaseline):
         raise TypeError("chain must be a TinyARECHO and parallel a ParallelBaseline")
     if not isinstance(meta, dict):
         raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     blob = {"chain": _half(chain.state_dict()), "parallel": _half(parallel.state_dict())}
-    torch.save({**blob, "meta": dict(meta)}, path)
-    return path
+    return save_weights(path, blob, meta, "arecho/checkpoints")
 
 
 def _open_file(path: Path, corpus: Corpus | None) -> tuple[Corpus, dict, dict, Any]:
     """A committed file's tensors and ``meta``, with the tokenizer its models were trained with
     (refitted on the corpus's training rows: it is deterministic)."""
-    import torch
-
     corpus = load_corpus() if corpus is None else corpus
     if not isinstance(corpus, Corpus):
         raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = load_weights(path, "arecho/checkpoints")
     meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
     tok = MetricTokenizer(int(meta["n_bins"])).fit(
         corpus.labels[corpus.train], corpus.types, corpus.names
@@ -216,7 +210,7 @@ def load_models(corpus: Corpus | None = None, path: str | os.PathLike | None = N
     path = checkpoint_path(seed) if path is None else Path(path)
     if not path.exists():
         raise FileNotFoundError(
-            f"no checkpoint at {path}; make it with `python -m lab.arecho.checkpoint --out {path}`"
+            f"no checkpoint at {path}; make it with `lab artifacts build arecho/checkpoints -- --out {path}`"
         )
     corpus, blob, meta, tok = _open_file(path, corpus)
     chain = TinyARECHO(tok, corpus.features.shape[1])
@@ -300,7 +294,7 @@ def load_baselines(corpus: Corpus | None = None, seed: int = 0) -> tuple[dict[st
     if not path.exists():
         raise FileNotFoundError(
             f"no baselines at {path}; make them with "
-            f"`python -m lab.arecho.checkpoint --baselines --seeds {seed}`"
+            f"`lab artifacts build arecho/checkpoints -- --baselines --seeds {seed}`"
         )
     corpus, blob, meta, tok = _open_file(path, corpus)
     models = {}
@@ -312,10 +306,12 @@ def load_baselines(corpus: Corpus | None = None, seed: int = 0) -> tuple[dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``python -m lab.arecho.checkpoint`` command (see the module docstring)."""
+    """The ``lab artifacts build arecho/checkpoints`` command (see the module docstring)."""
     import torch
 
-    parser = argparse.ArgumentParser(prog="python -m lab.arecho.checkpoint", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="lab artifacts build arecho/checkpoints", description=__doc__
+    )
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--bins", type=int, default=CHAIN_BINS)
@@ -335,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             meta["wall_seconds"] = round(time.perf_counter() - t0, 1)
             out = Path(args.out or baselines_path(seed))
             out.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({**{k: _half(m.state_dict()) for k, m in models.items()}, "meta": meta}, out)
+            blob = {k: _half(m.state_dict()) for k, m in models.items()}
+            save_weights(out, blob, meta, "arecho/checkpoints")
         else:
             chain, par, meta = train_models(
                 corpus, args.steps, seed, args.parallel_steps, n_bins=args.bins, progress=True
@@ -344,7 +341,3 @@ def main(argv: list[str] | None = None) -> int:
             out = save_models(chain, par, meta, args.out or checkpoint_path(seed))
         print(meta, f"{out}: {out.stat().st_size / 1024:.0f} KiB", flush=True)
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -33,7 +33,7 @@ ORDER_DELTA = max(1 - b / s for b, *static in TABLE20_MAE.values() for s in stat
 #: Table 10 (Base, Avg. Test): MAE of UniVERSA-T 1.40 -> ARECHO 1.06, the paper's second step
 CHAIN_STEP = 1 - 1.06 / 1.40
 
-_SEEDS = (0, 1, 2)  # the committed training seeds (python -m lab.arecho.checkpoint)
+_SEEDS = (0, 1, 2)  # the committed training seeds (lab artifacts build arecho/checkpoints)
 _STUDY = "9 metrics, 1,000 utterances (800 train / 200 test); 3 committed chains of 1,500 steps"
 _HEADS = "200 steps per parallel head, seed 0; 800 training utterances, 200 test"
 _DATE = "2026-12-06"

@@ -2,7 +2,7 @@
 
 Build (fixed seed, one thread, about 0.2 s per utterance on 2 cores)::
 
-    OMP_NUM_THREADS=1 timeout 1800 python -m lab.arecho.corpus --n 1000 --seed 0 \\
+    OMP_NUM_THREADS=1 timeout 1800 lab artifacts build arecho/corpus -- --n 1000 --seed 0 \\
         --out lab/arecho/data/corpus.npz
 
 The file stores the clean base utterances (8-bit mu-law at 16 kHz: the *decoded* mu-law
@@ -365,7 +365,7 @@ def load_corpus(path: str | os.PathLike = DEFAULT_PATH) -> Corpus:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(
-            f"no corpus at {path}; build it with `python -m lab.arecho.corpus --out {path}`"
+            f"no corpus at {path}; build it with `lab artifacts build arecho/corpus -- --out {path}`"
         )
     with np.load(path, allow_pickle=False) as z:
         features = _dequantise(z["features_q"], z["features_lo"], z["features_scale"])
@@ -389,8 +389,8 @@ def load_corpus(path: str | os.PathLike = DEFAULT_PATH) -> Corpus:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``python -m lab.arecho.corpus`` command (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m lab.arecho.corpus", description=__doc__)
+    """The ``lab artifacts build arecho/corpus`` command (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="lab artifacts build arecho/corpus", description=__doc__)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-base", type=int, default=10)
@@ -409,7 +409,3 @@ def main(argv: list[str] | None = None) -> int:
         f"{dt:.0f} s ({dt / len(c):.3f} s each), {out.stat().st_size / 1024:.0f} KiB -> {out}"
     )
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

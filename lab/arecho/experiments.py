@@ -129,7 +129,7 @@ class SeedModels:
 
 @memo
 def study_models(corpus: Corpus, settings: StudySettings, seed: int) -> SeedModels:
-    """The committed models of ``seed`` (``python -m lab.arecho.checkpoint``), or with
+    """The committed models of ``seed`` (``lab artifacts build arecho/checkpoints``), or with
     ``settings.full`` a chain trained for ``settings.steps`` steps and its baselines trained
     for its CPU time.
 

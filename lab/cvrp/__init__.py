@@ -83,7 +83,7 @@ tour).
 * ``parity.py``: ``official_parity``, our model on the official fixture
   (``lab/core/official/cvrp_official.json``).
 * ``store.py`` / ``train.py``: the shipped checkpoints (``load_checkpoint(name, seed)``) and
-  the script that made them (``python -m lab.cvrp.train --name ... --seed ...``).
+  the script that made them (``lab artifacts build cvrp/checkpoint -- --name ... --seed ...``).
 * ``figures.py``: plotly figure builders (they only draw).
 """
 

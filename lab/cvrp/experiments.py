@@ -369,15 +369,3 @@ def training_table(keys=None) -> list[dict]:
             }
         )
     return rows
-
-
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - one-off command
-    """``python -m lab.cvrp.experiments [--instances I --seed S --capacities C ...]``: solve
-    and store a PyVRP reference (``reference_cache.write_reference``)."""
-    from .reference_cache import write_reference
-
-    return write_reference(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -1,5 +1,5 @@
 """The chapter's test sets and their PyVRP reference lengths, solved once and stored in
-``lab/cvrp/data`` (``python -m lab.cvrp.experiments --instances I --seed S``), each file
+``lab/cvrp/data`` (``lab artifacts build cvrp/reference -- --instances I --seed S``), each file
 checked against a hash of the instances it was solved on.
 
 See: book/cvrp/02-gap-vs-tightness.ipynb
@@ -58,7 +58,7 @@ def _stored(caps, instances, n, seed, seconds, first) -> list | None:
     if "fingerprint" in data and data["fingerprint"] != _fingerprint(instances, n, seed):
         raise RuntimeError(
             f"{path.name} does not belong to generate_cvrp({instances}, {n}, C, seed={seed}) "
-            "(the instance generator changed?): rerun `python -m lab.cvrp.experiments "
+            "(the instance generator changed?): rerun `lab artifacts build cvrp/reference -- "
             f"--instances {instances} --seed {seed}`"
         )
     return [np.array(stored[f"{c:g}"][:first]) for c in caps]
@@ -72,7 +72,7 @@ def reference_lengths(
     With ``cache`` the lengths come from the file of these settings in ``lab/cvrp/data`` when
     it holds every capacity (``REFERENCE_FILE`` for ``REFERENCE_SETTINGS``; the other sets of
     the chapter in ``pyvrp-reference-<instances>x<seed>.json``, each made by
-    ``python -m lab.cvrp.experiments --instances ... --seed ...`` and checked against a hash of
+    ``lab artifacts build cvrp/reference -- --instances ... --seed ...`` and checked against a hash of
     the instances); otherwise PyVRP runs ``test.seconds`` per instance. Either way only the
     first ``live`` instances (default all) are returned (the instances depend on
     ``test.instances``, since the generator draws the whole batch).
@@ -105,13 +105,13 @@ def reference_lengths(
 
 
 def write_reference(argv: list[str] | None = None) -> int:  # pragma: no cover
-    """``python -m lab.cvrp.experiments [--instances I --seed S --capacities C ...]``: solve
+    """``lab artifacts build cvrp/reference [-- --instances I --seed S --capacities C ...]``: solve
     and store a PyVRP reference (default: the shipped ``REFERENCE_SETTINGS`` set)."""
     import argparse
 
     s = REFERENCE_SETTINGS
     p = argparse.ArgumentParser(
-        prog="python -m lab.cvrp.experiments", description=write_reference.__doc__
+        prog="lab artifacts build cvrp/reference", description=write_reference.__doc__
     )
     p.add_argument("--instances", type=int, default=s["instances"])
     p.add_argument("--seed", type=int, default=s["seed"])
@@ -127,13 +127,13 @@ def write_reference(argv: list[str] | None = None) -> int:  # pragma: no cover
     if path == REFERENCE_FILE:  # the shipped file's layout, unchanged
         payload = {
             "settings": {**settings, "capacities": caps},
-            "command": "python -m lab.cvrp.experiments",
+            "command": "lab artifacts build cvrp/reference",
             "lengths": lengths,
         }
         path.write_text(json.dumps(payload, indent=1) + "\n")
     else:  # one line per capacity
         command = (
-            f"python -m lab.cvrp.experiments --instances {a.instances} --seed {a.seed} "
+            f"lab artifacts build cvrp/reference -- --instances {a.instances} --seed {a.seed} "
             "--capacities " + " ".join(f"{c:g}" for c in caps)
         )
         head = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lab.core.artifacts import load_weights, save_weights
 from lab.core.checks import check_choice
 
 __all__ = [
@@ -19,7 +20,7 @@ __all__ = [
 
 CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
 
-#: The shipped checkpoints and the settings that made them (``python -m lab.cvrp.train``).
+#: The shipped checkpoints and the settings that made them (``lab artifacts build cvrp/checkpoint``).
 CHECKPOINTS = {
     "cvrp20_fixed10": {"capacity": [10, 10], "experts": 1, "edges": [], "seeds": [0]},
     "cvrp20_fixed30": {"capacity": [30, 30], "experts": 1, "edges": [], "seeds": [0, 1, 2]},
@@ -57,14 +58,9 @@ def save_checkpoint(model, path, meta: dict) -> Path:
         raise TypeError(f"path must be a file path (got {type(path).__name__})")
     if not isinstance(meta, dict):
         raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    import json
-
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    meta = json.loads(json.dumps(meta, default=str))  # plain types only (weights_only load)
-    torch.save({"config": dict(model.config), "state_dict": state, "meta": dict(meta)}, path)
-    return path
+    payload = {"config": dict(model.config), "state_dict": state}
+    return save_weights(path, payload, meta, "cvrp/checkpoint")
 
 
 def checkpoint_keys(names=None, available: bool = False) -> list[tuple[str, int]]:
@@ -107,21 +103,19 @@ def read_checkpoint(name_or_path, seed: int = 0) -> dict:
     Parameters
     ----------
     name_or_path : str or Path
-        A name of ``CHECKPOINTS`` or a ``.pt`` file written by ``python -m lab.cvrp.train``.
+        A name of ``CHECKPOINTS`` or a ``.pt`` file written by ``lab artifacts build cvrp/checkpoint``.
     seed : int
         The training seed (one of ``CHECKPOINTS[name]["seeds"]``; ignored for a path).
 
     See: book/cvrp/03-vct-and-experts.ipynb
     """
-    import torch
-
     path = _path(name_or_path, seed)
     if not path.exists():
         raise FileNotFoundError(
-            f"checkpoint {path} not found; make it with `python -m lab.cvrp.train --name "
+            f"checkpoint {path} not found; make it with `lab artifacts build cvrp/checkpoint -- --name "
             f"{name_or_path} --seed {seed}`"
         )
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return load_weights(path, "cvrp/checkpoint")
 
 
 def load_checkpoint(name, seed: int = 0, device=None):
@@ -134,7 +128,7 @@ def load_checkpoint(name, seed: int = 0, device=None):
         ``"cvrp20_fixed200"`` (trained at one capacity), ``"cvrp20_vct"`` (``C`` uniform on
         ``{10..200}``) or ``"cvrp20_vct_mem3"`` (VCT with 3 capacity experts, each a
         transformer layer before the shared decoder), or a path to a ``.pt`` file written by
-        ``python -m lab.cvrp.train``.
+        ``lab artifacts build cvrp/checkpoint``.
     seed : int
         The training seed (see ``CHECKPOINTS[name]["seeds"]``).
     device : torch.device, optional

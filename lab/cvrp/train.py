@@ -1,4 +1,4 @@
-"""Train the chapter's tiny checkpoints: ``python -m lab.cvrp.train --name cvrp20_vct``.
+"""Train the chapter's tiny checkpoints: ``lab artifacts build cvrp/checkpoint -- --name cvrp20_vct``.
 
 Deterministic for a given ``--seed`` and ``--steps`` on CPU with one thread; the checkpoint
 records the exact command, the settings and the first logged losses (a fingerprint that
@@ -66,7 +66,7 @@ def build_and_train(name: str, settings: TrainSettings, d: int = 64, layers: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lab.cvrp.train", description=__doc__)
+    p = argparse.ArgumentParser(prog="lab artifacts build cvrp/checkpoint", description=__doc__)
     p.add_argument("--name", required=True, choices=sorted(CHECKPOINTS))
     p.add_argument("--steps", type=int, default=TRAIN_STEPS)
     p.add_argument("--seconds", type=float, default=None, help="optional wall-clock cap")
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     model, hist = build_and_train(a.name, settings)
     done = hist["steps"]
     cmd = (
-        f"python -m lab.cvrp.train --name {a.name} --steps {done} --seed {a.seed} "
+        f"lab artifacts build cvrp/checkpoint -- --name {a.name} --steps {done} --seed {a.seed} "
         f"--n {a.n} --batch {a.batch} --lr {a.lr:g}"
     )
     spec = CHECKPOINTS[a.name]
@@ -116,7 +116,3 @@ def main(argv: list[str] | None = None) -> int:
     path = save_checkpoint(model, out, meta)
     print(f"{a.name}: {done} steps in {time.time() - t0:.0f} s -> {path} ({path.stat().st_size} B)")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -27,7 +27,7 @@ from .hyperparams import MUSplitFedConfig
 from .models import load_digits_clients
 from .ranks import client_loop, server_loop
 
-# record_runs is the command `python -m lab.splitfed` (it runs the engine for a minute): not API
+# record_runs / build_runs are the command `lab artifacts build splitfed/gloo-runs`: not API
 __all__ = ["GlooSettings", "run_rank", "launch_local", "free_port", "load_runs"]
 
 
@@ -313,7 +313,7 @@ def record_runs(
 
     The notebook loads this file by default (train-or-load): starting four Python processes
     with torch takes seconds to minutes on a loaded 2-core machine. Regenerate with
-    ``python -m lab.splitfed`` (about 20 s on an idle machine).
+    ``lab artifacts build splitfed/gloo-runs`` (about 20 s on an idle machine).
 
     Parameters
     ----------
@@ -377,3 +377,16 @@ def load_runs(path: str | None = None) -> dict:
 
     with open(path or RUNS_PATH) as f:
         return json.load(f)
+
+
+def build_runs(argv: list[str] | None = None) -> int:  # pragma: no cover - starts processes
+    """``lab artifacts build splitfed/gloo-runs``: record the timelines notebook 3 loads."""
+    import argparse
+
+    argparse.ArgumentParser(prog="lab artifacts build splitfed/gloo-runs").parse_args(argv)
+    res = record_runs()
+    for r in res["runs"]:
+        print(
+            r["tau"], r["order"], f"{r['seconds']:.2f} s", f"busy {r['server_busy_fraction']:.2f}"
+        )
+    return 0
