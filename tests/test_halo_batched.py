@@ -8,12 +8,18 @@ import numpy as np
 import pytest
 
 from lab.halo import batched, experiments
+from lab.halo.settings import FinetuneSettings
 
 SMALL = {"scale": 30.0, "width": 64, "steps": 12, "batch": 16}
 
 
+def _settings(mode="halo2", fmt="int8", **kw):
+    return FinetuneSettings(mode=mode, fmt=fmt, **{**SMALL, **kw})
+
+
 def _single(mode, fmt, seeds, **kw):
-    return np.array([experiments.finetune(mode, fmt, seed=s, **kw).acc for s in seeds])
+    s = _settings(mode, fmt, **kw)
+    return np.array([experiments.finetune(s, seed=seed).acc for seed in seeds])
 
 
 @pytest.mark.parametrize(
@@ -22,7 +28,7 @@ def _single(mode, fmt, seeds, **kw):
 )  # fmt: skip
 def test_batched_runs_are_the_single_runs(mode, fmt):
     seeds = (0, 3, 7)
-    got = batched.finetune_seeds(mode, fmt, seeds, **SMALL)
+    got = batched.finetune_seeds(_settings(mode, fmt), seeds)
     assert got.shape == (3,) and ((0 <= got) & (got <= 1)).all()
     np.testing.assert_array_equal(got, _single(mode, fmt, seeds, **SMALL))
 
@@ -30,49 +36,53 @@ def test_batched_runs_are_the_single_runs(mode, fmt):
 def test_batched_chunks_and_token_padding():
     """Seeds split over several batched models, and a batch that is not a Hadamard size
     (HALO-2 pads the tokens), give the single runs too; so do token outliers."""
-    kw = {**SMALL, "batch": 12}
+    kw = {"batch": 12}
     old = batched.CHUNK
     try:
         batched.CHUNK = 2
-        got = batched.finetune_seeds("halo2", "int8", (1, 2, 5), **kw)
+        got = batched.finetune_seeds(_settings(**kw), (1, 2, 5))
     finally:
         batched.CHUNK = old
     np.testing.assert_array_equal(got, _single("halo2", "int8", (1, 2, 5), **kw))
-    tok = {**SMALL, "token_outliers": True}
+    tok = {"token_outliers": True}
     for mode in ("halo1", "halo2"):
-        got = batched.finetune_seeds(mode, "int8", (0, 4), **tok)
+        got = batched.finetune_seeds(_settings(mode, **tok), (0, 4))
         np.testing.assert_array_equal(got, _single(mode, "int8", (0, 4), **tok))
 
 
 def test_batched_seed_study_is_the_seed_study():
-    configs = {"FP32": {"mode": "fp32"}, "H2": {"mode": "halo2"}, "F8": {"mode": "halo0",
-               "fmt": "fp8_e4m3"}}  # fmt: skip
-    a = batched.seed_study_batched(configs, (0, 2), **SMALL)
-    b = experiments.seed_study(configs, (0, 2), **SMALL)
+    configs = {"FP32": _settings("fp32"), "H2": _settings("halo2"),
+               "F8": _settings("halo0", "fp8_e4m3")}  # fmt: skip
+    a = batched.seed_study_batched(configs, (0, 2))
+    b = experiments.seed_study(configs, (0, 2))
     assert a.seeds == b.seeds and all(np.array_equal(a.acc[k], b.acc[k]) for k in configs)
     with pytest.raises(ValueError, match="configs"):
-        batched.seed_study_batched({"x": {"mode": "fp32", "lora_rank": 4}})
+        batched.seed_study_batched({"x": _settings("fp32", lora_rank=4)})
     with pytest.raises(TypeError, match="configs"):
         batched.seed_study_batched({})
+    with pytest.raises(TypeError, match="configs"):
+        batched.seed_study_batched({"x": {"mode": "fp32"}})
 
 
 def test_batched_notebook_size_matches_the_study():
     """At the notebook's size (width 256, 60 steps, batches of 64): the study's runs."""
     kw = {"scale": 300.0, "width": 256, "steps": 60, "batch": 64}
-    got = batched.cached_finetune_seeds("halo2", "int8", (0, 1), **kw)
+    got = batched.cached_finetune_seeds(_settings(**kw), (0, 1))
     np.testing.assert_array_equal(got, _single("halo2", "int8", (0, 1), **kw))
 
 
 def test_batched_bad_inputs():
     with pytest.raises(ValueError, match="mode"):
-        batched.finetune_seeds("halo3")
+        FinetuneSettings("halo3")
     with pytest.raises(ValueError, match="fmt"):
-        batched.finetune_seeds("halo2", None)
-    with pytest.raises(ValueError, match="seeds"):
-        batched.finetune_seeds("halo2", seeds=())
-    with pytest.raises(ValueError, match="seeds"):
-        batched.finetune_seeds("halo2", seeds=(1, 1))
-    with pytest.raises(TypeError, match="seeds"):
-        batched.finetune_seeds("halo2", seeds=(0.5,))
+        FinetuneSettings("halo2", None)
     with pytest.raises(ValueError, match="width"):
-        batched.finetune_seeds("halo2", width=8)
+        FinetuneSettings("halo2", width=8)
+    with pytest.raises(TypeError, match="settings"):
+        batched.finetune_seeds("halo2")
+    with pytest.raises(ValueError, match="seeds"):
+        batched.finetune_seeds(_settings(), seeds=())
+    with pytest.raises(ValueError, match="seeds"):
+        batched.finetune_seeds(_settings(), seeds=(1, 1))
+    with pytest.raises(TypeError, match="seeds"):
+        batched.finetune_seeds(_settings(), seeds=(0.5,))

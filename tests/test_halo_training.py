@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from lab import halo
-from lab.halo import experiments, hqfsdp
+from lab.halo import experiments, hqfsdp, models
+from lab.halo.settings import FinetuneSettings, PretrainSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,17 +161,17 @@ def test_injected_model_int8_weight_codes_are_not_degenerate():
     non-degenerate INT8 codes at every level. The old injection (rows of the first weight
     multiplied by S) fails this check: its Q(W1 H) step exceeds every ordinary entry."""
     for level in (0, 2):
-        model = experiments.pretrained_mlp(64, 300.0, 4, 0)
-        halo.halo_wrap(model, level=level, fmt="int8", exclude=experiments.FULL_PRECISION)
+        model = models.pretrained_mlp(64, 300.0, 4, 0)
+        halo.halo_wrap(model, level=level, fmt="int8", exclude=models.FULL_PRECISION)
         shares = _nonzero_code_shares(model, level)
         assert len(shares) == 2 and min(shares) > 0.9, shares
         assert type(model.classifier) is torch.nn.Linear  # the classifier: full precision
-    old = experiments.pretrained_mlp(64, 1.0, 4, 0)
+    old = models.pretrained_mlp(64, 1.0, 4, 0)
     with torch.no_grad():  # the old injection: weight outliers in rows of W1
         old.fc1.weight[:4] *= 300.0
         old.fc1.bias[:4] *= 300.0
         old.fc2.weight[:, :4] /= 300.0
-    halo.halo_wrap(old, level=2, fmt="int8", exclude=experiments.FULL_PRECISION)
+    halo.halo_wrap(old, level=2, fmt="int8", exclude=models.FULL_PRECISION)
     assert min(_nonzero_code_shares(old, 2)) < 0.1  # the check can fail
 
 
@@ -212,39 +213,47 @@ def test_halolinear_bad_inputs():
 
 
 def test_finetune_small_run_and_bad_inputs():
-    r = experiments.finetune("halo2", width=64, steps=3, batch=16, scale=10.0, cosine_every=1)
+    s = FinetuneSettings("halo2", width=64, steps=3, batch=16, scale=10.0, cosine_every=1)
+    r = experiments.finetune(s)
     assert len(r.loss) == 3 and len(r.cos) == 3 and 0 <= r.acc <= 1
-    again = experiments.finetune("halo2", width=64, steps=3, batch=16, scale=10.0, cosine_every=1)
+    again = experiments.finetune(s)
     assert again.loss == r.loss and again.acc == r.acc  # deterministic for a seed
-    other = experiments.finetune("halo2", width=64, steps=3, batch=16, scale=10.0, seed=1)
+    other = experiments.finetune(s.replace(cosine_every=10), seed=1)
     assert other.loss != r.loss  # the fine-tuning seed changes the batches
     with pytest.raises(ValueError, match="mode"):
-        experiments.finetune("halo3")
+        FinetuneSettings("halo3")
     with pytest.raises(ValueError, match="fmt"):
-        experiments.finetune("halo2", fmt=None)
+        FinetuneSettings("halo2", fmt=None)
+    with pytest.raises(TypeError, match="settings"):
+        experiments.finetune("halo2")
+    with pytest.raises(ValueError, match="seed"):
+        experiments.finetune(s, seed=-1)
 
 
 def test_precompute_finetune_fills_the_widget_memo():
     from lab.halo import figures
 
-    experiments.cached_finetune.cache_clear()
-    n = figures.precompute_finetune((2.0, 5.0), ("halo0",), width=64, steps=2, batch=16)
-    assert n == 4 and experiments.cached_finetune.cache_info().currsize == 4
-    fig = figures.finetune_figure("halo0", 5.0, width=64, steps=2, batch=16)
-    assert experiments.cached_finetune.cache_info().currsize == 4  # a redraw, no new run
+    base = FinetuneSettings(width=64, steps=2, batch=16)
+    experiments.cached_finetune.clear()
+    n = experiments.precompute_finetune(base, (2.0, 5.0), ("halo0",))
+    assert n == 4 and len(experiments.cached_finetune) == 4
+    fig = figures.finetune_figure(*experiments.finetune_pair(base, "halo0", 5.0))
+    assert len(experiments.cached_finetune) == 4  # a redraw, no new run
     assert len(fig.data) == 3
     with pytest.raises(ValueError, match="scale"):
-        figures.precompute_finetune((0.5,), width=64, steps=2, batch=16)
+        experiments.precompute_finetune(base, (0.5,))
     with pytest.raises(ValueError, match="modes"):
-        figures.precompute_finetune((2.0,), ("halo3",), width=64, steps=2, batch=16)
+        experiments.precompute_finetune(base, (2.0,), ("halo3",))
     with pytest.raises(TypeError, match="scales"):
-        figures.precompute_finetune(None)
+        experiments.precompute_finetune(base, None)
     with pytest.raises(ValueError, match="mode"):
-        figures.finetune_figure("halo9", 5.0, width=64, steps=2, batch=16)
+        experiments.finetune_pair(base, "halo9", 5.0)
+    with pytest.raises(TypeError, match="FinetuneRun"):
+        figures.finetune_figure(None, None)
 
 
 def test_digits_data_standardised_on_training_rows_only():
-    Xtr, ytr, Xte, yte = experiments.digits_data(0)
+    Xtr, ytr, Xte, yte = models.digits_data(0)
     assert Xtr.shape[1] == 128 and (Xtr[:, 64:] == 0).all()
     assert Xtr[:, :64].mean(0).abs().max() < 1e-4  # training statistics
     assert Xte[:, :64].mean(0).abs().max() > 1e-3  # the test rows were not used
@@ -252,37 +261,34 @@ def test_digits_data_standardised_on_training_rows_only():
 
 
 def test_seed_study_and_pretrain_small():
+    base = FinetuneSettings(scale=10.0, width=64, steps=3, batch=16)
     st = experiments.seed_study(
-        {"FP32": {"mode": "fp32"}, "H2": {"mode": "halo2"}},
-        seeds=(0, 1),
-        scale=10.0,
-        width=64,
-        steps=3,
-        batch=16,
+        {"FP32": base.replace(mode="fp32"), "H2": base.replace(mode="halo2")}, seeds=(0, 1)
     )
     assert st.acc["FP32"].shape == (2,) and st.std("FP32") >= 0
     assert st.gap("FP32", "H2") == pytest.approx(st.mean("FP32") - st.mean("H2"))
-    with pytest.raises(ValueError, match="configs"):
+    with pytest.raises(TypeError, match="configs"):
         experiments.seed_study({"x": {"fmt": "int8"}})
     with pytest.raises(ValueError, match="seeds"):
-        experiments.seed_study({"x": {"mode": "fp32"}}, seeds=())
-    p = experiments.pretrain("halo2", "fp4_e2m1", width=64, steps=10, batch=16)
+        experiments.seed_study({"x": base}, seeds=())
+    p = experiments.pretrain(PretrainSettings("halo2", "fp4_e2m1", width=64, steps=10, batch=16))
     assert len(p.loss) == 10 and 0 <= p.acc <= 1 and isinstance(p.diverged, bool)
     with pytest.raises(ValueError, match="steps"):
-        experiments.pretrain(steps=1)
+        PretrainSettings(steps=1)
     with pytest.raises(ValueError, match="eval_batch"):
-        experiments.pretrain(steps=10, eval_batch=0)
+        PretrainSettings(steps=10, eval_batch=0)
+    with pytest.raises(TypeError, match="settings"):
+        experiments.pretrain("halo2")
 
 
 def test_pretrain_evaluates_in_training_sized_batches():
     """Full precision does not depend on the evaluation batch; a per-tensor FP4 scale does:
     one scale over all 540 test rows is set by the largest row (the 0.208 of issue 30)."""
-    fp = [experiments.pretrain("fp32", width=64, steps=10, batch=16, eval_batch=e).acc
-          for e in (1, 16, 540)]  # fmt: skip
+    s = PretrainSettings("fp32", width=64, steps=10, batch=16)
+    fp = [experiments.pretrain(s.replace(eval_batch=e)).acc for e in (1, 16, 540)]
     assert fp[0] == fp[1] == fp[2]
-    q = experiments.pretrain("halo0", "fp4_e2m1", width=64, steps=10, batch=16)
-    assert q.acc == experiments.pretrain("halo0", "fp4_e2m1", width=64, steps=10, batch=16,
-                                         eval_batch=16).acc  # fmt: skip
+    q = PretrainSettings("halo0", "fp4_e2m1", width=64, steps=10, batch=16)
+    assert experiments.pretrain(q).acc == experiments.pretrain(q.replace(eval_batch=16)).acc
 
 
 def test_determinism():
@@ -466,7 +472,7 @@ def test_lora_halolinear():
         halo.LoRAHaloLinear(lin, dropout=1.0)
     with pytest.raises(TypeError, match="nn.Linear"):
         halo.LoRAHaloLinear(torch.nn.ReLU())
-    r = experiments.finetune("halo2", width=64, steps=2, batch=16, scale=10.0, lora_rank=4)
+    r = experiments.finetune(FinetuneSettings(width=64, steps=2, batch=16, scale=10.0, lora_rank=4))
     assert len(r.loss) == 2 and r.cos == []
 
 

@@ -52,16 +52,18 @@ Files
                ``fwht_backend``; the C kernel in ``fwht_cpu``), ``qmatmul`` (CUDA INT8 /
                FP8 GEMMs), ``halo_products``; triton kernels ``fwht_triton``,
                ``fwht_quant_triton`` (CUDA)
-``layer``      ``HaloLinear``, ``halo_linear``, ``LoRAHaloLinear``, ``halo_wrap``,
+``layer``      ``HaloConfig``, ``HaloLinear``, ``halo_linear``, ``LoRAHaloLinear``, ``halo_wrap``,
                ``ChannelGain``, ``inject_massive_activations``
 ``hqfsdp``     the 8-bit weight all-gather on ``torch.distributed`` with counted wire
                bytes (``quantized_allgather``, ``wire_log``, ``run_sharded_training``)
 ``official``   ``official_parity``: our kernels on the official-code fixture
+``settings``   the experiments' frozen settings (``FinetuneSettings``, ``PretrainSettings``)
+``models``     notebook 3's toy model and data (``digits_data``, ``pretrained_mlp``)
 ``experiments`` the notebooks' drivers (``outlier_tensors``, ``matmul_error_report``,
-               ``finetune``, ``seed_study``, ``pretrain``)
+               ``error_case``, ``finetune``, ``seed_study``, ``pretrain``)
 ``batched``    notebook 3's fine-tuning vectorised over seeds (``finetune_seeds``,
                ``seed_study_batched``: the same runs, seed by seed)
-``figures``    plotly figures for the widgets
+``figures``    plotly figures for the widgets (results in, a figure out)
 ============== =====================================================================
 
 See: book/halo/index.md

@@ -8,7 +8,7 @@ every product is a batched matmul, and each seed keeps its own per-tensor scales
 Adam state, so seed ``k`` computes what ``finetune(..., seed=seeds[k])`` computes:
 
 * the same pre-trained model with the same injected massive channels
-  (:func:`~lab.halo.experiments.pretrained_mlp`), the same batches (one generator per seed,
+  (:func:`~lab.halo.models.pretrained_mlp`), the same batches (one generator per seed,
   seeded ``seed + 1``), Adam with the same settings, accuracy evaluated in batches of the
   training batch size;
 * the same HALO products (:class:`~lab.halo.layer.HaloLinear`'s, per-tensor scales; the
@@ -18,7 +18,7 @@ Adam state, so seed ``k`` computes what ``finetune(..., seed=seeds[k])`` compute
   every partial sum stays below ``2^24`` units, else float64), so the quantized products
   are bit for bit those of the unbatched layer.
 
-What it leaves out: the gradient cosines (they never change the trajectory), token outliers
+What it leaves out: the gradient cosines (they never change the trajectory)
 and LoRA. The full-precision products (the FP32 run, the classifier, the biases' gradients)
 are batched matmuls and reductions, which may round differently from the unbatched ones in
 the last bit; a rounding difference re-draws a trajectory the way a numerics mode does, so
@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice, check_int, check_range
-from lab.core.memo import memo
+from lab.core.checks import check_int
+from lab.core.diskcache import disk_memo
 from lab.core.runtime import smoke_steps
 
-from .experiments import MODES, SeedStudy, check_study, digits_data, pretrained_mlp
-from .reference import check_fmt
+from .experiments import SeedStudy, check_configs
+from .models import digits_data, pretrained_mlp
+from .settings import FinetuneSettings
 
 __all__ = ["finetune_seeds", "cached_finetune_seeds", "seed_study_batched"]
 
@@ -156,22 +157,16 @@ def _linear(x, weight, bias, level, fmt):
     return _FN[0].apply(x, weight, level, fmt) + bias
 
 
-def finetune_seeds(mode: str = "halo2", fmt: str = "int8", seeds=(0, 1, 2), scale: float = 300.0,
-                   width: int = 256, steps: int = 60, batch: int = 64, lr: float = 1e-3,
-                   token_outliers: bool = False, pretrain_seed: int = 0) -> np.ndarray:  # fmt: skip
+def finetune_seeds(settings: FinetuneSettings, seeds=(0, 1, 2)) -> np.ndarray:
     """Test accuracies of :func:`~lab.halo.experiments.finetune` runs over ``seeds``, trained
     together in batched models of at most :data:`CHUNK` seeds (see the module).
 
     Parameters
     ----------
-    mode : str
-        ``"fp32"``, ``"halo0"``, ``"halo1"`` or ``"halo2"``.
-    fmt : str
-        The HALO runs' format (``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ...).
+    settings : FinetuneSettings
+        The configuration (no LoRA; the gradient cosines are not recorded).
     seeds : sequence of int
         Fine-tuning seeds (distinct, ``>= 0``; at least one).
-    scale, width, steps, batch, lr, token_outliers, pretrain_seed
-        As :func:`~lab.halo.experiments.finetune`.
 
     Returns
     -------
@@ -180,49 +175,22 @@ def finetune_seeds(mode: str = "halo2", fmt: str = "int8", seeds=(0, 1, 2), scal
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    check_choice("mode", mode, MODES)
-    fmt = check_fmt(fmt)
-    if fmt is None:
-        raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
+    check_configs({"settings": settings}, batched=True)
     try:
         seeds = tuple(check_int("seeds", s, 0) for s in seeds)
     except TypeError as exc:
         raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must hold at least one seed, all distinct (got {seeds!r})")
-    scale = check_range("scale", scale, 1.0, 1e5)
-    width = check_int("width", width, 16, 8192)
-    steps = check_int("steps", steps, 1)
-    batch = check_int("batch", batch, 2)
-    lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)
-    token_outliers = check_bool("token_outliers", token_outliers)
-    pretrain_seed = check_int("pretrain_seed", pretrain_seed, 0)
-    level = None if mode == "fp32" else int(mode[-1])
-    n = _chunk(width)
-    parts = [
-        _run(
-            level,
-            fmt,
-            seeds[i : i + n],
-            scale,
-            width,
-            steps,
-            batch,
-            lr,
-            token_outliers,
-            pretrain_seed,
-        )  # fmt: skip
-        for i in range(0, len(seeds), n)
-    ]
-    return np.concatenate(parts)
+    n = _chunk(settings.width)
+    return np.concatenate([_run(settings, seeds[i : i + n]) for i in range(0, len(seeds), n)])
 
 
-def _run(level, fmt, seeds, scale, width, steps, batch, lr, token_outliers,
-         pretrain_seed) -> np.ndarray:  # fmt: skip
+def _run(s: FinetuneSettings, seeds: tuple) -> np.ndarray:
     import torch
 
-    K = len(seeds)
-    model = pretrained_mlp(width, scale, 4, pretrain_seed)
+    K, level, fmt = len(seeds), s.level, s.fmt
+    model = pretrained_mlp(s.width, s.scale, 4, s.pretrain_seed)
     gain = model.gain.gain.detach().clone()
 
     def stack(t, bias=False):
@@ -233,24 +201,32 @@ def _run(level, fmt, seeds, scale, width, steps, batch, lr, token_outliers,
     names = ("fc1", "fc2", "classifier")
     W = {n: stack(getattr(model, n).weight) for n in names}
     B = {n: stack(getattr(model, n).bias, bias=True) for n in names}
-    lv = {"fc1": level, "fc2": level, "classifier": None}  # the classifier in full precision
 
-    def forward(x):  # x: K × rows × 128
-        h = torch.relu(_linear(x, W["fc1"], B["fc1"], lv["fc1"], fmt)) * gain
-        h = torch.relu(_linear(h, W["fc2"], B["fc2"], lv["fc2"], fmt))
+    def forward(x):  # x: K × rows × 128; the classifier in full precision
+        h = torch.relu(_linear(x, W["fc1"], B["fc1"], level, fmt)) * gain
+        h = torch.relu(_linear(h, W["fc2"], B["fc2"], level, fmt))
         return _linear(h, W["classifier"], B["classifier"], None, fmt)
 
-    Xtr, ytr, Xte, yte = digits_data(pretrain_seed)
     params = [p for n in names for p in (W[n], B[n])]
-    opt = torch.optim.Adam(params, lr=lr, foreach=True)  # = the single-tensor loop, bit for bit
-    gens = [torch.Generator().manual_seed(s + 1) for s in seeds]
+    _train(forward, params, s, seeds)
+    return _accuracies(forward, s, K)
+
+
+def _train(forward, params: list, s: FinetuneSettings, seeds: tuple) -> None:
+    """Adam on every seed's weighted batch mean, each seed's batches in finetune's order."""
+    import torch
+
+    Xtr, ytr, _, _ = digits_data(s.pretrain_seed)
+    K, batch = len(seeds), s.batch
+    opt = torch.optim.Adam(params, lr=s.lr, foreach=True)  # = the single-tensor loop, bit for bit
+    gens = [torch.Generator().manual_seed(seed + 1) for seed in seeds]
     n_out = max(1, round(0.02 * batch))
     w = torch.ones(K, batch)
-    for _ in range(smoke_steps(steps)):  # LAB_SMOKE=1: a few iterations
+    for _ in range(smoke_steps(s.steps)):  # LAB_SMOKE=1: a few iterations
         idx = torch.empty(K, batch, dtype=torch.long)
         for k, g in enumerate(gens):  # each seed's draws, in finetune's order
             idx[k] = torch.randint(0, len(ytr), (batch,), generator=g)
-            if token_outliers:
+            if s.token_outliers:
                 w[k] = 1.0
                 w[k, torch.randperm(batch, generator=g)[:n_out]] = 100.0
         logits = forward(Xtr[idx])
@@ -262,38 +238,43 @@ def _run(level, fmt, seeds, scale, width, steps, batch, lr, token_outliers,
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+
+def _accuracies(forward, s: FinetuneSettings, K: int) -> np.ndarray:
+    """Every seed's test accuracy, in batches of the training batch size (as finetune)."""
+    import torch
+
+    _, _, Xte, yte = digits_data(s.pretrain_seed)
     correct = torch.zeros(K)
-    with torch.no_grad():  # in batches of the training batch size, as finetune evaluates
-        for i in range(0, len(yte), batch):
-            x = Xte[i : i + batch].expand(K, -1, -1)
-            correct += (forward(x).argmax(-1) == yte[i : i + batch]).float().sum(1)
+    with torch.no_grad():
+        for i in range(0, len(yte), s.batch):
+            x = Xte[i : i + s.batch].expand(K, -1, -1)
+            correct += (forward(x).argmax(-1) == yte[i : i + s.batch]).float().sum(1)
     return (correct / len(yte)).double().numpy()
 
 
-@memo(maxsize=32)
-def cached_finetune_seeds(mode: str, fmt: str, seeds: tuple, scale: float, width: int,
-                          steps: int, batch: int, lr: float = 1e-3,
-                          token_outliers: bool = False) -> np.ndarray:  # fmt: skip
-    """:func:`finetune_seeds`, memoised on its arguments (the notebook's studies).
+@disk_memo
+def cached_finetune_seeds(settings: FinetuneSettings, seeds: tuple) -> np.ndarray:
+    """:func:`finetune_seeds`, kept on disk (:func:`lab.core.diskcache.disk_memo`: keyed on
+    the chapter's source, ``lab``'s version and the numerics fingerprint).
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    return finetune_seeds(mode, fmt, tuple(seeds), scale, width, steps, batch, lr, token_outliers)
+    return finetune_seeds(settings, tuple(seeds))
 
 
-def seed_study_batched(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: int = 512,
-               steps: int = 100, batch: int = 64) -> SeedStudy:  # fmt: skip
+def seed_study_batched(configs: dict, seeds=(0, 1, 2)) -> SeedStudy:
     """:func:`lab.halo.experiments.seed_study` on the batched runner: the same accuracies, seed
-    by seed, for configurations among ``mode``, ``fmt``, ``lr`` and ``token_outliers`` (no
-    LoRA: use the unbatched study).
+    by seed, for ``configs`` (label -> :class:`~lab.halo.settings.FinetuneSettings`, no LoRA:
+    use the unbatched study).
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    seeds = check_study(configs, seeds, {"mode", "fmt", "lr", "token_outliers"})
-    acc = {}
-    for label, cfg in configs.items():
-        c = {"fmt": "int8", "lr": 1e-3, "token_outliers": False, **cfg}
-        acc[label] = cached_finetune_seeds(c["mode"], c["fmt"], seeds, float(scale), int(width),
-                                           int(steps), int(batch), float(c["lr"]),
-                                           bool(c["token_outliers"]))  # fmt: skip
-    return SeedStudy(seeds, acc)
+    configs = check_configs(configs, batched=True)
+    try:
+        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
+    except TypeError as exc:
+        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    return SeedStudy(seeds, {k: cached_finetune_seeds(c, seeds) for k, c in configs.items()})

@@ -7,46 +7,41 @@
   simulated HALO-0/1/2 (:func:`finetune`, :func:`seed_study`), and pre-train one from scratch
   in low precision (:func:`pretrain`).
 
-The fine-tuning experiment:
-
-1. "Pre-train" an MLP ``128 → width → gain → width → 10`` (ReLU; a fixed per-channel
-   ``gain`` of ones after the first ReLU; the 8×8 digits of :func:`lab.core.data.digits`,
-   standardised with training statistics, padded to 128 features) on classes 0–4 with Adam.
-2. Inject massive activations: multiply ``n_channels`` entries of the gain by ``scale`` and
-   fold it out of layer 2 (its matching input columns divided by ``scale``): the function is
-   unchanged, the weights keep their range, layer 2's inputs get massive channels.
-3. Fine-tune on all 10 classes with Adam, every hidden linear layer replaced by a
-   ``HaloLinear`` (the classifier stays in full precision, as HALO's ``wrap_model`` leaves
-   ``lm_head``; the FP32 run keeps ``nn.Linear``); optionally up-weight the loss of 2% of the
-   examples by 100x (token outliers in ``E_Y``). Test accuracy is evaluated in batches of the
-   training batch size.
+The fine-tuning experiment (the toy model and its data: :mod:`lab.halo.models`): fine-tune the
+pre-trained MLP with injected massive activations on all 10 classes with Adam, every hidden
+linear layer replaced by a ``HaloLinear`` (the classifier stays in full precision, as HALO's
+``wrap_model`` leaves ``lm_head``; the FP32 run keeps ``nn.Linear``); optionally up-weight the
+loss of 2% of the examples by 100x (token outliers in ``E_Y``). Test accuracy is evaluated in
+batches of the training batch size. A run's configuration is a
+:class:`~lab.halo.settings.FinetuneSettings`, validated once when it is made; the seed goes
+beside it, and studies over seeds run through :func:`lab.core.sweep.sweep`.
 
 Adam, not SGD: the function-preserving rescale is not optimization-preserving for SGD (the
 spec's prototype diverged even in FP32), while Adam is invariant to per-parameter scale.
-The pre-trained model and the data split depend on ``pretrain_seed`` only; ``seed`` drives the
-fine-tuning (batches, adapter initialisation, dropout), so a study over ``seed`` is the
-paper's "standard deviation over fine-tuning runs".
+``seed`` drives the fine-tuning (batches, adapter initialisation, dropout), so a study over
+``seed`` is the paper's "standard deviation over fine-tuning runs".
 
 See: book/halo/03-quantized-finetune.ipynb
 """
 
 from __future__ import annotations
 
-import functools
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.checks import check_choice, check_int, check_range
 from lab.core.memo import memo
 from lab.core.runtime import smoke_steps
 
-from .reference import PLACEMENTS, check_fmt, rotated_matmul, row_relative_error
+from .models import FULL_PRECISION, accuracy, digits_data, mlp, pretrained_mlp
+from .reference import PLACEMENTS, rotated_matmul, row_relative_error
+from .settings import MODES, FinetuneSettings, PretrainSettings
 
 __all__ = [
-    "MODES",
     "FinetuneRun",
     "SeedStudy",
     "PretrainRun",
@@ -54,16 +49,26 @@ __all__ = [
     "outlier_case",
     "matmul_error_report",
     "error_case",
-    "digits_data",
-    "pretrained_mlp",
+    "FORMAT_CHOICES",
+    "butterfly_example",
     "finetune",
     "cached_finetune",
-    "check_study",
+    "check_configs",
     "seed_study",
     "pretrain",
+    "FINETUNE_SCALES",
+    "precompute_finetune",
+    "finetune_pair",
 ]
 
-MODES = ("fp32", "halo0", "halo1", "halo2")
+# notebook 1's format menu: label -> (fmt, granularity)
+FORMAT_CHOICES = {
+    "INT8 per-tensor": ("int8", "tensor"),
+    "INT8 per-row": ("int8", "row"),
+    "FP8 E4M3": ("fp8_e4m3", "tensor"),
+    "FP6 E2M3": ("fp6_e2m3", "tensor"),
+    "FP6 E3M2": ("fp6_e3m2", "tensor"),
+}
 
 
 @dataclass
@@ -231,145 +236,35 @@ def error_case(magnitude: float = 100.0, fmt: str = "int8", granularity: str = "
     report = matmul_error_report(X, W, E, fmt, PLACEMENTS, granularity, clip_ratio)
     err = (rotated_matmul(E, W, placement, fmt, granularity, clip_ratio) - E @ W).abs().numpy()
     rel = err / (np.abs((E @ W).numpy()).mean(axis=1, keepdims=True) + 1e-30)  # per token
-    return {"report": report, "blocks": rel.reshape(16, b // 16, 16, m // 16).mean(axis=(1, 3))}
+    blocks = rel.reshape(16, b // 16, 16, m // 16).mean(axis=(1, 3))
+    return {"report": report, "blocks": blocks, "placement": placement}
 
 
-@functools.lru_cache(maxsize=4)
-def digits_data(seed: int = 0, features: int = 128):
-    """Digits (:func:`lab.core.data.digits`: standardised with the training rows' statistics
-    only) zero-padded to ``features`` columns, split 70/30: ``(Xtr, ytr, Xte, yte)`` as
-    float32/int64 torch tensors on the CPU.
+def butterfly_example(seed: int = 0, n: int = 16) -> list:
+    """One outlier of size 4 on ``N(0, 0.3²)`` noise, length ``n`` (a power of two), and the
+    vector after each butterfly stage (:func:`lab.halo.reference.butterfly_stages`): what
+    notebook 2's widget draws.
 
-    See: book/halo/03-quantized-finetune.ipynb
+    See: book/halo/02-fwht-kernel.ipynb
     """
-    from lab.core.data import digits
+    from .reference import butterfly_stages
 
-    seed = check_int("seed", seed, 0)
-    features = check_int("features", features, 64)
-    Xtr, ytr, Xte, yte = digits(test_size=0.3, seed=seed).tensors("cpu")
-    pad = features - Xtr.shape[1]
-    import torch
-
-    return (
-        torch.nn.functional.pad(Xtr, (0, pad)),
-        ytr,
-        torch.nn.functional.pad(Xte, (0, pad)),
-        yte,
-    )
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    x = np.zeros(check_int("n", n, 2, 1024))
+    x[rng.integers(n)] = 4.0  # one outlier ...
+    x += rng.normal(0, 0.3, n)  # ... on small noise
+    return butterfly_stages(x)
 
 
-@functools.lru_cache(maxsize=8)
-def _pretrained_state(width: int, steps: int, seed: int):
-    import torch
-
-    Xtr, ytr, _, _ = digits_data(seed)
-    keep = ytr < 5
-    X, y = Xtr[keep], ytr[keep]
-    with torch.random.fork_rng():  # a local seed for the initialisation
-        torch.manual_seed(seed)
-        model = _mlp(width)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(seed)
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
-    for _ in range(steps):
-        idx = torch.randint(0, len(y), (128,), generator=g)
-        loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return {k: v.clone() for k, v in model.state_dict().items()}
-
-
-def _mlp(width: int):
-    """``fc1 → ReLU → gain → fc2 → ReLU → classifier``; the fixed ``gain`` (ones) is where
-    :func:`~lab.halo.layer.inject_massive_activations` puts the massive channels."""
-    from collections import OrderedDict
-
-    from torch import nn
-
-    from .layer import ChannelGain
-
-    return nn.Sequential(OrderedDict(
-        fc1=nn.Linear(128, width), act1=nn.ReLU(), gain=ChannelGain(width),
-        fc2=nn.Linear(width, width), act2=nn.ReLU(), classifier=nn.Linear(width, 10),
-    ))  # fmt: skip
-
-
-# the official wrap_model(model, config, exceptions=["classifier", "lm_head"]) keeps the last
-# layer in full precision; so do the fine-tuning and pre-training runs here
-FULL_PRECISION = ("classifier",)
-
-
-def _accuracy(model, X, y, batch: int) -> float:
-    """Test accuracy evaluated in batches of ``batch`` rows, the training batch size: a
-    per-tensor scale is then computed over as many rows as in training (HALO's evaluation
-    runs the wrapped model batch by batch)."""
-    import torch
-
-    model.eval()
-    with torch.no_grad():
-        pred = torch.cat([model(X[i : i + batch]).argmax(1) for i in range(0, len(y), batch)])
-    return float((pred == y).float().mean())
-
-
-def pretrained_mlp(width: int = 512, scale: float = 1.0, n_channels: int = 4, seed: int = 0,
-                   pretrain_steps: int = 150):  # fmt: skip
-    """The pre-trained MLP (cached) with ``n_channels`` massive channels of size ``scale``.
-
-    See: book/halo/03-quantized-finetune.ipynb
-    """
-    from .layer import inject_massive_activations
-
-    width = check_int("width", width, 16, 8192)
-    seed = check_int("seed", seed, 0)
-    pretrain_steps = check_int("pretrain_steps", pretrain_steps, 1)
-    scale = check_range("scale", scale, 1.0, 1e5)
-    n_channels = check_int("n_channels", n_channels, 0, width)
-    model = _mlp(width)
-    model.load_state_dict(_pretrained_state(width, pretrain_steps, seed))
-    if n_channels and scale != 1.0:
-        inject_massive_activations(model, 0, range(n_channels), scale)
-    return model
-
-
-def finetune(
-    mode: str = "halo2",
-    fmt: str = "int8",
-    scale: float = 300.0,
-    width: int = 512,
-    steps: int = 100,
-    batch: int = 64,
-    lr: float = 1e-3,
-    token_outliers: bool = False,
-    cosine_every: int = 10,
-    seed: int = 0,
-    lora_rank: int = 0,
-    pretrain_seed: int = 0,
-) -> FinetuneRun:
-    """Fine-tune the pre-trained MLP on all 10 digits in one precision mode.
+def finetune(settings: FinetuneSettings, seed: int = 0) -> FinetuneRun:
+    """Fine-tune the pre-trained MLP on all 10 digits under ``settings``.
 
     Parameters
     ----------
-    mode : str
-        ``"fp32"``, ``"halo0"``, ``"halo1"`` or ``"halo2"``.
-    fmt : str
-        Format of the HALO runs (``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``).
-    scale : float
-        Massive-activation scale ``S`` (4 channels of layer 1).
-    width, steps, batch, lr : int, int, int, float
-    token_outliers : bool
-        Up-weight the loss of 2% of each batch's examples by 100x (row outliers of ``E_Y``).
-        The batch must then be a Hadamard size for HALO-2 or it is zero-padded.
-    cosine_every : int
-        Every this many steps, the cosine between the simulated and the exact FP32 gradient
-        (same weights, same batch) is recorded.
+    settings : FinetuneSettings
+        The configuration (validated when it was made).
     seed : int
         The fine-tuning seed (batches, adapter initialisation, dropout).
-    lora_rank : int
-        ``> 0``: HALO-PEFT, every linear layer frozen and adapted by a rank-``lora_rank``
-        LoRA (``alpha = 8``, dropout 0.1; FP32 mode: a LoRA on ``nn.Linear``).
-    pretrain_seed : int
-        Seed of the pre-trained model and of the data split.
 
     Returns
     -------
@@ -377,68 +272,84 @@ def finetune(
 
     See: book/halo/03-quantized-finetune.ipynb
     """
+    if not isinstance(settings, FinetuneSettings):
+        raise TypeError(f"settings must be a FinetuneSettings (got {type(settings).__name__})")
+    return _finetune(settings, check_int("seed", seed, 0))
+
+
+@memo(maxsize=128)
+def cached_finetune(settings: FinetuneSettings, seed: int = 0) -> FinetuneRun:
+    """:func:`finetune`, memoised on its arguments (one memo for the notebook's runs, its
+    seed study and its widget).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    return finetune(settings, seed)
+
+
+def _finetune(s: FinetuneSettings, seed: int) -> FinetuneRun:
     import torch
 
-    check_choice("mode", mode, MODES)
-    fmt = check_fmt(fmt)
-    if fmt is None:
-        raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
-    scale = check_range("scale", scale, 1.0, 1e5)
-    width = check_int("width", width, 16, 8192)
-    seed = check_int("seed", seed, 0)
-    steps = check_int("steps", steps, 1)
-    batch = check_int("batch", batch, 2)
-    lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)
-    token_outliers = check_bool("token_outliers", token_outliers)
-    cosine_every = check_int("cosine_every", cosine_every, 1)
-    lora_rank = check_int("lora_rank", lora_rank, 0, 64)
     with torch.random.fork_rng():  # adapter init and dropout: a local seed
         torch.manual_seed(seed)
-        run = _finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers,
-                        cosine_every, seed, lora_rank, pretrain_seed)  # fmt: skip
-    return run
+        model, ref = _finetune_models(s)
+        losses, cos = _finetune_loop(model, ref, s, seed)
+        Xtr, ytr, Xte, yte = digits_data(s.pretrain_seed)
+        acc = accuracy(model, Xte, yte, s.batch)
+    return FinetuneRun(s.mode, s.fmt, s.scale, losses, acc, cos, seed)
 
 
-def _finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers, cosine_every, seed,
-              lora_rank, pretrain_seed):  # fmt: skip
-    import torch
-
+def _finetune_models(s: FinetuneSettings):
+    """The model to fine-tune (wrapped in ``s``'s level, or LoRA-adapted) and the FP32 twin
+    whose exact gradients the cosines compare with (``None`` for FP32 and LoRA runs)."""
     from .layer import halo_wrap
 
-    model = pretrained_mlp(width, scale, 4, pretrain_seed)
-    ref = (
-        pretrained_mlp(width, scale, 4, pretrain_seed) if mode != "fp32" and not lora_rank else None
-    )
-    if lora_rank:
-        _add_lora(model, lora_rank, None if mode == "fp32" else int(mode[-1]), fmt)
-    elif mode != "fp32":
-        halo_wrap(model, level=int(mode[-1]), fmt=fmt, exclude=FULL_PRECISION)
-    Xtr, ytr, Xte, yte = digits_data(pretrain_seed)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    model = pretrained_mlp(s.width, s.scale, 4, s.pretrain_seed)
+    exact = s.mode != "fp32" and not s.lora_rank
+    ref = pretrained_mlp(s.width, s.scale, 4, s.pretrain_seed) if exact else None
+    if s.lora_rank:
+        _add_lora(model, s.lora_rank, s.level, s.fmt)
+    elif s.mode != "fp32":
+        halo_wrap(model, level=s.level, fmt=s.fmt, exclude=FULL_PRECISION)
+    return model, ref
+
+
+def _finetune_loop(model, ref, s: FinetuneSettings, seed: int):
+    """Adam on the (optionally token-weighted) cross-entropy; the gradient cosines to ``ref``."""
+    import torch
+
+    Xtr, ytr, _, _ = digits_data(s.pretrain_seed)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=s.lr)
     g = torch.Generator().manual_seed(seed + 1)
     losses, cos = [], []
-    n_out = max(1, round(0.02 * batch))
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
-    for k in range(steps):
-        idx = torch.randint(0, len(ytr), (batch,), generator=g)
-        w = torch.ones(batch)
-        if token_outliers:
-            w[torch.randperm(batch, generator=g)[:n_out]] = 100.0
+    n_out = max(1, round(0.02 * s.batch))
+    for k in range(smoke_steps(s.steps)):  # LAB_SMOKE=1: a few iterations
+        idx = torch.randint(0, len(ytr), (s.batch,), generator=g)
+        w = torch.ones(s.batch)
+        if s.token_outliers:
+            w[torch.randperm(s.batch, generator=g)[:n_out]] = 100.0
         loss_vec = torch.nn.functional.cross_entropy(model(Xtr[idx]), ytr[idx], reduction="none")
         loss = (w * loss_vec).sum() / w.sum()
         opt.zero_grad()
         loss.backward()
-        if ref is not None and k % cosine_every == 0:
-            ref.load_state_dict(model.state_dict())
-            lv = torch.nn.functional.cross_entropy(ref(Xtr[idx]), ytr[idx], reduction="none")
-            gr = torch.autograd.grad((w * lv).sum() / w.sum(), list(ref.parameters()))
-            a = torch.cat([p.grad.flatten() for p in model.parameters()])
-            b = torch.cat([t.flatten() for t in gr])
-            cos.append((k, float(a @ b / (a.norm() * b.norm() + 1e-30))))
+        if ref is not None and k % s.cosine_every == 0:
+            cos.append((k, _gradient_cosine(model, ref, Xtr[idx], ytr[idx], w)))
         opt.step()
         losses.append(float(loss.detach()))
-    acc = _accuracy(model, Xte, yte, batch)
-    return FinetuneRun(mode, fmt, float(scale), losses, acc, cos, seed)
+    return losses, cos
+
+
+def _gradient_cosine(model, ref, X, y, w) -> float:
+    """The cosine between ``model``'s simulated gradient and the exact FP32 gradient of
+    ``ref`` at the same weights and batch."""
+    import torch
+
+    ref.load_state_dict(model.state_dict())
+    lv = torch.nn.functional.cross_entropy(ref(X), y, reduction="none")
+    gr = torch.autograd.grad((w * lv).sum() / w.sum(), list(ref.parameters()))
+    a = torch.cat([p.grad.flatten() for p in model.parameters()])
+    b = torch.cat([t.flatten() for t in gr])
+    return float(a @ b / (a.norm() * b.norm() + 1e-30))
 
 
 def _add_lora(model, rank: int, level, fmt: str) -> None:
@@ -455,57 +366,35 @@ def _add_lora(model, rank: int, level, fmt: str) -> None:
             setattr(model, name, LoRAHaloLinear(m, r=r, alpha=8.0, dropout=0.1, **cfg))
 
 
-@functools.lru_cache(maxsize=128)
-def cached_finetune(mode: str, scale: float, width: int, steps: int, batch: int,
-                    token_outliers: bool = False, fmt: str = "int8", seed: int = 0,
-                    lr: float = 1e-3, lora_rank: int = 0) -> FinetuneRun:  # fmt: skip
-    """:func:`finetune`, memoised on its arguments (one memo for the notebook's runs, its
-    seed study and its widget).
-
-    See: book/halo/03-quantized-finetune.ipynb
-    """
-    return finetune(mode, fmt, scale, width, steps, batch, lr, token_outliers=token_outliers,
-                    seed=seed, lora_rank=lora_rank)  # fmt: skip
-
-
-def check_study(configs: Any, seeds: Any, allowed: set[str]) -> tuple[int, ...]:
-    """Validate a seed study's ``configs`` (label -> dict with ``mode`` and keys among
-    ``allowed``) and ``seeds`` (ints >= 0, at least one); return the seeds as a tuple.
+def check_configs(configs: Any, batched: bool = False) -> dict:
+    """Validate a seed study's ``configs`` (label -> :class:`FinetuneSettings`; ``batched``:
+    no LoRA, which the batched runner does not train); return it.
 
     See: book/halo/03-quantized-finetune.ipynb
     """
     if not isinstance(configs, dict) or not configs:
-        raise TypeError("configs must be a non-empty dict label -> finetune keyword arguments")
+        raise TypeError("configs must be a non-empty dict label -> FinetuneSettings")
     for label, cfg in configs.items():
-        if not isinstance(cfg, dict) or not set(cfg) <= set(allowed) or "mode" not in cfg:
-            raise ValueError(
-                f"configs[{label!r}] must be a dict with 'mode' and keys among {sorted(allowed)}"
+        if not isinstance(cfg, FinetuneSettings):
+            raise TypeError(
+                f"configs[{label!r}] must be a FinetuneSettings (got {type(cfg).__name__})"
             )
-    try:
-        seeds = tuple(check_int("seeds", s, 0) for s in seeds)
-    except TypeError as exc:
-        raise TypeError(f"seeds must be a sequence of ints >= 0 (got {seeds!r})") from exc
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
-    return seeds
+        if batched and cfg.lora_rank:
+            raise ValueError(f"configs[{label!r}]: the batched runner trains no LoRA")
+    return configs
 
 
-def seed_study(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: int = 512,
-               steps: int = 100, batch: int = 64, progress=None) -> SeedStudy:  # fmt: skip
-    """Test accuracy of several fine-tuning configurations over the same seeds.
+def seed_study(configs: dict, seeds=(0, 1, 2)) -> SeedStudy:
+    """Test accuracy of several fine-tuning configurations over the same seeds (a
+    :func:`lab.core.sweep.sweep` of :func:`cached_finetune`).
 
     Parameters
     ----------
     configs : dict
-        ``label -> dict`` of keyword arguments of :func:`finetune` among ``mode``, ``fmt``,
-        ``lr``, ``token_outliers``, ``lora_rank`` (e.g. ``{"FP32": {"mode": "fp32"},
-        "HALO-2 INT8": {"mode": "halo2", "fmt": "int8"}}``).
+        ``label -> FinetuneSettings`` (e.g. ``{"FP32": base.replace(mode="fp32"), "HALO-2 INT8":
+        base}``).
     seeds : sequence of int
-        Fine-tuning seeds (at least one).
-    scale, width, steps, batch
-        As :func:`finetune`, shared by every configuration.
-    progress : callable, optional
-        Wraps the iterable of runs (e.g. :func:`lab.core.progress.progress`).
+        Fine-tuning seeds (distinct, at least one).
 
     Returns
     -------
@@ -513,24 +402,21 @@ def seed_study(configs: dict, seeds=(0, 1, 2), *, scale: float = 300.0, width: i
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    seeds = check_study(configs, seeds, {"mode", "fmt", "lr", "token_outliers", "lora_rank"})
-    jobs = [(label, s) for label in configs for s in seeds]
-    acc = {label: np.zeros(len(seeds)) for label in configs}
-    for label, s in progress(jobs) if progress is not None else jobs:
-        cfg = {"fmt": "int8", "lr": 1e-3, "token_outliers": False, "lora_rank": 0,
-               **configs[label]}  # fmt: skip
-        run = cached_finetune(cfg["mode"], float(scale), int(width), int(steps), int(batch),
-                              bool(cfg["token_outliers"]), cfg["fmt"], s, float(cfg["lr"]),
-                              int(cfg["lora_rank"]))  # fmt: skip
-        acc[label][seeds.index(s)] = run.acc
-    return SeedStudy(seeds, acc)
+    from lab.core.sweep import sweep
+
+    configs = check_configs(configs)
+
+    def accuracy_of(label: str, seed: int) -> float:
+        return cached_finetune(configs[label], seed).acc
+
+    runs = sweep(accuracy_of, {"label": list(configs)}, seeds, desc="fine-tuning")
+    acc = {label: runs.values("value", label=label) for label in configs}
+    return SeedStudy(runs.seeds, acc)
 
 
-def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: int = 200,
-             batch: int = 64, lr: float = 3e-3, seed: int = 0,
-             eval_batch: int | None = None) -> PretrainRun:  # fmt: skip
-    """Train the MLP ``128 → width → width → 10`` from scratch on all ten digits, every linear
-    layer a ``HaloLinear`` in ``fmt`` (``mode="fp32"``: ``nn.Linear``).
+def pretrain(settings: PretrainSettings, seed: int = 0) -> PretrainRun:
+    """Train the MLP ``128 → width → width → 10`` from scratch on all ten digits, every
+    hidden linear layer a ``HaloLinear`` in ``settings.fmt`` (``mode="fp32"``: ``nn.Linear``).
 
     The toy stand-in for the paper's pre-training observation (TinyLlama-1.1B: FP8 matches
     BF16, INT8 and FP4 diverge): no massive activations are injected; whatever outliers the
@@ -538,14 +424,9 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
 
     Parameters
     ----------
-    mode : str
-        ``"fp32"``, ``"halo0"``, ``"halo1"`` or ``"halo2"``.
-    fmt : str
-        A format of :func:`lab.halo.quantize` (``"fp4_e2m1"`` included).
-    width, steps, batch, lr, seed
-    eval_batch : int, optional
-        Rows per evaluation batch (default: ``batch``, as in training; a per-tensor scale over
-        a larger batch is set by its largest row).
+    settings : PretrainSettings
+    seed : int
+        Initialisation and batches.
 
     Returns
     -------
@@ -553,32 +434,27 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
 
     See: book/halo/03-quantized-finetune.ipynb
     """
+    if not isinstance(settings, PretrainSettings):
+        raise TypeError(f"settings must be a PretrainSettings (got {type(settings).__name__})")
+    return _pretrain(settings, check_int("seed", seed, 0))
+
+
+def _pretrain(s: PretrainSettings, seed: int) -> PretrainRun:
     import torch
 
     from .layer import halo_wrap
 
-    check_choice("mode", mode, MODES)
-    fmt = check_fmt(fmt)
-    if fmt is None:
-        raise ValueError("fmt must be a format name (use mode='fp32' for no quantization)")
-    width = check_int("width", width, 16, 8192)
-    steps = check_int("steps", steps, 10)
-    batch = check_int("batch", batch, 2)
-    lr = check_range("lr", lr, 0.0, 1.0, low_inclusive=False)
-    seed = check_int("seed", seed, 0)
-    eval_batch = batch if eval_batch is None else check_int("eval_batch", eval_batch, 1)
     Xtr, ytr, Xte, yte = digits_data(0)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = _mlp(width)
-    if mode != "fp32":
-        halo_wrap(model, level=int(mode[-1]), fmt=fmt, exclude=FULL_PRECISION)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+        model = mlp(s.width)
+    if s.mode != "fp32":
+        halo_wrap(model, level=s.level, fmt=s.fmt, exclude=FULL_PRECISION)
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr)
     g = torch.Generator().manual_seed(seed + 1)
     losses = []
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
-    for _ in range(steps):
-        idx = torch.randint(0, len(ytr), (batch,), generator=g)
+    for _ in range(smoke_steps(s.steps)):  # LAB_SMOKE=1: a few iterations
+        idx = torch.randint(0, len(ytr), (s.batch,), generator=g)
         loss = torch.nn.functional.cross_entropy(model(Xtr[idx]), ytr[idx])
         losses.append(float(loss.detach()))
         if not math.isfinite(losses[-1]):
@@ -586,7 +462,63 @@ def pretrain(mode: str = "halo2", fmt: str = "int8", width: int = 256, steps: in
         opt.zero_grad()
         loss.backward()
         opt.step()
-    acc = _accuracy(model, Xte, yte, eval_batch)
+    acc = accuracy(model, Xte, yte, s.eval_batch)
     tail = float(np.mean(losses[-10:]))
     diverged = not all(math.isfinite(v) for v in losses) or tail > losses[0]
-    return PretrainRun(mode, fmt, losses, acc, bool(diverged))
+    return PretrainRun(s.mode, s.fmt, losses, acc, bool(diverged))
+
+
+# The outlier scales S of notebook 3's live widget (a menu): ``precompute_finetune`` runs every
+# level at each of them once, so that every move of the widget only redraws.
+FINETUNE_SCALES = (1.0, 10.0, 100.0, 300.0, 1000.0)
+FINETUNE_MODES = ("halo0", "halo1", "halo2")
+
+
+def precompute_finetune(base: FinetuneSettings, scales=FINETUNE_SCALES,
+                        modes=FINETUNE_MODES) -> int:  # fmt: skip
+    """Run (once, memoised by :func:`cached_finetune`) the seed-0 runs that notebook 3's widget
+    draws: FP32 and every level in ``modes`` at every scale in ``scales``, the rest as
+    ``base``. Returns the number of runs.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(base, FinetuneSettings):
+        raise TypeError(f"base must be a FinetuneSettings (got {type(base).__name__})")
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__iter__"):
+        raise TypeError(f"scales must be a sequence of floats in [1, 1e5] (got {scales!r})")
+    if isinstance(modes, (str, bytes)) or not hasattr(modes, "__iter__"):
+        raise TypeError(f"modes must be a sequence of {MODES} (got {modes!r})")
+    modes = [check_choice("modes[i]", m, MODES) for m in modes]
+    runs = [base.replace(mode=m, scale=float(s)) for s in scales for m in ("fp32", *modes)]
+    runs = list(dict.fromkeys(runs))
+    with _one_thread():
+        for r in runs:
+            cached_finetune(r, 0)
+    return len(runs)
+
+
+def finetune_pair(base: FinetuneSettings, mode: str, scale: float):
+    """The seed-0 runs of FP32 and of ``mode`` at outlier scale ``scale`` (the rest as
+    ``base``): what notebook 3's widget draws (:func:`lab.halo.figures.finetune_figure`).
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+    if not isinstance(base, FinetuneSettings):
+        raise TypeError(f"base must be a FinetuneSettings (got {type(base).__name__})")
+    with _one_thread():
+        ref = cached_finetune(base.replace(mode="fp32", scale=scale), 0)
+        run = cached_finetune(base.replace(mode=mode, scale=scale), 0)
+    return ref, run
+
+
+@contextmanager
+def _one_thread():
+    """A small MLP: one torch thread (two only contend, badly on a loaded machine)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        yield
+    finally:
+        torch.set_num_threads(threads)

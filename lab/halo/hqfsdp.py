@@ -368,10 +368,16 @@ def run_sharded_training(
     ]
     for p in procs:
         p.start()
-    results = {}
+    results = _collect(procs, queue, world_size, timeout)
+    return results[0][fmt] if isinstance(fmt, str) else results[0]
+
+
+def _collect(procs: list, queue, world_size: int, timeout: float) -> dict:
+    """Every rank's results from ``queue``; the workers joined (terminated past ``timeout``)."""
     import queue as _q
     import time
 
+    results = {}
     deadline = time.monotonic() + timeout
     try:
         while len(results) < world_size:
@@ -393,4 +399,4 @@ def run_sharded_training(
             if p.is_alive():
                 p.terminate()
                 p.join()
-    return results[0][fmt] if isinstance(fmt, str) else results[0]
+    return results

@@ -16,6 +16,9 @@ See: book/halo/03-quantized-finetune.ipynb
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -27,6 +30,7 @@ from .hadamard import check_size, is_hadamard_size, next_hadamard_size
 from .reference import LINEAR_GRANULARITIES, check_fmt, fwht, lowp_matmul, quantize_operand
 
 __all__ = [
+    "HaloConfig",
     "HaloLinear",
     "LoRAHaloLinear",
     "halo_linear",
@@ -36,11 +40,74 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class HaloConfig:
+    """How a HALO layer runs its three products, validated once when it is made.
+
+    Parameters
+    ----------
+    level : int
+        0 (no rotation), 1 (forward middle rotation + right rotations in backward) or 2
+        (HALO-1 plus the left rotation of ``E_Y`` over the tokens; the tokens are
+        zero-padded to a Hadamard size and un-padded).
+    fmt : str or None
+        ``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``, ``"fp4_e2m1"``; ``None``
+        disables the quantization (the layer then equals ``nn.Linear`` up to rounding).
+    granularity : str
+        ``"tensor"`` (HALO's kernels), ``"row"`` (SwitchBack-style scales on the outer
+        dims of each product) or ``"block32"`` (Jetfire-style tiles).
+    clip_ratio : float
+        In ``(0, 1]``; see :func:`lab.halo.quantize`.
+    save_quantized : bool
+        Store ``Q(XH)`` (1 byte per element) for backward instead of ``XH``
+        (per-tensor scales only).
+    exact : bool
+        ``True``: simulated GEMMs with exact accumulation; ``False`` on CUDA: real INT8 /
+        FP8 GEMMs where available.
+
+    See: book/halo/03-quantized-finetune.ipynb
+    """
+
+    level: int = 2
+    fmt: str | None = "int8"
+    granularity: str = "tensor"
+    clip_ratio: float = 1.0
+    save_quantized: bool = True
+    exact: bool = True
+
+    def __post_init__(self) -> None:
+        checked = {
+            "level": check_int("level", self.level, 0, 2),
+            "fmt": check_fmt(self.fmt),
+            "granularity": check_choice("granularity", self.granularity, LINEAR_GRANULARITIES),
+            "clip_ratio": check_range("clip_ratio", self.clip_ratio, 0.0, 1.0, low_inclusive=False),
+            "save_quantized": check_bool("save_quantized", self.save_quantized),
+            "exact": check_bool("exact", self.exact),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def replace(self, **changes) -> HaloConfig:
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _config(config, options: dict) -> HaloConfig:
+    """``config`` (a :class:`HaloConfig` or None) with the keyword ``options`` applied."""
+    if config is None:
+        return HaloConfig(**options)
+    if not isinstance(config, HaloConfig):
+        raise TypeError(f"config must be a HaloConfig or None (got {type(config).__name__})")
+    return config.replace(**options) if options else config
+
+
 class _HaloMatmul(torch.autograd.Function):
     """``Y = X Wᵀ`` with HALO's rotations and quantizers (no bias)."""
 
     @staticmethod
-    def forward(ctx, x, weight, level, fmt, gran, clip, save_quantized, exact, qweight=None):
+    def forward(ctx, x, weight, cfg: HaloConfig, qweight=None):
+        level, fmt, gran, clip = cfg.level, cfg.fmt, cfg.granularity, cfg.clip_ratio
+        save_quantized, exact = cfg.save_quantized, cfg.exact
         rot = level >= 1
         Xr = fwht(x, dim=-1) if rot else x  # XH (HALO-1/2)
         ctx.cfg = (level, fmt, gran, clip, exact, x.dtype)
@@ -108,14 +175,14 @@ class _HaloMatmul(torch.autograd.Function):
             if rot:
                 gw = fwht(gw, dim=-1, inverse=True)  # ... Hᵀ
             gw = gw.to(dtype)
-        return gx, gw, None, None, None, None, None, None, None
+        return gx, gw, None, None
 
 
-def _apply(x, weight, bias, level, fmt, gran, clip, save_quantized, exact, qweight):
+def _apply(x, weight, bias, cfg: HaloConfig, qweight):
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     w = weight.to(x.dtype)
-    y = _HaloMatmul.apply(x2, w, level, fmt, gran, clip, save_quantized, exact, qweight)
+    y = _HaloMatmul.apply(x2, w, cfg, qweight)
     if bias is not None:
         y = y + bias.to(x.dtype)
     return y.reshape(*lead, y.shape[-1])
@@ -125,14 +192,10 @@ def halo_linear(
     x,
     weight,
     bias=None,
+    config: HaloConfig | None = None,
     *,
-    level: int = 2,
-    fmt: str | None = "int8",
-    granularity: str = "tensor",
-    clip_ratio: float = 1.0,
-    save_quantized: bool = True,
-    exact: bool = True,
     qweight: QTensor | None = None,
+    **options,
 ):
     """``y = x Wᵀ + b`` with HALO's three products (the functional form of :class:`HaloLinear`).
 
@@ -144,8 +207,10 @@ def halo_linear(
         ``(n, m)``. With ``qweight`` its values are not read: it only receives the weight
         gradient ``G`` (pass the full-size parameter, or a zero tensor that requires grad).
     bias : torch.Tensor, optional
-    level, fmt, granularity, clip_ratio, save_quantized, exact
-        As :class:`HaloLinear`.
+    config : HaloConfig, optional
+        The level, format and quantizer settings (default: ``HaloConfig()``, HALO-2 INT8).
+    options
+        Fields of :class:`HaloConfig` (``level=``, ``fmt=``, ...) overriding ``config``'s.
     qweight : QTensor, optional
         The weight already rotated and quantized, ``Q(WH)`` for levels 1 and 2 (``Q(W)`` for
         level 0), per-tensor, in ``fmt`` and of ``weight``'s shape: HQ-FSDP's gathered weight,
@@ -167,13 +232,9 @@ def halo_linear(
             f"weight must be (n, m) with m = x.shape[-1] (got x {tuple(x.shape)}, "
             f"weight {tuple(weight.shape)})"
         )
-    level = check_int("level", level, 0, 2)
-    fmt = check_fmt(fmt)
-    granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
-    clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
-    save_quantized = check_bool("save_quantized", save_quantized)
-    exact = check_bool("exact", exact)
-    if level >= 1:
+    cfg = _config(config, options)
+    fmt = cfg.fmt
+    if cfg.level >= 1:
         check_size("in-features (x.shape[-1])", x.shape[-1])
     if qweight is not None:
         if not isinstance(qweight, QTensor):
@@ -183,16 +244,14 @@ def halo_linear(
                 f"qweight must be per-tensor in fmt = {fmt!r} (got {qweight.fmt!r}, "
                 f"{qweight.granularity!r})"
             )
-        if granularity != "tensor":
+        if cfg.granularity != "tensor":
             raise ValueError("qweight needs granularity='tensor'")
         if tuple(qweight.shape) != tuple(weight.shape):
             raise ValueError(
                 f"qweight.shape {tuple(qweight.shape)} must equal weight.shape "
                 f"{tuple(weight.shape)}"
             )
-    return _apply(
-        x, weight, bias, level, fmt, granularity, clip_ratio, save_quantized, exact, qweight
-    )
+    return _apply(x, weight, bias, cfg, qweight)
 
 
 class HaloLinear(nn.Linear):
@@ -202,26 +261,13 @@ class HaloLinear(nn.Linear):
     ----------
     in_features, out_features : int
         As ``nn.Linear``; ``in_features`` must be a Hadamard size for levels 1 and 2.
-    level : int
-        0 (no rotation), 1 (forward middle rotation + right rotations in backward) or 2
-        (HALO-1 plus the left rotation of ``E_Y`` over the tokens; the tokens are
-        zero-padded to a Hadamard size and un-padded).
-    fmt : str or None
-        ``"int8"``, ``"fp8_e4m3"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``; ``None`` disables the
-        quantization (the layer then equals ``nn.Linear`` up to rounding).
-    granularity : str
-        ``"tensor"`` (HALO's kernels), ``"row"`` (SwitchBack-style scales on the outer
-        dims of each product) or ``"block32"`` (Jetfire-style tiles).
-    clip_ratio : float
-        See :func:`lab.halo.quantize`.
-    save_quantized : bool
-        Store ``Q(XH)`` (1 byte per element) for backward instead of ``XH``
-        (per-tensor scales only).
-    exact : bool
-        ``True``: simulated GEMMs with exact accumulation; ``False`` on CUDA: real INT8 /
-        FP8 GEMMs where available.
+    config : HaloConfig, optional
+        The level (0, 1, 2), format and quantizer settings (default: HALO-2 INT8).
     bias, device, dtype
         As ``nn.Linear``.
+    options
+        Fields of :class:`HaloConfig` (``level=``, ``fmt=``, ``granularity=``,
+        ``clip_ratio=``, ``save_quantized=``, ``exact=``) overriding ``config``'s.
 
     The bias, the optimizer and everything outside the three products stay in the
     parameters' precision. Inputs may have any number of leading dims (flattened to
@@ -234,28 +280,28 @@ class HaloLinear(nn.Linear):
         self,
         in_features: int,
         out_features: int,
-        level: int = 2,
-        fmt: str | None = "int8",
-        granularity: str = "tensor",
-        clip_ratio: float = 1.0,
-        save_quantized: bool = True,
-        exact: bool = True,
+        config: HaloConfig | None = None,
+        *,
         bias: bool = True,
         device=None,
         dtype=None,
+        **options,
     ):
         check_int("in_features", in_features, 1)
         check_int("out_features", out_features, 1)
-        level = check_int("level", level, 0, 2)
-        if level >= 1 and not is_hadamard_size(in_features):
+        cfg = _config(config, options)
+        if cfg.level >= 1 and not is_hadamard_size(in_features):
             check_size("in_features", in_features)
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
-        self.level = level
-        self.fmt = check_fmt(fmt)
-        self.granularity = check_choice("granularity", granularity, LINEAR_GRANULARITIES)
-        self.clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
-        self.save_quantized = check_bool("save_quantized", save_quantized)
-        self.exact = check_bool("exact", exact)
+        self.config = cfg
+
+    # the config's fields, read as the layer's attributes (``layer.level``, ``layer.fmt``)
+    level = property(lambda self: self.config.level)
+    fmt = property(lambda self: self.config.fmt)
+    granularity = property(lambda self: self.config.granularity)
+    clip_ratio = property(lambda self: self.config.clip_ratio)
+    save_quantized = property(lambda self: self.config.save_quantized)
+    exact = property(lambda self: self.config.exact)
 
     @classmethod
     def from_linear(cls, lin, **cfg):
@@ -284,18 +330,7 @@ class HaloLinear(nn.Linear):
             raise ValueError(
                 f"x.shape[-1] must be in_features = {self.in_features} (got {x.shape[-1]})"
             )
-        return _apply(
-            x,
-            self.weight,
-            self.bias,
-            self.level,
-            self.fmt,
-            self.granularity,
-            self.clip_ratio,
-            self.save_quantized,
-            self.exact,
-            None,
-        )
+        return _apply(x, self.weight, self.bias, self.config, None)
 
     def extra_repr(self) -> str:
         return (

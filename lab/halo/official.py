@@ -66,23 +66,30 @@ def official_parity(path: str | Path | None = None) -> dict[str, float]:
 
     See: book/halo/03-quantized-finetune.ipynb
     """
-    import numpy as np
-    import torch
-
     from lab.core.fixtures import load_fixture
-
-    from .formats import fake_quant, fp_grid, quantize
-    from .reference import fwht, halo_products
 
     data = load_fixture(path, OFFICIAL_FIXTURE)
     inst, off = data["instance"], data["outputs"]
     b, m, n = inst["b"], inst["m"], inst["n"]
+    X, W, E = _t(inst["X"], b, m), _t(inst["W"], n, m), _t(inst["E_Y"], b, n)
+    out = _quantizer_parity(_t(inst["A"], -1, 64), _t(inst["v"], -1), off)
+    out.update(_level_parity(X, W, E, off))
+    return out
 
-    def t(vals, *shape):
-        return torch.tensor(vals, dtype=torch.float32).reshape(*shape)
 
-    X, W, E = t(inst["X"], b, m), t(inst["W"], n, m), t(inst["E_Y"], b, n)
-    A, v = t(inst["A"], -1, 64), t(inst["v"], -1)
+def _t(vals, *shape):
+    import torch
+
+    return torch.tensor(vals, dtype=torch.float32).reshape(*shape)
+
+
+def _quantizer_parity(A, v, off: dict) -> dict[str, float]:
+    """The quantizers and codebooks against the official ones (see :func:`official_parity`)."""
+    import numpy as np
+    import torch
+
+    from .formats import fake_quant, fp_grid, quantize
+
     out = {}
     q = quantize(A, "int8")
     codes = torch.tensor(off["quantize_int8"]["codes"]).reshape(q.codes.shape)
@@ -104,8 +111,17 @@ def official_parity(path: str | Path | None = None) -> dict[str, float]:
         out[f"codebook {ours}"] = _rel(grid, book) if grid.shape == book.shape else float("inf")
         official = off[f"quantize_fp_codebook_{scheme}"]
         out[f"fake_quant {ours}"] = _rel(fake_quant(v, ours, clip_ratio=0.75), official)
+    return out
+
+
+def _level_parity(X, W, E, off: dict) -> dict[str, float]:
+    """The rotation and the levels' three products and rescales against the official ones."""
+    from .formats import quantize
+    from .reference import fwht, halo_products
+
+    out = {}
     out["right_had_16"] = _rel(fwht(X), off["right_had_16"])
-    out["right_had_24"] = _rel(fwht(t(off["X24"], -1, 24)), off["right_had_24"])
+    out["right_had_24"] = _rel(fwht(_t(off["X24"], -1, 24)), off["right_had_24"])
     for prec, fmt in (("int8", "int8"), ("fp8", "fp8_e4m3")):
         for level in (0, 1, 2):
             key = f"halo{level}_{prec}"

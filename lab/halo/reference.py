@@ -47,6 +47,7 @@ __all__ = [
     "PLACEMENTS",
     "LEVELS",
     "fwht",
+    "butterfly_stages",
     "rotated_matmul",
     "row_relative_error",
     "halo_products",
@@ -127,6 +128,27 @@ def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
     if normalized:
         y = y / math.sqrt(n)  # H_n = H_n^(±1) / sqrt(n)
     return np.moveaxis(y.reshape(moved.shape), -1, dim)
+
+
+def butterfly_stages(x) -> list[np.ndarray]:
+    """The vector after 0, 1, ..., ``log2 n`` unnormalized butterfly stages of :func:`fwht`
+    (eq. (FWHT), one stage at a time: what notebook 2's widget steps through).
+
+    See: book/halo/02-fwht-kernel.ipynb
+    """
+    v = np.asarray(x, dtype=np.float64).copy()
+    n = v.size
+    if v.ndim != 1 or n < 1 or n & (n - 1):
+        raise ValueError(f"x must be a vector of power-of-two length (got shape {v.shape})")
+    out = [v.copy()]
+    h = 1
+    while h < n:  # eq. (FWHT): stride h = 1, 2, ..., n/2
+        w = v.reshape(n // (2 * h), 2, h)
+        a, b = w[:, 0].copy(), w[:, 1].copy()
+        w[:, 0], w[:, 1] = a + b, a - b  # (a, b) -> (a + b, a - b)
+        out.append(v.copy())
+        h *= 2
+    return out
 
 
 def check_fmt(fmt):
