@@ -54,6 +54,16 @@ F(t) = \#\{\ell \ne i, j : l_\ell \ge t\},\quad U(t) = \#\{\ell \ne i, j : l_\el
 $S^* = \operatorname{span}\{e_i - e_j : (i, j) \text{ relevant}\}$ and $d^*$ = #vertices
 $-$ #components of the relevant graph.
 
+## Prices and refutation (ours)
+
+$$\text{(6)}\quad \min_{y \in \{0,1\}^K} \sum_j \kappa_j y_j \ \text{ s.t. }
+\sum_j \alpha_{jl} q_j = b_l,\ |\alpha_{jl}| \le M y_j \qquad \text{(the least-cost MILP)},$$
+$$\text{(7)}\quad \hat r = \frac{1}{T} \sum_t \mathbb 1\{X^*(c_t) \ne X^*(c'_t)\},
+\qquad c'_t - c_t \perp \operatorname{span} D \qquad \text{(the Monte Carlo violation rate)}.$$
+
+The lesson, book/lp_sufficiency/index.md, displays (1)-(7) with the labels
+``lp_sufficiency-eq1`` ... ``lp_sufficiency-eq7``; the kernels' ``# eq. (n)`` comments cite them.
+
 
 ## Transportation (the scaling example, ours)
 
@@ -78,11 +88,13 @@ half-width around a fixed cost, $d^*$ climbs from $0$ to $(r-1)(s-1)$.
 | ``problems.py`` | ``Polytope``, ``BoxSet``, ``topk_problem``, ``transportation_problem``, the instances ``regular_polygon``, ``hiring_instance`` and ``relevant_edges_2d``; the top-k closed form (5): ``topk_relevant_pairs``, ``topk_sdd``, ``topk_least_cost`` |
 | ``reference.py`` | numpy + HiGHS: ``find_direction`` (4), ``minimal_sdd``, ``is_sufficient`` (3), ``least_cost_sdd``, ``decode``, ``sample_equivalent_pairs`` and ``violation_rate_mc`` (1), ``span_rank``, ``same_span`` |
 | ``fast.py`` | torch, batched over costs: ``violation_flags``, ``decode`` (the batched ``reference.decode``) |
-| ``settings.py`` | the frozen settings of each experiment family, validated once: ``GeometrySettings``, ``TransportSettings``, ``SpanSettings``, ``HiringSettings``, ``DecoderSettings`` |
-| ``experiments.py`` | drivers for the notebooks, each taking a settings object: ``transportation_sweep``, ``span_agreement`` (one hiring instance per seed, through ``lab.core.sweep``), ``smallest_interview_set``, ``random_hiring_instance``, ``decoder_check``, and the widgets' ``geometry_view``, ``hiring_view`` |
+| ``settings.py`` | the frozen settings of each experiment family, validated once: ``GeometrySettings``, ``TransportSettings``, ``SpanSettings``, ``HiringSettings``, ``WidthSettings``, ``DecoderSettings`` |
+| ``experiments.py`` | drivers for the notebooks, each taking a settings object or a problem: ``transportation_sweep``, ``span_agreement`` (one hiring instance per seed, through ``lab.core.sweep``), ``width_curve``, ``deletion_check``, ``smallest_interview_set``, ``price_check``, ``decision_margin``, ``random_hiring_instance``, ``decoder_check``, and the widgets' ``geometry_view``, ``hiring_view`` |
+| ``claims.py`` | the registry of the chapter's claims, rivals and deviations |
+| ``evidence.py`` | what each claim records (value, text, measured rival), built from the drivers' results: one ``*_evidence`` function per claim |
 | ``figures.py`` | results to figures (plotly for the widgets, matplotlib panels); imports nothing from the chapter |
 
-See: book/lp_sufficiency/01-geometry-and-construction.ipynb
+See: book/lp_sufficiency/index.md
 """
 
 import lazy_loader as _lazy

@@ -29,13 +29,20 @@ from lab.lp_sufficiency.problems import (
     topk_sdd,
     transportation_problem,
 )
-from lab.lp_sufficiency.reference import is_sufficient, minimal_sdd, same_span
+from lab.lp_sufficiency.reference import (
+    is_sufficient,
+    least_cost_sdd,
+    minimal_sdd,
+    same_span,
+    sample_equivalent_pairs,
+)
 from lab.lp_sufficiency.settings import (
     DecoderSettings,
     GeometrySettings,
     HiringSettings,
     SpanSettings,
     TransportSettings,
+    WidthSettings,
 )
 
 __all__ = [
@@ -45,6 +52,9 @@ __all__ = [
     "GeometryView",
     "HiringView",
     "SpanAgreement",
+    "WidthCurve",
+    "DeletionCheck",
+    "PriceCheck",
     "transportation_sweep",
     "smallest_interview_set",
     "random_hiring_instance",
@@ -52,6 +62,10 @@ __all__ = [
     "geometry_view",
     "hiring_view",
     "span_agreement",
+    "width_curve",
+    "deletion_check",
+    "price_check",
+    "decision_margin",
 ]
 
 
@@ -322,3 +336,137 @@ def span_agreement(settings: SpanSettings) -> SpanAgreement:
         col("agree", bool),
         col("everything", bool),
     )
+
+
+@dataclass(frozen=True)
+class WidthCurve:
+    """``d*`` and the interview count of one hiring instance along a grid of width scales."""
+
+    settings: WidthSettings
+    d_star: tuple[int, ...]  # closed form (comparisons), every width
+    interviews: tuple[int, ...]  # closed form (interviews only), every width
+    milp_widths: tuple[float, ...]  # every milp_every-th width
+    d_milp: tuple[int, ...]  # the MILP construction's d* there
+
+
+def width_curve(settings: WidthSettings) -> WidthCurve:
+    """The closed form (eq. 5) at every width of ``settings``; the MILP construction at every
+    ``milp_every``-th (probes seeded ``settings.seed``).
+
+    See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
+    """
+    st = _settings("settings", settings, WidthSettings)
+    dstar, interviews, d_milp = [], [], []
+    for w in st.widths:
+        lo, hi = hiring_instance(st.n, w, seed=st.seed)
+        dstar.append(int(topk_sdd(lo, hi, st.k).shape[0]))
+        interviews.append(int(topk_sdd(lo, hi, st.k, queries="interviews").shape[0]))
+    milp_widths = st.widths[:: st.milp_every]
+    for w in milp_widths:
+        lo, hi = hiring_instance(st.n, w, seed=st.seed)
+        D, _ = minimal_sdd(*topk_problem(lo, hi, st.k), rng=st.seed)
+        d_milp.append(int(D.shape[0]))
+    return WidthCurve(st, tuple(dstar), tuple(interviews), milp_widths, tuple(d_milp))
+
+
+@dataclass(frozen=True)
+class DeletionCheck:
+    """The exact sufficiency test on a dataset, on each one-vector deletion of it, and on the
+    dataset plus a redundant vector (the sum of its first two) and its deletions."""
+
+    d_star: int
+    full: bool
+    drops: tuple[bool, ...]
+    plus: bool
+    plus_drops: tuple[bool, ...]
+
+
+def deletion_check(D, X: Polytope, C: BoxSet) -> DeletionCheck:
+    """:func:`~lab.lp_sufficiency.is_sufficient` on ``D``, on ``D`` without each of its rows,
+    and on ``D`` plus the sum of its first two rows (``D`` needs at least two rows).
+
+    See: book/lp_sufficiency/01-geometry-and-construction.ipynb
+    """
+    check_pair(X, C)
+    D = check_dataset(D, X.dim)
+    if D.shape[0] < 2:
+        raise ValueError(f"D must have at least two rows (got {D.shape[0]})")
+
+    def drops(M):
+        return tuple(bool(is_sufficient(np.delete(M, i, axis=0), X, C)[0]) for i in range(len(M)))
+
+    D_plus = np.vstack([D, D[:2].sum(0)])
+    full, plus = bool(is_sufficient(D, X, C)[0]), bool(is_sufficient(D_plus, X, C)[0])
+    return DeletionCheck(int(D.shape[0]), full, drops(D), plus, drops(D_plus))
+
+
+@dataclass(frozen=True)
+class PriceCheck:
+    """The least-cost MILP against the hiring closed form at several comparison prices."""
+
+    kappas: tuple[float, ...]
+    queries: int  # candidate queries: n interviews and n (n - 1) / 2 comparisons
+    milp: tuple[float, ...]  # the MILP's least price at each kappa
+    closed: tuple[float, ...]  # the closed form's
+    interviews: tuple[int, ...]  # interviews chosen by the MILP
+    comparisons: tuple[int, ...]  # comparisons chosen by the MILP
+    seconds: tuple[float, ...]
+    interviews_only: float  # the price of the interview-only dataset (1 per interview)
+
+
+def price_check(lo, hi, k: int, kappas) -> PriceCheck:
+    """Least-cost sufficient datasets of the hiring instance ``(lo, hi)``, ``k`` hires, with
+    interviews at price 1 and comparisons at each price of ``kappas``: the MILP of
+    :func:`~lab.lp_sufficiency.least_cost_sdd` over all ``n + n (n - 1) / 2`` candidate queries
+    against :func:`~lab.lp_sufficiency.topk_least_cost`.
+
+    See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
+    """
+    kappas = check_array("kappas", kappas, ndim=1, min_size=1)
+    if np.any(kappas <= 0):
+        raise ValueError(f"kappas must be > 0 (got {kappas.tolist()})")
+    B = topk_sdd(lo, hi, k)
+    n = B.shape[1]
+    eye = np.eye(n)
+    Q = np.vstack([eye] + [eye[i] - eye[j] for i in range(n) for j in range(i + 1, n)])
+    milp, closed, inter, comp, secs = [], [], [], [], []
+    for kappa in kappas:
+        t0 = time.perf_counter()
+        sel, total = least_cost_sdd(B, Q, np.r_[np.ones(n), np.full(len(Q) - n, kappa)])
+        secs.append(time.perf_counter() - t0)
+        milp.append(float(total))
+        closed.append(float(topk_least_cost(lo, hi, k, 1.0, kappa)[1]))
+        inter.append(int(np.sum(sel < n)))
+        comp.append(int(np.sum(sel >= n)))
+    only = float(topk_sdd(lo, hi, k, queries="interviews").shape[0])
+    return PriceCheck(
+        tuple(float(x) for x in kappas), len(Q), tuple(milp), tuple(closed), tuple(inter),
+        tuple(comp), tuple(secs), only,
+    )  # fmt: skip
+
+
+def decision_margin(D, X: Polytope, C: BoxSet, trials: int, seed: int) -> float:
+    """The smallest decision margin over ``trials`` observationally equivalent pairs of
+    :func:`~lab.lp_sufficiency.sample_equivalent_pairs` (the same pairs as
+    :func:`~lab.lp_sufficiency.violation_rate_mc` with ``rng=seed``).
+
+    For each pair ``(c, c')`` and each side, the optimal vertex for one cost is judged under the
+    other: the gap to the best *other* vertex. Positive everywhere: every pair shares its unique
+    optimum, by at least the returned amount (objective units); negative: some pair is decided
+    wrongly.
+
+    See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
+    """
+    check_pair(X, C)
+    trials = check_int("trials", trials, 1)
+    seed = check_int("seed", seed, 0)
+    V = X.vertices()
+    c1, c2 = sample_equivalent_pairs(D, C, trials, rng=seed)
+    rows, gaps = np.arange(trials), []
+    for a, b in ((c1, c2), (c2, c1)):  # a's optimal vertex, judged under b
+        obj = b @ V.T
+        best = np.argmin(a @ V.T, axis=1)
+        own = obj[rows, best].copy()
+        obj[rows, best] = np.inf
+        gaps.append(obj.min(axis=1) - own)  # > 0: a's vertex is b's unique optimum by that much
+    return float(np.min(np.minimum(*gaps)))

@@ -1,7 +1,7 @@
 """Figure builders for the lp_sufficiency chapter (plotly for widgets, matplotlib panels).
 
-Each takes a result of ``experiments.py`` (a ``GeometryView`` or a ``HiringView``) and draws
-it; a widget is ``figures.f(experiments.g(settings))``.
+Each takes a result of ``experiments.py`` (a ``GeometryView``, ``HiringView``,
+``ScalingSweep`` or ``WidthCurve``, or the violation rates of notebook 2) and draws it; a widget is ``figures.f(experiments.g(settings))``.
 
 See: book/lp_sufficiency/01-geometry-and-construction.ipynb
 """
@@ -13,7 +13,11 @@ import numpy as np
 __all__ = [
     "geometry_figure",
     "geometry_axes",
+    "geometry_panels",
     "hiring_figure",
+    "scaling_figure",
+    "violation_figure",
+    "width_figure",
 ]
 
 
@@ -170,4 +174,83 @@ def hiring_figure(view):
         yaxis_title="candidate (sorted by centre)",
         height=460,
     )
+    return fig
+
+
+def geometry_panels(views):
+    """Matplotlib: one column per :class:`~lab.lp_sufficiency.GeometryView` of ``views`` (the
+    polygon with its relevant edges and the dataset above, the cost box and the rays below);
+    returns the figure."""
+    import matplotlib.pyplot as plt
+
+    if isinstance(views, (str, bytes)) or not isinstance(views, (list, tuple)) or not views:
+        raise TypeError("views must be a nonempty list of GeometryView results")
+    for v in views:
+        _check_view(v, "polygon", "edges", "normals", "relevant", "lo", "hi", "D", "n_milp")
+    fig, axes = plt.subplots(2, len(views), figsize=(3.7 * len(views), 7.2), squeeze=False)
+    for col, view in enumerate(views):
+        geometry_axes(axes[0, col], axes[1, col], view)
+        axes[0, col].set_title(
+            f"half-width {view.radius:g}: d* = {view.D.shape[0]} ({view.n_milp} MILPs)",
+            fontsize=10,
+        )
+    fig.tight_layout()
+    return fig
+
+
+def scaling_figure(sweep):
+    """Matplotlib: ``d*`` of the transportation LP against the half-width of the cost box, with
+    ``dim X`` dashed (``sweep``: a :class:`~lab.lp_sufficiency.ScalingSweep`)."""
+    import matplotlib.pyplot as plt
+
+    _check_view(sweep, "radii", "d_star", "dim_X")
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.plot(sweep.radii, sweep.d_star, "-o", label="d* (MILP construction)")
+    ax.axhline(sweep.dim_X, color="0.5", ls="--", label="dim X = (r − 1)(s − 1)")
+    ax.set_xscale("log")
+    ax.set_xlabel("half-width of the cost box C")
+    ax.set_ylabel("minimal dataset size d*")
+    ax.set_title("4 × 5 transportation LP")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def width_figure(curve):
+    """Matplotlib: the share of the ``n − 1`` dimensions measured by comparisons (``d*``) and by
+    interviews along the width grid, with the MILP's ``d*`` as crosses (``curve``: a
+    :class:`~lab.lp_sufficiency.WidthCurve`)."""
+    import matplotlib.pyplot as plt
+
+    _check_view(curve, "settings", "d_star", "interviews", "milp_widths", "d_milp")
+    n, k, widths = curve.settings.n, curve.settings.k, curve.settings.widths
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    share = np.array(curve.d_star) / (n - 1)
+    ax.plot(widths, share, "-o", ms=3, label="d*/(n−1), comparisons (closed form)")
+    share = np.array(curve.interviews) / (n - 1)
+    ax.plot(widths, share, "-s", ms=3, label="interviews/(n−1) (closed form)")
+    share = np.array(curve.d_milp) / (n - 1)
+    ax.plot(curve.milp_widths, share, "kx", ms=9, label="d*/(n−1) from the MILP")
+    ax.set_xscale("log")
+    ax.set_xlabel("interval width scale")
+    ax.set_ylabel("fraction of dimensions measured")
+    ax.set_title(f"hiring n = {n}, k = {k}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def violation_figure(rates, trials: int):
+    """Matplotlib: bars of the violation rates (percent) of the datasets in ``rates`` (a dict
+    name -> rate, ``"full D"`` first and ``"no data"`` last) over ``trials`` pairs."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(rates, dict) or len(rates) < 2:
+        raise TypeError("rates must be a dict name -> violation rate with at least two entries")
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"trials must be a positive integer (got {trials!r})")
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    colours = ["C2"] + ["C3"] * (len(rates) - 2) + ["0.5"]
+    ax.bar(list(rates), [100 * float(r) for r in rates.values()], color=colours)
+    ax.set_ylabel("pairs with different hires (%)")
+    ax.set_title(f"{trials} observationally equivalent pairs")
+    plt.setp(ax.get_xticklabels(), rotation=30)
     return fig

@@ -321,7 +321,7 @@ def _is_sufficient(D: np.ndarray, X: Polytope, C: BoxSet, tol: float, M_dual: fl
 
 
 def least_cost_sdd(basis, queries, costs, *, bound: float = 100.0, time_limit: float = 60.0):
-    """Cheapest set of candidate queries whose span contains ``span(basis)`` (reconstructed MILP).
+    """Cheapest set of candidate queries whose span contains ``span(basis)`` (eq. (6), ours).
 
     minimise ``sum_j costs_j y_j`` s.t. ``sum_j alpha_jl q_j = b_l`` for every basis vector
     ``b_l``, ``|alpha_jl| <= bound * y_j``, ``y in {0, 1}^K``.
@@ -357,7 +357,7 @@ def least_cost_sdd(basis, queries, costs, *, bound: float = 100.0, time_limit: f
     n_var = K * r + K
     eq = np.zeros((d * r, n_var))
     for l_ in range(r):
-        eq[l_ * d : (l_ + 1) * d, l_ * K : (l_ + 1) * K] = Q.T  # sum_j alpha_jl q_j = b_l
+        eq[l_ * d : (l_ + 1) * d, l_ * K : (l_ + 1) * K] = Q.T  # eq. (6): sum_j alpha_jl q_j = b_l
     ineq = np.zeros((2 * K * r, n_var))
     for l_ in range(r):
         for j in range(K):
@@ -481,7 +481,7 @@ def violation_rate_mc(
             backend = "numpy"
     if backend == "numpy":
         wrong = 0
-        for a, b in zip(c1, c2, strict=True):  # eq. (1): X*(c) = X*(c') ?
+        for a, b in zip(c1, c2, strict=True):  # eq. (7): count X*(c) != X*(c') (eq. (1))
             xa, xb = X.solve(a), X.solve(b)
             wrong += int(not np.allclose(xa, xb, atol=1e-7))
         return wrong / trials

@@ -8,6 +8,7 @@ is typed.
 * ``TransportSettings``: a transportation LP and the half-widths of its cost boxes (notebook 1);
 * ``SpanSettings``: random hiring instances, construction against the closed form (notebook 1);
 * ``HiringSettings``: one hiring instance, its hires and the price of a comparison (notebook 2);
+* ``WidthSettings``: one hiring instance at a grid of interval width scales (notebook 2);
 * ``DecoderSettings``: draws of the true cost for the decoder check (notebook 2).
 
 See: book/lp_sufficiency/01-geometry-and-construction.ipynb
@@ -27,6 +28,7 @@ __all__ = [
     "HiringSettings",
     "SpanSettings",
     "TransportSettings",
+    "WidthSettings",
 ]
 
 
@@ -182,3 +184,41 @@ class DecoderSettings:
     def __post_init__(self) -> None:
         set_field(self, "draws", check_int("draws", self.draws, 1, 10_000_000))
         set_field(self, "seed", check_int("seed", self.seed, 0))
+
+
+@dataclass(frozen=True)
+class WidthSettings:
+    """The hiring instance ``lps.hiring_instance(n, width, seed)`` at every width scale of
+    ``widths``, ``k`` hires; the MILP construction runs on every ``milp_every``-th width.
+
+    Parameters
+    ----------
+    n : int
+        Candidates, in ``[2, 200]``.
+    k : int
+        Hires, in ``[1, n - 1]``.
+    widths : sequence of float
+        Interval width scales (each > 0, at least two).
+    seed : int
+        Seed of the instance and of the construction's probes (>= 0).
+    milp_every : int
+        Stride of the widths that also run the MILP construction, in ``[1, len(widths)]``.
+
+    See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
+    """
+
+    n: int = 12
+    k: int = 4
+    widths: tuple[float, ...] = tuple(np.geomspace(0.25, 30.0, 24))
+    seed: int = 0
+    milp_every: int = 4
+
+    def __post_init__(self) -> None:
+        set_field(self, "n", check_int("n", self.n, 2, 200))
+        set_field(self, "k", check_int("k", self.k, 1, self.n - 1))
+        widths = _floats("widths", self.widths, 2)
+        for w in widths:
+            check_positive("widths", w)
+        set_field(self, "widths", widths)
+        set_field(self, "seed", check_int("seed", self.seed, 0))
+        set_field(self, "milp_every", check_int("milp_every", self.milp_every, 1, len(widths)))
