@@ -205,9 +205,9 @@ def batched(data):
 
 
 def test_train_runs_start_from_trains_initial_parameters(data):
-    from lab.medro.experiments import _init_model
+    from lab.medro.training import init_model
 
-    models = [_init_model(data, 4, 64, 32, s, "cpu") for s in (2, 0, 1)]
+    models = [init_model(data, 4, 64, 32, s, "cpu") for s in (2, 0, 1)]
     stacked = medro.stack_models(models)
     for b, s in enumerate((2, 0, 1)):
         ref = _drawn_as_train_draws(data, "medro", s)
@@ -250,9 +250,9 @@ def test_train_runs_match_train_run_by_run(data, batched):
 
 
 def test_compare_and_sweep_use_the_batched_runs(data, monkeypatch):
-    from lab.medro import experiments
+    from lab.medro import training
 
-    monkeypatch.setattr(experiments, "_BATCH", 3)  # several loops per head count
+    monkeypatch.setattr(training, "BATCH", 3)  # several loops per head count
     kw = {"seeds": (1, 0), "steps": 30}
     res = medro.compare(data, ["groupdro", "medro", "medro_code"], **kw)
     for name, method, variant in (
@@ -302,11 +302,12 @@ def test_row_losses_are_cross_entropy():
 
 
 def test_gates_fitted_together_match_one_by_one(data):
-    """compare() fits every MEDRO run's gates in one batched loop (_fit_gates); each equals
+    """compare() fits every MEDRO run's gates in one batched loop (fit_gates_unchecked); each equals
     the gate autograd and SGD fit for that model alone (5e-7 measured), and the same gate wins."""
     import torch.nn.functional as F
 
-    from lab.medro.experiments import _fit_gates, _halves
+    from lab.medro.inference import fit_gates_unchecked as _fit_gates
+    from lab.medro.inference import validation_halves as _halves
 
     runs = medro.train_runs(data, "medro", seeds=[0, 1, 2], steps=30)
     halves = [_halves(data.val, s) for s in (0, 1, 2)]
@@ -364,13 +365,31 @@ def test_train_stacked_rejects_bad_input(data):
     with pytest.raises(ValueError, match="models\\[1\\]"):
         medro.stack_models([four, one])  # shapes differ
     with pytest.raises(ValueError, match="heads"):
-        medro.train_stacked([one], x, y, g, 4, method="medro", steps=1)
+        medro.train_stacked([one], x, y, g, 4, ONE_STEP, method="medro")
     with pytest.raises(ValueError, match="x must"):
-        medro.train_stacked([four], x[:, :5], y, g, 4, steps=1)
+        medro.train_stacked([four], x[:, :5], y, g, 4, ONE_STEP)
     with pytest.raises(ValueError, match="gamma"):
-        medro.train_stacked([four], x, y, g, 4, gamma=[0.5, 0.5], steps=1)
+        medro.train_stacked([four], x, y, g, 4, ONE_STEP, gamma=[0.5, 0.5])
     with pytest.raises(TypeError, match="method"):
-        medro.train_stacked([four], x, y, g, 4, method=[["medro"]], steps=1)
+        medro.train_stacked([four], x, y, g, 4, ONE_STEP, method=[["medro"]])
+    with pytest.raises(TypeError, match="settings"):
+        medro.train_stacked([four], x, y, g, 4, {"steps": 1})
+
+
+ONE_STEP = medro.TrainSettings(steps=1)
+
+
+def test_settings_are_checked_once_where_they_are_made(data):
+    with pytest.raises(ValueError, match="steps"):
+        medro.TrainSettings(steps=0)
+    with pytest.raises(ValueError, match="eta"):
+        medro.TrainSettings(eta=-1.0)
+    with pytest.raises(TypeError, match="unknown setting"):
+        medro.train(data, "medro", stepz=3)
+    s = medro.TrainSettings(steps=7)
+    assert s.replace(lr=0.01) == medro.TrainSettings(steps=7, lr=0.01)
+    res = medro.train(data, "erm", s)
+    assert res.info["steps"] == 7
 
 
 def test_paired_ci():

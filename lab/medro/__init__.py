@@ -58,9 +58,12 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
 | ``reference.py`` | ``eg_update``, ``medro_objective`` (paper / code), loop risks, ``gated_predict`` |
 | ``fast.py`` | ``group_risks`` (one scatter-add), ``risk_matrix`` (one featurizer pass), ``train_stacked`` (many runs in one batched loop) |
 | ``data.py`` | ``water_digits``, ``make_rotated_spurious_envs`` (exercises) |
+| ``settings.py`` | ``TrainSettings``: how every run is trained, validated once |
+| ``training.py`` | ``train``, ``train_runs`` (batched over seeds, ``γ`` and methods) |
+| ``inference.py`` | ``predict``, ``fit_gate``, ``choose_inference``, ``group_accuracy`` |
 | ``convex.py`` | Eq. 6 on frozen features: ``solve_cvxpy`` vs ``online_convex`` |
 | ``official.py`` | ``official_parity``: our kernels replayed on the official-code fixture |
-| ``experiments.py`` | ``train``, ``train_runs`` (batched), ``predict``, ``fit_gate``, ``choose_inference``, ``compare``, ``gamma_sweep`` |
+| ``experiments.py`` | ``compare`` and ``gamma_sweep`` (seeds scored through ``lab.core.sweep``, kept on disk), ``contains_groupdro``, ``paired_ci`` |
 | ``figures.py`` | figures of the notebooks |
 
 See: book/medro/01-official-algorithm.ipynb, book/medro/02-water-digits.ipynb

@@ -149,8 +149,8 @@ def online_convex(
     """
     import torch
 
-    from .fast import group_risks
-    from .reference import eg_update
+    from .fast import group_risks_unchecked
+    from .reference import eg_update_unchecked
 
     split = _check_split(split)
     gamma = check_positive("gamma", gamma, allow_zero=True)
@@ -171,8 +171,8 @@ def online_convex(
     for _ in range(steps):
         f = x @ V.T + b  # [n, m]: margin of the "class 1" logit
         logits = torch.stack([torch.zeros_like(f), f], dim=-1).permute(1, 0, 2)  # [m, n, 2]
-        R = group_risks(logits, y, g, m)[0] + 0.5 * l2 * (V**2).sum(1)[:, None]
-        W = eg_update(W, R, eta)
+        R = group_risks_unchecked(logits, y, g, m)[0] + 0.5 * l2 * (V**2).sum(1)[:, None]
+        W = eg_update_unchecked(W, R, eta)
         loss = torch.diagonal(R).sum() + gamma * (W * R).sum()
         gV, gb = torch.autograd.grad(loss, (V, b))
         with torch.no_grad():

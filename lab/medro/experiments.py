@@ -1,438 +1,202 @@
-r"""Training and evaluation on grouped data: ERM, GroupDRO, multi-head GroupDRO and MEDRO.
+r"""The chapter's experiments on water digits: the comparison of methods over seeds, the ``γ``
+sweep, and Sec. 3.5's "MEDRO contains GroupDRO".
 
-* :func:`train` runs Algorithm 1 (``method="medro"``, ``variant="paper"`` Eq. 6 with ``γ``, or
-  ``variant="code"`` as in the official code) or a baseline on the training split;
-* :func:`predict` infers without group labels: the mean of the heads' logits (``"ensemble"``),
-  a gate's mixture of the heads' logits (``"gate"``), or one head;
-* :func:`fit_gate` fits the zero-initialised linear gate on a labelled validation split (frozen
-  featurizer and heads); :func:`choose_inference` picks gate or ensemble on validation data;
-* :func:`group_accuracy`, :func:`compare`, :func:`gamma_sweep` and :func:`contains_groupdro`
-  are the chapter's experiments.
+* :func:`compare` trains every (method, seed) run at once (:func:`~lab.medro.training.train_runs`)
+  and scores each seed through :func:`lab.core.sweep.sweep` (test worst-group and average
+  accuracy; MEDRO's gate, its control and the validation-chosen inference);
+* :func:`gamma_sweep` does the same over ``γ``;
+* :func:`contains_groupdro` checks the reduction to GroupDRO to round-off;
+* :func:`paired_ci` is the paired interval the notebooks read.
 
-Our choices where the paper leaves freedom at this size: full-batch Adam steps on the 720
-training rows, an MLP featurizer, the same ``η`` for GroupDRO and MEDRO; multi-head GroupDRO
-trains every head with the GroupDRO loss under one group adversary (fed the heads' mean risks).
+The trained comparisons are kept on disk (:func:`lab.core.diskcache.disk_memo`, keyed on the
+chapter's code, the data, the settings and the numerics).
 
 See: book/medro/02-water-digits.ipynb
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from lab.core.checks import check_choice, check_int, check_positive
+from lab.core.diskcache import disk_memo
 from lab.core.rates import mean_ci
 from lab.core.runtime import resolve_device, smoke_steps
+from lab.core.sweep import sweep
 
-from .data import GroupSplit, WaterDigits
-from .fast import group_risks, per_run, train_stacked
-from .models import MultiHeadNet, check_model, make_featurizer
-from .reference import VARIANTS, eg_update, medro_objective, update_pair_weights
+from .fast import group_risks_unchecked
+from .inference import choose_on, fit_gates_unchecked, group_accuracy, validation_halves
+from .models import MultiHeadNet, make_featurizer
+from .reference import eg_update_unchecked
+from .settings import as_settings
+from .training import METHODS, check_data, train_runs
 
-__all__ = [
-    "METHODS",
-    "MODES",
-    "TrainResult",
-    "choose_inference",
-    "compare",
-    "contains_groupdro",
-    "fit_gate",
-    "gamma_sweep",
-    "group_accuracy",
-    "paired_ci",
-    "predict",
-    "train",
-    "train_runs",
-]
-
-METHODS = ("erm", "groupdro", "groupdro_heads", "medro")
-MODES = ("ensemble", "gate", "head")
+__all__ = ["compare", "contains_groupdro", "gamma_sweep", "paired_ci"]
 
 
-@dataclass
-class TrainResult:
-    """A trained model with its adversary's history (``weights[t]`` every ``record_every`` steps)."""
-
-    model: Any
-    method: str
-    variant: str
-    gamma: float
-    weights: np.ndarray
-    risks: np.ndarray
-    seconds: float
-    info: dict = field(default_factory=dict)
-
-
-def _check_data(data: Any) -> WaterDigits:
-    if not isinstance(data, WaterDigits):
-        raise TypeError(
-            f"data must be a WaterDigits (lab.medro.water_digits), got {type(data).__name__}"
-        )
-    return data
-
-
-def train(
+def compare(
     data: Any,
-    method: str = "medro",
+    methods: Any = METHODS,
+    settings: Any = None,
     *,
-    variant: str = "paper",
-    gamma: float = 0.5,
-    eta: float = 0.05,
-    steps: int = 300,
-    lr: float = 1e-3,
-    weight_decay: float = 1e-3,
-    hidden: int = 64,
-    feat_dim: int = 32,
-    seed: int = 0,
+    seeds: Any = (0, 1, 2),
     device: Any = "cpu",
-    record_every: int = 10,
-) -> TrainResult:
-    """Train one method on ``data.train`` with full-batch Adam steps.
+    **changes: Any,
+) -> dict:
+    """Test worst-group and average accuracy (ensemble inference) of each method and seed
+    (``"medro_code"``: MEDRO with the official code's loss), plus MEDRO's gate and its
+    validation-chosen inference (``"medro_gate"``, ``"medro_chosen"``) and, as the gate's
+    control, a gate fitted on the skewed training split instead (``"medro_gate_train"``).
 
     Parameters
     ----------
     data : WaterDigits
-    method : {"erm", "groupdro", "groupdro_heads", "medro"}
-    variant : {"paper", "code"}
-        MEDRO's loss: Eq. 6 with ``gamma`` (paper) or the official code's (γ = 1, averaged diagonal).
-    gamma : float (>= 0)
-    eta : float (>= 0)
-        The adversary's exponentiated-gradient step (GroupDRO's and MEDRO's).
-    steps : int (>= 1)
-    lr, weight_decay : float (> 0, >= 0)
-    hidden, feat_dim : int (>= 1)
-    seed : int (>= 0)
+    methods : sequence of {"erm", "groupdro", "groupdro_heads", "medro", "medro_code"}
+    settings : TrainSettings, optional
+        Shared by every run (``**changes`` replace some of its fields).
+    seeds : sequence of distinct int (>= 0)
+        The paired seeds: seed ``s`` of one method with seed ``s`` of another.
     device : str or torch.device
-    record_every : int (>= 1)
 
     Returns
     -------
-    TrainResult
+    dict
+        ``{name: {"worst": array over seeds, "average": array over seeds}}``.
 
     See: book/medro/02-water-digits.ipynb
     """
-    import torch
-    import torch.nn.functional as F
+    data = check_data(data)
+    if isinstance(methods, str):
+        raise TypeError("methods must be a sequence of method names")
+    methods = [check_choice("methods", mth, (*METHODS, "medro_code")) for mth in methods]
+    seeds = _seeds(seeds)
+    s = as_settings(settings, changes)
+    return _compare(data, tuple(methods), s, seeds, str(resolve_device(device)))
 
-    data = _check_data(data)
-    method = check_choice("method", method, METHODS)
-    variant = check_choice("variant", variant, VARIANTS)
-    gamma = check_positive("gamma", gamma, allow_zero=True)
-    eta = check_positive("eta", eta, allow_zero=True)
-    steps = check_int("steps", steps, 1)
-    lr = check_positive("lr", lr)
-    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
-    hidden = check_int("hidden", hidden, 1)
-    feat_dim = check_int("feat_dim", feat_dim, 1)
-    seed = check_int("seed", seed, 0)
-    record_every = check_int("record_every", record_every, 1)
-    dev = resolve_device(device)
-    x, y, g = data.train.tensors(dev)
-    G = data.n_groups
-    m = 1 if method in ("erm", "groupdro") else G
-    model = _init_model(data, m, hidden, feat_dim, seed, dev)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    W = torch.full((m, G), 1.0 / (m * G), dtype=torch.float64, device=dev)  # Λ_0 = 1/m²
-    q = torch.full((G,), 1.0 / G, dtype=torch.float64, device=dev)
-    hist_w, hist_r = [], []
-    t0 = time.perf_counter()
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
-    for t in range(steps):
-        logits = model(x)
-        R, present = group_risks(logits, y, g, G)
-        if method == "erm":
-            loss = F.cross_entropy(logits[0], y)
-            adv = q
-        elif method == "groupdro":
-            q = update_pair_weights(q, R[0], eta)
-            loss = (q.to(R.dtype) * R[0]).sum()
-            adv = q
-        elif method == "groupdro_heads":
-            q = update_pair_weights(q, R.mean(0), eta)
-            loss = (q.to(R.dtype)[None, :] * R).sum(1).mean()
-            adv = q
-        else:
-            W = eg_update(W, R, eta)  # λ ← λ exp(η R̂), / Σ over m² cells
-            loss = medro_objective(R, W, gamma=gamma, variant=variant, present=present)
-            adv = W
-        if t % record_every == 0 or t == steps - 1:
-            hist_w.append(adv.detach().cpu().numpy().copy())
-            hist_r.append(R.detach().cpu().numpy().copy())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    return TrainResult(
-        model,
-        method,
-        variant,
-        float(gamma),
-        np.array(hist_w),
-        np.array(hist_r),
-        time.perf_counter() - t0,
-        {"eta": eta, "steps": steps, "seed": seed, "record_every": record_every},
+
+def _seeds(seeds: Any) -> tuple:
+    if isinstance(seeds, str | bytes) or not hasattr(seeds, "__iter__"):
+        raise TypeError("seeds must be a sequence of integers")
+    out = tuple(check_int("seeds", x, 0) for x in seeds)
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"seeds must be distinct integers >= 0, at least one, got {out}")
+    return out
+
+
+@disk_memo
+def _compare(data, methods: tuple, s, seeds: tuple, device: str) -> dict:
+    """:func:`compare` on checked arguments (kept on disk)."""
+    names = list(dict.fromkeys(methods))
+    # "medro_code": the official code's loss (gamma = 1, averaged diagonal)
+    runs = train_runs(  # every (method, seed) run in two batched loops (one head / m heads)
+        data,
+        [("medro" if mth == "medro_code" else mth) for mth in names for _ in seeds],
+        s,
+        seeds=[x for _ in names for x in seeds],
+        variant=[("code" if mth == "medro_code" else "paper") for mth in names for _ in seeds],
+        device=device,
     )
+    by_name = {mth: runs[k * len(seeds) : (k + 1) * len(seeds)] for k, mth in enumerate(names)}
+    gates = _gates(data, by_name.get("medro"), seeds)
+    col = {seed: i for i, seed in enumerate(seeds)}
+
+    def score(name: str, seed: int) -> dict:
+        i = col[seed]
+        res = by_name[name][i]
+        acc = group_accuracy(res, data.test)
+        out = {"worst": acc["worst"], "average": acc["average"]}
+        if name == "medro":
+            out.update(_gate_scores(res, data.test, gates, i))
+        return out
+
+    table = sweep(score, {"name": names}, seeds=seeds, desc="medro: scores")
+    out: dict = {}
+    for name in names:
+        keys = ["", "_gate", "_gate_train", "_chosen"] if name == "medro" else [""]
+        for key in keys:
+            out[name + key] = {
+                kk: table.values(kk + key if key else kk, name=name) for kk in ("worst", "average")
+            }
+    return out
 
 
-def _init_model(data: WaterDigits, m: int, hidden: int, feat_dim: int, seed: int, dev: Any):
-    """The model :func:`train` starts from: drawn on the CPU right after ``manual_seed(seed)``."""
-    import torch
-
-    torch.manual_seed(seed)
-    in_dim = data.train.x.shape[1]
-    return MultiHeadNet(make_featurizer(in_dim, hidden, feat_dim), feat_dim, data.n_classes, m).to(
-        dev
-    )
-
-
-#: the most runs :func:`train_runs` stacks in one loop: per run and step, a stack of about eight
-#: cost the least on one CPU thread (fewer pay the per-op overhead, more leave the cache);
-#: timings in benchmarks/bench_medro.py and benchmarks/results/medro-cpu.json
-_BATCH = 8
+def _gates(data, medro_runs, seeds) -> dict | None:
+    """Every MEDRO run's two gates, fitted together: on one half of ``val`` (with the other
+    half to choose gate or ensemble on) and, the gate's control, on the skewed training split."""
+    if medro_runs is None:
+        return None
+    nets = [res.model for res in medro_runs]
+    halves = [validation_halves(data.val, x) for x in seeds]
+    on_val = fit_gates_unchecked(nets, [h[0] for h in halves])
+    on_train = fit_gates_unchecked(nets, [data.train] * len(nets))
+    return {"halves": halves, "on_val": on_val, "on_train": on_train}
 
 
-def train_runs(
+def _gate_scores(res, test, gates: dict, i: int) -> dict:
+    choice = choose_on(res, gates["on_val"][i], gates["halves"][i][1])
+    out = {}
+    for key, acc in (
+        ("_gate", group_accuracy(res, test, "gate", gate=choice["gate"])),
+        ("_gate_train", group_accuracy(res, test, "gate", gate=gates["on_train"][i])),
+        ("_chosen", group_accuracy(res, test, choice["mode"], gate=choice["gate"])),
+    ):
+        out["worst" + key], out["average" + key] = acc["worst"], acc["average"]
+    return out
+
+
+def gamma_sweep(
     data: Any,
-    method: Any = "medro",
+    gammas: Any,
+    settings: Any = None,
     *,
     seeds: Any = (0, 1, 2),
-    gamma: Any = 0.5,
-    variant: Any = "paper",
-    eta: float = 0.05,
-    steps: int = 300,
-    lr: float = 1e-3,
-    weight_decay: float = 1e-3,
-    hidden: int = 64,
-    feat_dim: int = 32,
     device: Any = "cpu",
-    record_every: int = 10,
-) -> list:
-    """Many :func:`train` runs at once, batched (:func:`lab.medro.fast.train_stacked`):
-    ``[train(data, method_i, seed=seed_i, gamma=γ_i, variant=variant_i, ...) for each i]``, the
-    same runs up to rounding (the test checks the parameters within 2e-3; 3.3e-4 measured).
-
-    Parameters
-    ----------
-    seeds : sequence of int (>= 0)
-        One run per entry (repeats allowed, e.g. one per ``γ``).
-    method, variant, gamma : one value, or a sequence with one entry per seed
-        As in :func:`train`. Runs with one head (``"erm"``, ``"groupdro"``) and runs with one
-        head per group are stacked in separate loops, at most 8 runs each.
-    data, eta, steps, lr, weight_decay, hidden, feat_dim, device, record_every
-        As in :func:`train`, shared by the runs.
-
-    Returns
-    -------
-    list of TrainResult
-        In the order of ``seeds``; ``seconds`` is each loop's time divided among its runs.
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    data = _check_data(data)
-    if isinstance(seeds, str | bytes) or not hasattr(seeds, "__len__"):
-        raise TypeError("seeds must be a sequence of integers")
-    seeds = [check_int("seeds", s, 0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
-    B = len(seeds)
-
-    methods = per_run("method", method, B, lambda k, v: check_choice(k, v, METHODS), "seed")
-    variants = per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS), "seed")
-    gammas = per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True), "seed")
-    hidden = check_int("hidden", hidden, 1)
-    feat_dim = check_int("feat_dim", feat_dim, 1)
-    dev = resolve_device(device)
-    x, y, g = data.train.tensors(dev)
-    G = data.n_groups
-    heads = [1 if mth in ("erm", "groupdro") else G for mth in methods]
-    results: list = [None] * B
-    chunks = []  # runs of one head count, at most _BATCH per loop (larger ones gain nothing)
-    for m in dict.fromkeys(heads):
-        same = [i for i in range(B) if heads[i] == m]
-        k = -(-len(same) // _BATCH)  # k contiguous near-equal pieces: methods stay in blocks
-        cuts = [round(j * len(same) / k) for j in range(k + 1)]
-        chunks += [(m, same[cuts[j] : cuts[j + 1]]) for j in range(k)]
-    for m, idx in chunks:
-        models = [_init_model(data, m, hidden, feat_dim, seeds[i], dev) for i in idx]
-        out = train_stacked(
-            models,
-            x,
-            y,
-            g,
-            G,
-            method=[methods[i] for i in idx],
-            variant=[variants[i] for i in idx],
-            gamma=[gammas[i] for i in idx],
-            eta=eta,
-            steps=steps,
-            lr=lr,
-            weight_decay=weight_decay,
-            record_every=record_every,
-        )
-        for b, (i, model) in enumerate(zip(idx, models, strict=True)):
-            model.eval()
-            info = {"eta": eta, "steps": steps, "seed": seeds[i], "record_every": record_every}
-            results[i] = TrainResult(
-                model,
-                methods[i],
-                variants[i],
-                float(gammas[i]),
-                out["weights"][b],
-                out["risks"][:, b],
-                out["seconds"] / len(idx),
-                {**info, "batched": len(idx)},
-            )
-    return results
-
-
-def _model_of(model: Any):
-    return check_model(model.model if isinstance(model, TrainResult) else model)
-
-
-def predict(model: Any, x: Any, mode: str = "ensemble", *, gate: Any = None, head: int = 0):
-    """Logits ``[n, C]`` without group labels.
-
-    ``"ensemble"``: the mean of the heads' logits (the paper's default); ``"gate"``:
-    ``Σ_k softmax(gate(φ(x)))_k · logits_k`` with a gate from :func:`fit_gate`; ``"head"``: one head.
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    import torch
-
-    net = _model_of(model)
-    mode = check_choice("mode", mode, MODES)
-    if not torch.is_tensor(x) or x.ndim != 2:
-        raise ValueError("x must be a 2-D tensor of inputs")
-    with torch.no_grad():
-        z = net.features(x)
-        logits = net.head_logits(z)
-        if mode == "ensemble":
-            return logits.mean(0)
-        if mode == "head":
-            head = check_int("head", head, 0, net.n_heads - 1)
-            return logits[head]
-        if not isinstance(gate, torch.nn.Linear) or gate.out_features != net.n_heads:
-            raise ValueError(f"mode='gate' needs gate=fit_gate(...) with {net.n_heads} outputs")
-        p = torch.softmax(gate(z), dim=1)  # [n, m]
-        return torch.einsum("nm,mnc->nc", p, logits)
-
-
-def fit_gate(model: Any, split: Any, *, steps: int = 200, lr: float = 0.5):
-    """The gate: one zero-initialised linear layer features → heads, fitted with SGD (no weight
-    decay) to predict the group of a labelled split, featurizer and heads frozen.
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    net = _model_of(model)
-    if not isinstance(split, GroupSplit):
-        raise TypeError(f"split must be a GroupSplit, got {type(split).__name__}")
-    steps = check_int("steps", steps, 1)
-    lr = check_positive("lr", lr)
-    return _fit_gates([net], [split], steps=steps, lr=lr)[0]
-
-
-def _fit_gates(nets: list, splits: list, *, steps: int = 200, lr: float = 0.5) -> list:
-    """:func:`fit_gate` for many models at once (``splits[b]`` for ``nets[b]``, all splits of one
-    size): the gates stacked ``[B, m, k]``, one batched product per step. The gradient of the
-    mean cross-entropy is written out, ``(softmax - onehot) / n`` (what autograd computes for a
-    linear layer), and plain SGD steps on it."""
-    import torch
-    import torch.nn.functional as F
-
-    m = nets[0].n_heads
-    dev = nets[0].weight.device
-    if any(net.n_heads != m for net in nets) or len({len(s.g) for s in splits}) != 1:
-        raise ValueError("the gates fitted together need one head count and one split size")
-    zs, gs = [], []
-    for net, split in zip(nets, splits, strict=True):
-        x, _, g = split.tensors(dev)
-        if int(g.max()) >= m:
-            raise ValueError("the gate needs one head per group")
-        with torch.no_grad():
-            zs.append(net.features(x))
-        gs.append(g)
-    z = torch.stack(zs)  # [B, n, k]
-    onehot = F.one_hot(torch.stack(gs), m).to(z.dtype)  # [B, n, m]
-    B, n, k = z.shape
-    w = z.new_zeros(B, m, k)
-    b = z.new_zeros(B, m)
-    with torch.no_grad():
-        for _ in range(steps):
-            err = torch.softmax(torch.baddbmm(b[:, None, :], z, w.transpose(1, 2)), -1) - onehot
-            err /= n  # d(mean cross-entropy) / d(logits)
-            w.sub_(torch.bmm(err.transpose(1, 2), z), alpha=lr)
-            b.sub_(err.sum(1), alpha=lr)
-    gates = []
-    for i in range(B):
-        gate = torch.nn.Linear(k, m).to(dev)
-        with torch.no_grad():
-            gate.weight.copy_(w[i])
-            gate.bias.copy_(b[i])
-        gates.append(gate)
-    return gates
-
-
-def group_accuracy(
-    model: Any, split: Any, mode: str = "ensemble", *, gate: Any = None, head: int = 0
+    **changes: Any,
 ) -> dict:
-    """Accuracy per group, the worst group and the average (over the split's rows).
+    """MEDRO (paper variant) test worst-group and average accuracy for each ``γ`` and seed.
+
+    Returns ``{"gammas", "worst" [n_gammas, n_seeds], "average" [n_gammas, n_seeds]}``.
 
     See: book/medro/02-water-digits.ipynb
     """
-    if not isinstance(split, GroupSplit):
-        raise TypeError(f"split must be a GroupSplit, got {type(split).__name__}")
-    net = _model_of(model)
-    x, y, g = split.tensors(net.weight.device)
-    pred = predict(net, x, mode, gate=gate, head=head).argmax(1)
-    ok = (pred == y).cpu().numpy()
-    gs = g.cpu().numpy()
-    per = np.array([ok[gs == j].mean() if (gs == j).any() else np.nan for j in range(4)])
-    return {"groups": per, "worst": float(np.nanmin(per)), "average": float(ok.mean())}
+    data = check_data(data)
+    if isinstance(gammas, str | bytes) or not hasattr(gammas, "__iter__"):
+        raise TypeError("gammas must be a sequence of numbers >= 0")
+    gammas = tuple(check_positive("gammas", gm, allow_zero=True) for gm in gammas)
+    if not gammas:
+        raise ValueError("gammas must hold at least one value")
+    seeds = _seeds(seeds)
+    s = as_settings(settings, changes)
+    return _gamma_sweep(data, gammas, s, seeds, str(resolve_device(device)))
 
 
-def _halves(val: GroupSplit, seed: int) -> tuple[GroupSplit, GroupSplit]:
-    """:func:`choose_inference`'s split of ``val``: per group, a random half to fit the gate on
-    and the rest to score gate and ensemble on (drawn from ``seed``)."""
-    rng = np.random.default_rng(seed)
-    fit_idx, score_idx = [], []
-    for j in np.unique(val.g):
-        rows = rng.permutation(np.flatnonzero(val.g == j))
-        fit_idx.append(rows[: len(rows) // 2])
-        score_idx.append(rows[len(rows) // 2 :])
-
-    def take(idx):
-        i = np.concatenate(idx)
-        return GroupSplit(val.x[i], val.y[i], val.a[i], val.g[i])
-
-    return take(fit_idx), take(score_idx)
-
-
-def _choose(model: Any, gate: Any, held: GroupSplit) -> dict:
-    scores = {
-        "ensemble": group_accuracy(model, held)["worst"],
-        "gate": group_accuracy(model, held, "gate", gate=gate)["worst"],
+@disk_memo
+def _gamma_sweep(data, gammas: tuple, s, seeds: tuple, device: str) -> dict:
+    """:func:`gamma_sweep` on checked arguments (kept on disk)."""
+    runs = train_runs(  # every (γ, seed) run in one batched loop
+        data,
+        "medro",
+        s,
+        seeds=[x for _ in gammas for x in seeds],
+        gamma=[gm for gm in gammas for _ in seeds],
+        device=device,
+    )
+    at = {
+        (gm, x): runs[k * len(seeds) + j]
+        for k, gm in enumerate(gammas)
+        for j, x in enumerate(seeds)
     }
-    mode = "gate" if scores["gate"] > scores["ensemble"] else "ensemble"
-    return {"mode": mode, "gate": gate, "val_worst": scores}
 
+    def score(gamma: float, seed: int) -> dict:
+        acc = group_accuracy(at[(gamma, seed)], data.test)
+        return {"worst": acc["worst"], "average": acc["average"]}
 
-def choose_inference(model: Any, val: Any, *, seed: int = 0) -> dict:
-    """Gate or ensemble, chosen on validation data: the gate is fitted on one half of ``val``,
-    both are scored (worst-group accuracy) on the other half, the better one wins (ties: ensemble).
-
-    Returns ``{"mode", "gate", "val_worst": {mode: accuracy}}``.
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    if not isinstance(val, GroupSplit):
-        raise TypeError(f"val must be a GroupSplit, got {type(val).__name__}")
-    seed = check_int("seed", seed, 0)
-    fit, held = _halves(val, seed)
-    return _choose(model, fit_gate(model, fit), held)
+    table = sweep(score, {"gamma": list(gammas)}, seeds=seeds, desc="medro: γ sweep")
+    worst = np.array([table.values("worst", gamma=gm) for gm in gammas])
+    avg = np.array([table.values("average", gamma=gm) for gm in gammas])
+    return {"gammas": np.array(gammas), "worst": worst, "average": avg}
 
 
 def paired_ci(a: Any, b: Any, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -455,85 +219,6 @@ def paired_ci(a: Any, b: Any, *, level: float = 0.95) -> tuple[float, float, flo
     return ci.mean, ci.low, ci.high
 
 
-def compare(data: Any, methods: Any = METHODS, *, seeds: Any = (0, 1, 2), **kw: Any) -> dict:
-    """Test worst-group and average accuracy (ensemble inference) of each method and seed
-    (``"medro_code"``: MEDRO with the official code's loss), plus MEDRO's gate and its
-    validation-chosen inference (``"medro_gate"``, ``"medro_chosen"``) and, as the gate's
-    control, a gate fitted on the skewed training split instead (``"medro_gate_train"``).
-    Returns ``{name: {"worst": [...], "average": [...]}}``; extra keywords go to :func:`train`
-    (all runs are trained at once by :func:`train_runs`).
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    data = _check_data(data)
-    if isinstance(methods, str):
-        raise TypeError("methods must be a sequence of method names")
-    methods = [check_choice("methods", mth, (*METHODS, "medro_code")) for mth in methods]
-    out: dict = {}
-
-    def add(name, acc):
-        out.setdefault(name, {"worst": [], "average": []})
-        out[name]["worst"].append(acc["worst"])
-        out[name]["average"].append(acc["average"])
-
-    seeds = [int(s) for s in seeds]
-    names = list(dict.fromkeys(methods))
-    # "medro_code": the official code's loss (gamma = 1, averaged diagonal)
-    variant = [("code" if mth == "medro_code" else kw.get("variant", "paper")) for mth in names]
-    runs = train_runs(  # every (method, seed) run in two batched loops (one head / m heads)
-        data,
-        [("medro" if mth == "medro_code" else mth) for mth in names for _ in seeds],
-        seeds=[s for _ in names for s in seeds],
-        **{**kw, "variant": [v for v in variant for _ in seeds]},
-    )
-    by_name = {mth: runs[k * len(seeds) : (k + 1) * len(seeds)] for k, mth in enumerate(names)}
-    if "medro" in by_name:  # every MEDRO run's two gates, fitted together (_fit_gates)
-        nets = [_model_of(res) for res in by_name["medro"]]
-        halves = [_halves(data.val, s) for s in seeds]
-        on_val = _fit_gates(nets, [h[0] for h in halves])
-        # the gate's control: fitted on the (skewed) training split, not on val
-        on_train = _fit_gates(nets, [data.train] * len(nets))
-    for i, _ in enumerate(seeds):
-        for mth in methods:
-            res = by_name[mth][i]
-            add(mth, group_accuracy(res, data.test))
-            if mth == "medro":
-                choice = _choose(res, on_val[i], halves[i][1])
-                add("medro_gate", group_accuracy(res, data.test, "gate", gate=choice["gate"]))
-                add("medro_gate_train", group_accuracy(res, data.test, "gate", gate=on_train[i]))
-                add(
-                    "medro_chosen",
-                    group_accuracy(res, data.test, choice["mode"], gate=choice["gate"]),
-                )
-    return {k: {kk: np.array(vv) for kk, vv in v.items()} for k, v in out.items()}
-
-
-def gamma_sweep(data: Any, gammas: Any, *, seeds: Any = (0, 1, 2), **kw: Any) -> dict:
-    """MEDRO (paper variant) test worst-group and average accuracy for each ``γ`` and seed.
-
-    See: book/medro/02-water-digits.ipynb
-    """
-    data = _check_data(data)
-    gammas = [check_positive("gammas", gm, allow_zero=True) for gm in gammas]
-    seeds = [int(s) for s in seeds]
-    worst = np.zeros((len(gammas), len(seeds)))
-    avg = np.zeros_like(worst)
-    runs = train_runs(  # every (γ, seed) run in one batched loop
-        data,
-        "medro",
-        seeds=[s for _ in gammas for s in seeds],
-        gamma=[gm for gm in gammas for _ in seeds],
-        **kw,
-    )
-    for k, res in enumerate(runs):
-        acc = group_accuracy(res, data.test)
-        worst[k // len(seeds), k % len(seeds)], avg[k // len(seeds), k % len(seeds)] = (
-            acc["worst"],
-            acc["average"],
-        )
-    return {"gammas": np.array(gammas), "worst": worst, "average": avg}
-
-
 def contains_groupdro(
     data: Any, *, steps: int = 10, eta: float = 0.5, lr: float = 0.05, seed: int = 0
 ) -> dict:
@@ -549,7 +234,7 @@ def contains_groupdro(
     """
     import torch
 
-    data = _check_data(data)
+    data = check_data(data)
     steps = check_int("steps", steps, 1)
     eta = check_positive("eta", eta, allow_zero=True)
     lr = check_positive("lr", lr)
@@ -567,10 +252,10 @@ def contains_groupdro(
     gaps = {"column_sums": 0.0, "worst_cell_term": 0.0, "diagonal_term": 0.0, "parameters": 0.0}
     steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
     for _ in range(steps):
-        R_dro = group_risks(nets[0](x), y, g, G)[0][0]
-        R_med = group_risks(nets[1](x).expand(G, -1, -1), y, g, G)[0]  # m identical heads
-        q = update_pair_weights(q, R_dro, eta)
-        W = eg_update(W, R_med, eta)
+        R_dro = group_risks_unchecked(nets[0](x), y, g, G)[0][0]
+        R_med = group_risks_unchecked(nets[1](x).expand(G, -1, -1), y, g, G)[0]  # m equal heads
+        q = eg_update_unchecked(q, R_dro, eta)
+        W = eg_update_unchecked(W, R_med, eta)
         loss_dro = (q * R_dro).sum()
         loss_med = (W * R_med).sum()
         diag = (torch.diag(q) * R_med).sum()

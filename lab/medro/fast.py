@@ -5,7 +5,7 @@ training runs in one loop.
 without a Python loop over heads or groups; :func:`risk_matrix` does the same for a list of
 environment batches (one featurizer pass over the concatenated batches).
 
-:func:`train_stacked` trains ``B`` independent runs of :func:`lab.medro.experiments.train` (one
+:func:`train_stacked` trains ``B`` independent runs of :func:`lab.medro.training.train` (one
 method and variant; own seed and ``γ`` each) in one loop: their parameters are stacked along a
 leading dimension, the forward pass is batched matrix products, one backward goes through the sum
 of the runs' losses (the runs share no parameter, so each gets its own gradient) and one Adam
@@ -30,6 +30,7 @@ from lab.core.runtime import smoke_steps
 
 from .models import check_model
 from .reference import VARIANTS, check_env_batches, check_groups
+from .settings import as_settings
 
 __all__ = ["STACKED_METHODS", "group_risks", "risk_matrix", "stack_models", "train_stacked"]
 
@@ -53,13 +54,24 @@ def group_risks(logits: Any, y: Any, g: Any, n_groups: int):
     See: book/medro/01-official-algorithm.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
     if not torch.is_tensor(logits) or logits.ndim != 3:
         raise ValueError("logits must be a tensor of shape (m, n, C)")
     n_groups = check_int("n_groups", n_groups, 1)
+    check_groups(y, g, logits.shape[1], n_groups)
+    return group_risks_unchecked(logits, y, g, n_groups)
+
+
+def group_risks_unchecked(logits: Any, y: Any, g: Any, n_groups: int):
+    """:func:`group_risks` without the checks (``logits [m, n, C]``, ``y`` and ``g`` of length
+    ``n``, ``g`` in ``[0, n_groups)``), for the training loops.
+
+    See: book/medro/01-official-algorithm.ipynb
+    """
+    import torch
+    import torch.nn.functional as F
+
     m, n, c = logits.shape
-    check_groups(y, g, n, n_groups)
     losses = F.cross_entropy(logits.reshape(m * n, c), y.repeat(m), reduction="none")
     losses = losses.reshape(m, n)
     sums = losses.new_zeros(m, n_groups).index_add(1, g, losses)
@@ -92,7 +104,7 @@ def risk_matrix(model: Any, env_batches: Any):
     x = torch.cat([b[0] for b in batches])
     y = torch.cat([b[1] for b in batches])
     env = torch.repeat_interleave(torch.arange(len(batches)), sizes).to(y.device)
-    return group_risks(model(x), y, env, len(batches))[0]
+    return group_risks_unchecked(model(x), y, env, len(batches))[0]
 
 
 def _layers(model: Any):
@@ -238,17 +250,13 @@ def train_stacked(
     y: Any,
     g: Any,
     n_groups: int,
+    settings: Any = None,
     *,
     method: Any = "medro",
     variant: Any = "paper",
     gamma: Any = 0.5,
-    eta: float = 0.05,
-    steps: int = 300,
-    lr: float = 1e-3,
-    weight_decay: float = 1e-3,
-    record_every: int = 10,
 ) -> dict:
-    """Train ``B`` models in one loop, each exactly as :func:`~lab.medro.experiments.train`'s
+    """Train ``B`` models in one loop, each exactly as :func:`~lab.medro.training.train`'s
     loop would train it alone (same losses, adversaries and Adam); the models are updated in place.
 
     Parameters
@@ -260,14 +268,15 @@ def train_stacked(
     y, g : LongTensor[n]
         Labels and group ids in ``[0, n_groups)``.
     n_groups : int
+    settings : TrainSettings, optional
+        ``η_Λ``, steps, Adam's step and weight decay, ``record_every``, shared by the runs
+        (default ``TrainSettings()``; its ``hidden`` and ``feat_dim`` are the models').
     method : str or sequence of B str
         ``"erm"``, ``"groupdro"``, ``"groupdro_heads"`` or ``"medro"``, for all runs or per run.
     variant : str or sequence of B str
         ``"paper"`` or ``"code"`` (MEDRO's loss), for all runs or per run.
     gamma : float or sequence of B floats (>= 0)
         ``γ`` (MEDRO, paper variant), for all runs or per run.
-    eta, steps, lr, weight_decay, record_every
-        As in :func:`~lab.medro.experiments.train`, shared by the runs.
 
     Returns
     -------
@@ -278,87 +287,127 @@ def train_stacked(
     See: book/medro/02-water-digits.ipynb
     """
     import torch
-    import torch.nn.functional as F
 
-    eta = check_positive("eta", eta, allow_zero=True)
-    steps = check_int("steps", steps, 1)
-    lr = check_positive("lr", lr)
-    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
-    record_every = check_int("record_every", record_every, 1)
+    settings = as_settings(settings)
     n_groups = check_int("n_groups", n_groups, 1)
-    params, flat, grad = _flat_leaves(stack_models(models))
-    B, m = params[4].shape[0], params[4].shape[1]
+    stacked = stack_models(models)
+    B, m = stacked[4].shape[0], stacked[4].shape[1]
     methods = per_run("method", method, B, lambda k, v: check_choice(k, v, STACKED_METHODS))
     variants = per_run("variant", variant, B, lambda k, v: check_choice(k, v, VARIANTS))
     gammas = per_run("gamma", gamma, B, lambda k, v: check_positive(k, v, allow_zero=True))
-    if not torch.is_tensor(x) or x.ndim != 2 or x.shape[1] != params[0].shape[2]:
-        raise ValueError(f"x must be a 2-D tensor with {params[0].shape[2]} columns")
-    n = x.shape[0]
-    check_groups(y, g, n, n_groups)
+    if not torch.is_tensor(x) or x.ndim != 2 or x.shape[1] != stacked[0].shape[2]:
+        raise ValueError(f"x must be a 2-D tensor with {stacked[0].shape[2]} columns")
+    check_groups(y, g, x.shape[0], n_groups)
     for b, mth in enumerate(methods):
         if m != (1 if mth in ("erm", "groupdro") else n_groups):
             raise ValueError(f"models[{b}] has {m} heads: method {mth!r} needs another count")
-    dev = params[0].device
-    x, y, g = x.to(dev), y.to(dev), g.to(dev)
-    adam = _FlatAdam(flat, grad, lr=lr, weight_decay=weight_decay)
-    # consecutive runs of one method and variant share a loss: [start, stop) blocks
-    blocks = []
-    for b in range(B):
+    return train_stacked_unchecked(models, x, y, g, n_groups, settings, methods, variants, gammas)
+
+
+def _blocks(methods: list, variants: list) -> list:
+    """Consecutive runs of one method and variant share a loss: ``[method, variant, lo, hi]``."""
+    blocks: list = []
+    for b in range(len(methods)):
         if blocks and [methods[b], variants[b]] == blocks[-1][:2]:
             blocks[-1][3] = b + 1
         else:
             blocks.append([methods[b], variants[b], b, b + 1])
+    return blocks
+
+
+def _start_adversaries(blocks: list, m: int, n_groups: int, dev: Any) -> list:
+    """Each block's adversary at step 0: ``Λ_0 = 1/m²`` (MEDRO), ``q_0 = 1/G`` (the others)."""
+    import torch
+
     adv = []
     for mth, _, lo, hi in blocks:
         shape = (hi - lo, m, n_groups) if mth == "medro" else (hi - lo, n_groups)
-        cells = m * n_groups if mth == "medro" else n_groups  # Λ_0 = 1/m², q_0 = 1/G
+        cells = m * n_groups if mth == "medro" else n_groups
         adv.append(torch.full(shape, 1.0 / cells, dtype=torch.float64, device=dev))
-    gam = torch.tensor(gammas, dtype=params[0].dtype, device=dev)
-    dtype = params[0].dtype
-    counts = torch.bincount(g, minlength=n_groups)
-    present = counts > 0
-    # group means as one product: losses [B*m, n] @ onehot(g) / counts  [n, G]
-    avg = F.one_hot(g, n_groups).to(dtype) / counts.clamp_min(1).to(dtype)
-    sign = (1 - 2 * y).to(dtype)  # two classes: loss = softplus(sign * (l_1 - l_0))
-    hist_w, hist_r = [], []
-    t0 = time.perf_counter()
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few iterations
-    for t in range(steps):
-        losses = _row_losses(_stacked_logits(params, x), y, sign)  # [B, m, n]
-        R = (losses.reshape(B * m, n) @ avg).reshape(B, m, n_groups)
-        total = 0.0
-        for k, (mth, var, lo, hi) in enumerate(blocks):
-            r = R[lo:hi]
-            if mth == "erm":  # the adversary stays uniform (recorded as GroupDRO's would be)
-                loss = losses[lo:hi, 0].mean(1)
-            elif mth == "groupdro":
-                adv[k] = _eg_rows(adv[k], r[:, 0], eta)
-                loss = (adv[k].to(r.dtype) * r[:, 0]).sum(1)
-            elif mth == "groupdro_heads":
-                adv[k] = _eg_rows(adv[k], r.mean(1), eta)
-                loss = (adv[k].to(r.dtype)[:, None, :] * r).sum(2).mean(1)
+    return adv
+
+
+def _blocks_loss(blocks: list, adv: list, R: Any, losses: Any, gam: Any, n_present: int, eta):
+    """One step of every block: its adversary's update (in ``adv``, in place of the list) and
+    the sum of its runs' losses (the runs share no parameter: each gets its own gradient)."""
+    import torch
+
+    total = 0.0
+    for k, (mth, var, lo, hi) in enumerate(blocks):
+        r = R[lo:hi]
+        if mth == "erm":  # the adversary stays uniform (recorded as GroupDRO's would be)
+            loss = losses[lo:hi, 0].mean(1)
+        elif mth == "groupdro":
+            adv[k] = _eg_rows(adv[k], r[:, 0], eta)
+            loss = (adv[k].to(r.dtype) * r[:, 0]).sum(1)
+        elif mth == "groupdro_heads":
+            adv[k] = _eg_rows(adv[k], r.mean(1), eta)
+            loss = (adv[k].to(r.dtype)[:, None, :] * r).sum(2).mean(1)
+        else:
+            adv[k] = _eg_rows(adv[k], r, eta)  # each run: λ ← λ exp(η R̂), / Σ its m² cells
+            diag = torch.diagonal(r, dim1=1, dim2=2).sum(1)
+            robust = (adv[k].to(r.dtype) * r).sum((1, 2))
+            if var == "paper":
+                loss = diag + gam[lo:hi] * robust
             else:
-                adv[k] = _eg_rows(adv[k], r, eta)  # each run: λ ← λ exp(η R̂), / Σ its m² cells
-                diag = torch.diagonal(r, dim1=1, dim2=2).sum(1)
-                robust = (adv[k].to(r.dtype) * r).sum((1, 2))
-                if var == "paper":
-                    loss = diag + gam[lo:hi] * robust
-                else:
-                    loss = diag / max(int(present.sum()), 1) + robust
-            total = total + loss.sum()  # the runs share no parameter: each its own gradient
-        if t % record_every == 0 or t == steps - 1:
-            hist_w.append([a.detach().cpu().numpy().copy() for a in adv])
-            hist_r.append(R.detach().cpu().numpy().copy())
-        grad.zero_()
-        total.backward()
-        adam.step()
-    seconds = time.perf_counter() - t0
+                loss = diag / max(n_present, 1) + robust
+        total = total + loss.sum()
+    return total
+
+
+def _copy_back(models: list, params: list) -> None:
+    """Each run's trained parameters, back into its model."""
+    import torch
+
     with torch.no_grad():
         for b, model in enumerate(models):
             lin1, lin2 = _layers(model)
             mine = [lin1.weight, lin1.bias, lin2.weight, lin2.bias, model.weight, model.bias]
             for p, stacked in zip(mine, params, strict=True):
                 p.copy_(stacked[b])
+
+
+def train_stacked_unchecked(
+    models: list, x, y, g, n_groups: int, settings, methods: list, variants: list, gammas: list
+) -> dict:
+    """:func:`train_stacked` without the checks: ``settings`` a :class:`TrainSettings`,
+    ``methods``, ``variants`` and ``gammas`` one valid entry per model (the head counts match).
+
+    See: book/medro/02-water-digits.ipynb
+    """
+    import torch
+    import torch.nn.functional as F
+
+    params, flat, grad = _flat_leaves(stack_models(models))
+    B, m = params[4].shape[0], params[4].shape[1]
+    dev, dtype = params[0].device, params[0].dtype
+    x, y, g = x.to(dev), y.to(dev), g.to(dev)
+    n = x.shape[0]
+    adam = _FlatAdam(flat, grad, lr=settings.lr, weight_decay=settings.weight_decay)
+    blocks = _blocks(methods, variants)
+    adv = _start_adversaries(blocks, m, n_groups, dev)
+    gam = torch.tensor(gammas, dtype=dtype, device=dev)
+    counts = torch.bincount(g, minlength=n_groups)
+    n_present = int((counts > 0).sum())
+    # group means as one product: losses [B*m, n] @ onehot(g) / counts  [n, G]
+    avg = F.one_hot(g, n_groups).to(dtype) / counts.clamp_min(1).to(dtype)
+    sign = (1 - 2 * y).to(dtype)  # two classes: loss = softplus(sign * (l_1 - l_0))
+    hist_w, hist_r = [], []
+    every = settings.record_every
+    t0 = time.perf_counter()
+    steps = smoke_steps(settings.steps)  # LAB_SMOKE=1: a few iterations
+    for t in range(steps):
+        losses = _row_losses(_stacked_logits(params, x), y, sign)  # [B, m, n]
+        R = (losses.reshape(B * m, n) @ avg).reshape(B, m, n_groups)
+        total = _blocks_loss(blocks, adv, R, losses, gam, n_present, settings.eta)
+        if t % every == 0 or t == steps - 1:
+            hist_w.append([a.detach().cpu().numpy().copy() for a in adv])
+            hist_r.append(R.detach().cpu().numpy().copy())
+        grad.zero_()
+        total.backward()
+        adam.step()
+    seconds = time.perf_counter() - t0
+    _copy_back(models, params)
     weights = []
     for k, (_, _, lo, hi) in enumerate(blocks):
         block = np.array([h[k] for h in hist_w])  # [T, hi - lo, ...]

@@ -152,7 +152,7 @@ def gamma_figure(sweep: dict):
 def training_heatmaps(runs: dict, step: int, variant: str = "paper"):
     """Plotly: the risk matrix and the weights Λ of a recorded MEDRO run at a training step.
 
-    ``runs`` maps a variant name to a :class:`~lab.medro.experiments.TrainResult` whose history
+    ``runs`` maps a variant name to a :class:`~lab.medro.training.TrainResult` whose history
     was recorded every ``info["record_every"]`` steps (default 10); the nearest recorded step
     is shown. Two heatmap traces for every step (the widget's contract).
     """

@@ -93,7 +93,7 @@ def official_parity(
     ``eg_update(W, R, groupdro_eta)`` and the loss ``medro_objective(R, W, variant="code")``,
     then one ``torch.optim.SGD`` step (momentum 0.9, the fixture's learning rate and weight
     decay). GroupDRO: one head, ``q = update_pair_weights(q, R[0], groupdro_eta)``, loss
-    ``Σ q R``. Gate: :func:`lab.medro.experiments.predict` with ``mode="gate"`` and the
+    ``Σ q R``. Gate: :func:`lab.medro.inference.predict` with ``mode="gate"`` and the
     fixture's gate layer on the trained MEDRO network.
 
     Parameters
@@ -130,9 +130,9 @@ def official_parity(
 def _replay(data: dict, variant: str, gamma: float) -> dict[str, dict[str, float]]:
     import torch
 
-    from lab.medro.experiments import predict
-    from lab.medro.fast import group_risks
-    from lab.medro.reference import eg_update, medro_objective, update_pair_weights
+    from lab.medro.fast import group_risks_unchecked
+    from lab.medro.inference import predict
+    from lab.medro.reference import eg_update_unchecked, medro_objective_unchecked
 
     inst, hp = data["instance"], data["instance"]["hparams"]
     n_groups = len(data["medro"]["weights"][0])  # classes x attributes, one head each
@@ -159,12 +159,12 @@ def _replay(data: dict, variant: str, gamma: float) -> dict[str, dict[str, float
         W = torch.full(shape, 1.0 / int(np.prod(shape)), dtype=torch.float64)  # uniform start
         dw, dl = [], []
         for t, (x, y, g) in enumerate(batches):
-            R, present = group_risks(net(x), y, g, n_groups)
+            R, present = group_risks_unchecked(net(x), y, g, n_groups)
             if heads > 1:
-                W = eg_update(W, R, eta)  # λ ← λ exp(η R), / Σ over the m² cells
-                loss = medro_objective(R, W, gamma=gamma, variant=variant, present=present)
+                W = eg_update_unchecked(W, R, eta)  # λ ← λ exp(η R), / Σ over the m² cells
+                loss = medro_objective_unchecked(R, W, gamma, variant, present)
             else:
-                W = update_pair_weights(W, R[0], eta)  # q ← q exp(η R), / Σ
+                W = eg_update_unchecked(W, R[0], eta)  # q ← q exp(η R), / Σ
                 loss = (W * R[0]).sum()
             opt.zero_grad()
             loss.backward()

@@ -96,6 +96,18 @@ def eg_update(weights: Any, risks: Any, step: float):
         raise ValueError("weights must be finite, non-negative and not all zero")
     if not torch.isfinite(r).all():
         raise ValueError("risks must be finite")
+    return eg_update_unchecked(w, r, step)
+
+
+def eg_update_unchecked(w: Any, r: Any, step: float):
+    """:func:`eg_update` without the checks, for loops whose inputs are known good: ``w`` a
+    float tensor of weights (any shape), ``r`` risks of its shape, ``step >= 0``.
+
+    See: book/medro/01-official-algorithm.ipynb
+    """
+    import torch
+
+    r = r.detach().to(dtype=w.dtype, device=w.device)
     # eq. (Algorithm 1): λ_ij ← λ_ij exp(η R_ij), in log space (log 0 = -inf stays a zero weight)
     logw = torch.log(w) + step * r
     # eq. (Algorithm 1): / Σ over all m² cells
@@ -123,8 +135,7 @@ def update_pair_weights(q: Any, R: Any, eta: float):
     q = q.detach().to(dtype)
     if (q < 0).any() or not torch.isfinite(q).all():
         raise ValueError("q must be finite and non-negative")
-    logq = torch.log(q) + eta * R.detach().to(dtype=dtype, device=q.device)
-    return torch.softmax(logq.reshape(-1), dim=0).reshape(q.shape)
+    return eg_update_unchecked(q, R, eta)
 
 
 def check_groups(y: Any, g: Any, n: int, n_groups: int):
@@ -208,6 +219,18 @@ def medro_objective(
     w = _tensor("weights", weights).to(dtype=R.dtype, device=R.device).detach()
     if w.shape != R.shape:
         raise ValueError(f"weights must have shape {tuple(R.shape)}, got {tuple(w.shape)}")
+    return medro_objective_unchecked(R, w, gamma, variant, present)
+
+
+def medro_objective_unchecked(R: Any, w: Any, gamma: float, variant: str, present: Any = None):
+    """:func:`medro_objective` without the checks (``R`` and ``w`` square tensors of one shape,
+    ``variant`` in :data:`VARIANTS`), for the training loops.
+
+    See: book/medro/01-official-algorithm.ipynb
+    """
+    import torch
+
+    w = w.to(dtype=R.dtype, device=R.device).detach()
     diag = torch.diagonal(R).sum()  # eq. (6): Σ_k R_kk
     robust = (w * R).sum()  # eq. (6): Σ_ij λ_ij R_ij at the current λ
     if variant == "paper":
