@@ -35,6 +35,7 @@ def main() -> None:
 
     from lab import omiso
     from lab.omiso.fast import run_sessions
+    from lab.omiso.settings import SessionBatch, SessionSettings
     from lab.tooling.bench import Benchmark
 
     bench = Benchmark("omiso", __doc__)
@@ -42,6 +43,7 @@ def main() -> None:
     seeds = [s for s in range(S) for _ in omiso.METHODS]
     methods = list(omiso.METHODS) * S
     kw = dict(n_cal=600, n_train=n_train, n_test=n_test)
+    settings = SessionSettings(**kw)
 
     with bench.case(
         f"{len(seeds)} sessions ({S} seeds x 4 methods), n_train = {n_train}, n_test = {n_test}",
@@ -53,7 +55,7 @@ def main() -> None:
             "reference",
             "run_session loop (numpy)",
             lambda: [
-                omiso.run_session(omiso.UtahArraySim(seed=s), m, **kw).errors
+                omiso.run_session(omiso.UtahArraySim(seed=s), m, settings).errors
                 for s, m in zip(seeds, methods, strict=True)
             ],
             reps=1,
@@ -62,7 +64,7 @@ def main() -> None:
         fast = case.time(
             "fast",
             "simulate_batch (torch, cpu)",
-            lambda: run_sessions(seeds, methods, device="cpu", **kw),
+            lambda: run_sessions(SessionBatch(seeds, methods), settings, device="cpu"),
             reps=1 if not bench.quick else 2,
             warmup=0,
         )
@@ -72,7 +74,9 @@ def main() -> None:
             case.time(
                 "fast",
                 "simulate_batch (torch, cuda), 1024 sessions",
-                lambda: run_sessions(big, list(omiso.METHODS) * 256, device="cuda", **kw),
+                lambda: run_sessions(
+                    SessionBatch(big, list(omiso.METHODS) * 256), settings, device="cuda"
+                ),
                 reps=1,
                 warmup=0,
                 device="cuda",
@@ -99,7 +103,7 @@ def main() -> None:
             drift=drift,
         ) as case:
             t0 = time.perf_counter()
-            out = run_sessions(seeds, methods, device="cpu", drift=drift, **kw)
+            out = run_sessions(SessionBatch(seeds, methods, drift=drift), settings, device="cpu")
             secs = time.perf_counter() - t0
             err = out["errors"].mean(1)
             for m in omiso.METHODS:

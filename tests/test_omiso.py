@@ -16,6 +16,13 @@ from sklearn.decomposition import FactorAnalysis
 
 from lab import omiso
 from lab.omiso.fast import run_sessions
+from lab.omiso.settings import SessionBatch, SessionSettings
+
+
+def fast_run(seeds, methods="omiso", *, n_cal=600, n_train=1500, n_test=400, device="cpu", **world):
+    """``run_sessions`` on the sessions ``seeds`` x ``methods`` with the simulator ``world``."""
+    settings = SessionSettings(n_cal=n_cal, n_train=n_train, n_test=n_test)
+    return run_sessions(SessionBatch(seeds, methods, **world), settings, device=device)
 
 
 @pytest.fixture(scope="module")
@@ -237,16 +244,16 @@ def test_pair_run_session():
     """The declared pair (PAIRS): reference.run_session == fast.run_sessions, session by session."""
     kw = dict(drift=0.01, adapt=0.02, ramp=0.0005, kappa=0.8)
     seeds, methods = [1, 1, 2, 4], ["omiso", "miso", "static", "random"]
-    fast = run_sessions(seeds, methods, n_cal=300, n_train=250, n_test=60, device="cpu", **kw)
+    fast = fast_run(seeds, methods, n_cal=300, n_train=250, n_test=60, **kw)
     for i, (s, m) in enumerate(zip(seeds, methods, strict=True)):
-        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, 300, 250, 60)
+        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, SessionSettings(300, 250, 60))
         np.testing.assert_array_equal(log.choices, fast["choices"][i])
         np.testing.assert_allclose(log.errors, fast["errors"][i], atol=1e-6)
 
 
 def test_run_session_is_deterministic_and_targets_estimated_space():
-    a = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", 300, 200, 50)
-    b = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", 300, 200, 50)
+    a = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", SessionSettings(300, 200, 50))
+    b = omiso.run_session(omiso.UtahArraySim(seed=3), "omiso", SessionSettings(300, 200, 50))
     np.testing.assert_array_equal(a.errors, b.errors)
     np.testing.assert_allclose(
         a.errors, np.linalg.norm(a.z_post[:, :2] - omiso.default_target(), axis=1)
@@ -255,17 +262,21 @@ def test_run_session_is_deterministic_and_targets_estimated_space():
 
 def test_run_session_accepts_model_objects():
     sim = omiso.UtahArraySim(seed=0)
-    log = omiso.run_session(sim, omiso.StimResponseModel(66, 4), 300, 200, 30, target=[0.5, 0.0])
+    log = omiso.run_session(
+        sim, omiso.StimResponseModel(66, 4), SessionSettings(300, 200, 30), target=[0.5, 0.0]
+    )
     assert log.errors.shape == (30,) and log.choices.max() < 66
 
 
 def test_state_awareness_helps_and_control_ties():
     seeds = [0, 1, 2, 3]
-    main = omiso.compare_methods(seeds, ("omiso", "miso"), n_test=200, device="cpu")
+    main = omiso.compare_methods(
+        seeds, ("omiso", "miso"), SessionSettings(n_test=200), device="cpu"
+    )
     g = main.groupby("method").mean_error.mean()
     assert g["omiso"] < 0.8 * g["miso"]
     ctrl = omiso.compare_methods(
-        seeds, ("omiso", "miso"), n_test=200, kappa=0.0, a_auto=0.0, device="cpu"
+        seeds, ("omiso", "miso"), SessionSettings(n_test=200), kappa=0.0, a_auto=0.0, device="cpu"
     )
     c = ctrl.groupby("method").mean_error.mean()
     assert abs(c["omiso"] / c["miso"] - 1) < 0.1
@@ -286,8 +297,8 @@ def test_paper_scale_ordering_over_8_seeds():
 def test_cuda_batch_equals_cpu_batch():
     kw = dict(n_cal=300, n_train=250, n_test=60, drift=0.01)
     seeds, methods = [0, 0, 1], ["omiso", "miso", "static"]
-    cpu = run_sessions(seeds, methods, device="cpu", **kw)
-    gpu = run_sessions(seeds, methods, device="cuda", **kw)
+    cpu = fast_run(seeds, methods, device="cpu", **kw)
+    gpu = fast_run(seeds, methods, device="cuda", **kw)
     np.testing.assert_array_equal(cpu["choices"], gpu["choices"])
     np.testing.assert_allclose(cpu["errors"], gpu["errors"], atol=1e-6)
 
@@ -330,9 +341,19 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="U must"):
         m.fit(np.zeros((3, 4)), np.array([0, 1, 7]), np.zeros((3, 4)))
     with pytest.raises(ValueError, match="target"):
-        run_sessions([0], "omiso", target=[1.0, 2.0, 3.0])
+        run_sessions(SessionBatch([0], "omiso", target=[1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="methods"):
-        run_sessions([0, 1], ["omiso"])
+        SessionBatch([0, 1], ["omiso"])
+    with pytest.raises(TypeError, match="batch must be"):
+        run_sessions([0, 1])
+    with pytest.raises(TypeError, match="settings must be"):
+        omiso.run_session(omiso.UtahArraySim(), "omiso", {"n_test": 3})
+    with pytest.raises(ValueError, match="n_cal"):
+        SessionSettings(n_cal=2)
+    with pytest.raises(ValueError, match="epsilon"):
+        SessionSettings(epsilon=2.0)
+    with pytest.raises(TypeError, match="d must be"):
+        omiso.figures.drift_figure({"drift": 0.0})
 
 
 def test_align_loadings_on_shared_channels():
@@ -349,13 +370,13 @@ def test_align_loadings_on_shared_channels():
 
 def test_run_sessions_per_session_process_noise():
     """A per-session ``q_proc`` runs each session exactly as a scalar ``q_proc`` would."""
-    kw = dict(n_cal=300, n_train=250, n_test=40, device="cpu", drift=0.01)
-    mixed = run_sessions([0, 0, 1, 1], "omiso", q_proc=[0.0, 0.1, 0.002, 0.1], **kw)
+    kw = dict(n_cal=300, n_train=250, n_test=40, drift=0.01)
+    mixed = fast_run([0, 0, 1, 1], "omiso", q_proc=[0.0, 0.1, 0.002, 0.1], **kw)
     for i, (s, q) in enumerate([(0, 0.0), (0, 0.1), (1, 0.002), (1, 0.1)]):
-        alone = run_sessions([s], "omiso", q_proc=q, **kw)
+        alone = fast_run([s], "omiso", q_proc=q, **kw)
         assert np.array_equal(mixed["errors"][i], alone["errors"][0])
     with pytest.raises(ValueError, match="q_proc"):
-        run_sessions([0, 1], "omiso", q_proc=[0.1, -1.0], **kw)
+        SessionBatch([0, 1], "omiso", q_proc=[0.1, -1.0])
 
 
 def test_precompute_drift_figure_validates():
@@ -372,13 +393,11 @@ def test_precompute_drift_figure_validates():
 def test_run_sessions_rows_do_not_depend_on_their_batch():
     """A session's errors are the same alone or batched with other seeds, drifts and methods
     (notebook 3 joins the drift table's sessions with more sessions of two methods)."""
-    kw = dict(n_cal=300, n_train=250, n_test=40, device="cpu")
+    kw = dict(n_cal=300, n_train=250, n_test=40)
     rows = [(0, "static", 0.0), (0, "omiso", 0.0), (3, "miso", 0.02), (5, "omiso", 0.02)]
-    batch = run_sessions(
-        [r[0] for r in rows], [r[1] for r in rows], drift=[r[2] for r in rows], **kw
-    )
+    batch = fast_run([r[0] for r in rows], [r[1] for r in rows], drift=[r[2] for r in rows], **kw)
     for i, (s, m, d) in enumerate(rows):
-        alone = run_sessions([s], m, drift=d, **kw)
+        alone = fast_run([s], m, drift=d, **kw)
         assert np.array_equal(batch["errors"][i], alone["errors"][0])
         assert np.array_equal(batch["choices"][i], alone["choices"][0])
 
@@ -388,9 +407,9 @@ def test_fast_poisson_counts_equal_the_reference_at_high_rates():
     the numpy inverse CDF: sessions with a common-mode ramp (high rates, long tails) agree."""
     kw = dict(drift=0.02, ramp=0.002, kappa=1.5)
     seeds, methods = [7, 7, 8], ["omiso", "random", "static"]
-    fast = run_sessions(seeds, methods, n_cal=300, n_train=200, n_test=80, device="cpu", **kw)
+    fast = fast_run(seeds, methods, n_cal=300, n_train=200, n_test=80, **kw)
     for i, (s, m) in enumerate(zip(seeds, methods, strict=True)):
-        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, 300, 200, 80)
+        log = omiso.run_session(omiso.UtahArraySim(seed=s, **kw), m, SessionSettings(300, 200, 80))
         np.testing.assert_array_equal(log.choices, fast["choices"][i])
         np.testing.assert_allclose(log.errors, fast["errors"][i], atol=1e-6)
 

@@ -83,11 +83,12 @@ Deviation (flagged): the Poisson rate is capped at 40 spikes per window and coun
 | file | what it holds |
 |---|---|
 | ``array.py`` | the simulator: ``UtahArraySim``, ``array_positions``, ``trial_noise``, ``session_plan``, ``poisson_icdf`` (eq. 6) |
+| ``settings.py`` | ``SessionSettings`` (the protocol), ``SessionBatch`` (which sessions), ``METHODS`` and the notebooks' grids (``DRIFTS``, ``Q_VALUES``, ``TARGET_ANGLES``) |
 | ``reference.py`` | numpy factor analysis: ``FAParams``, ``fit_fa``, ``fa_posterior_mean`` (eq. 1), ``align_loadings``; the numpy closed loop: ``run_session``, ``SessionLog``, ``default_target`` |
 | ``models.py`` | ``StimResponseModel`` (eqs. 2-4), ``MiSOBaseline`` (eq. 5), ``RandomChoice``, ``make_method`` |
-| ``experiments.py`` | drivers: ``compare_methods`` (numpy or torch), the memoised sessions behind the widgets |
-| ``fast.py`` | torch: ``run_sessions`` (many sessions batched, CPU or CUDA, same random streams) |
-| ``figures.py`` | results to figures (matplotlib panels, plotly widgets) |
+| ``experiments.py`` | drivers: ``compare_methods`` (numpy or torch), the memoised sessions behind the widgets (``state_dependence``, ``target_view``, ``drift_curves``) |
+| ``fast.py`` | torch: ``run_sessions`` (a ``SessionBatch`` batched, CPU or CUDA, same random streams), split along the session's stages |
+| ``figures.py`` | results to figures (matplotlib panels, plotly widgets); draws drivers' results only |
 
 See: book/omiso/03-closing-the-loop.ipynb
 """

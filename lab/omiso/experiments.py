@@ -1,6 +1,6 @@
 """Drivers: the comparison of the four controllers on identical sessions, and the memoised
-simulations behind the widgets (``figures.py`` only draws them). The numpy closed loop itself,
-:func:`~lab.omiso.reference.run_session`, is in ``reference.py``; the batched one,
+simulations behind the widgets (``figures.py`` only draws what these return). The numpy closed
+loop itself, :func:`~lab.omiso.reference.run_session`, is in ``reference.py``; the batched one,
 :func:`~lab.omiso.fast.run_sessions`, in ``fast.py``.
 
 See: book/omiso/03-closing-the-loop.ipynb
@@ -12,27 +12,30 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import (
-    check_choice,
-    check_int,
-    check_positive,
-)
+from lab.core.checks import check_choice, check_int, check_positive
 from lab.core.memo import memo
+from lab.core.sweep import sweep
 from lab.omiso.array import UtahArraySim
 from lab.omiso.fast import run_sessions
-from lab.omiso.models import METHODS
 from lab.omiso.reference import run_session
+from lab.omiso.settings import (
+    DRIFT_Q,
+    DRIFT_SEEDS,
+    DRIFTS,
+    METHODS,
+    Q_VALUES,
+    TARGET_ANGLES,
+    SessionBatch,
+    SessionSettings,
+)
 
 __all__ = [
     "compare_methods",
     "state_dependence",
     "target_sessions",
-    "TARGET_ANGLES",
-    "DRIFTS",
-    "DRIFT_Q",
-    "DRIFT_SEEDS",
-    "Q_VALUES",
+    "target_view",
     "drift_sessions",
+    "drift_curves",
     "omiso_drift_errors",
     "precompute_drift_figure",
 ]
@@ -41,11 +44,8 @@ __all__ = [
 def compare_methods(
     seeds: Any,
     methods: Any = METHODS,
-    n_cal: int = 600,
-    n_train: int = 1500,
-    n_test: int = 400,
-    target: Any = None,
-    epsilon: float = 0.05,
+    settings: SessionSettings | None = None,
+    *,
     backend: str = "torch",
     device: Any = None,
     **sim_kwargs: Any,
@@ -58,13 +58,15 @@ def compare_methods(
         One simulated session per seed; every method sees the same sessions.
     methods : sequence of str
         Names from ``METHODS``.
+    settings : SessionSettings, optional
+        The sessions' protocol (default ``SessionSettings()``).
     backend : str
         ``"torch"`` (all sessions batched, :func:`lab.omiso.fast.run_sessions`) or
         ``"numpy"`` (the reference :func:`run_session`, one at a time).
     device : torch device, optional
         For the torch backend (default :func:`lab.device`).
     **sim_kwargs
-        Passed to :class:`UtahArraySim` (``kappa``, ``drift``, ``ramp``...).
+        Simulator settings of :class:`SessionBatch` (``kappa``, ``drift``, ``ramp``...).
 
     Returns
     -------
@@ -75,43 +77,33 @@ def compare_methods(
     """
     import pandas as pd
 
-    seeds = [check_int("seeds[i]", s, 0, 2**32 - 1) for s in np.atleast_1d(seeds).tolist()]
     methods = [check_choice("methods[i]", m, METHODS) for m in methods]
     backend = check_choice("backend", backend, ("torch", "numpy"))
-    rows = []
+    settings = SessionSettings() if settings is None else settings
+    seeds = list(np.atleast_1d(seeds).tolist())
+    S = [s for s in seeds for _ in methods]
+    Ms = [m for _ in seeds for m in methods]
+    batch = SessionBatch(S, Ms, **sim_kwargs)  # validates seeds and the simulator settings
     if backend == "numpy":
-        for s in seeds:
-            for m in methods:
-                log = run_session(
-                    UtahArraySim(seed=s, **sim_kwargs),
-                    m,
-                    n_cal,
-                    n_train,
-                    n_test,
-                    target,
-                    epsilon=epsilon,
-                )
-                rows.append({"seed": s, "method": m, "mean_error": log.mean_error})
+
+        def mean_error(method: str, seed: int) -> float:
+            i = batch.seeds.index(seed)
+            sim = UtahArraySim(
+                seed=seed, q=batch.q, n_candidates=batch.n_candidates, **batch.world(i)
+            )
+            return run_session(sim, method, settings, q_proc=batch.q_proc[i]).mean_error
+
+        uniq = list(dict.fromkeys(batch.seeds))
+        runs = sweep(mean_error, {"method": list(dict.fromkeys(methods))}, seeds=uniq)
+        err = [runs.values("value", method=m)[uniq.index(s)] for s, m in zip(S, Ms, strict=True)]
     else:
-        S = [s for s in seeds for _ in methods]
-        Ms = [m for _ in seeds for m in methods]
-        out = run_sessions(
-            S,
-            Ms,
-            n_cal=n_cal,
-            n_train=n_train,
-            n_test=n_test,
-            target=target,
-            epsilon=epsilon,
-            device=device,
-            **sim_kwargs,
-        )
-        err = out["errors"].mean(1)
-        rows = [
+        err = run_sessions(batch, settings, device=device)["errors"].mean(1)
+    df = pd.DataFrame(
+        [
             {"seed": s, "method": m, "mean_error": float(e)}
             for s, m, e in zip(S, Ms, err, strict=True)
         ]
-    df = pd.DataFrame(rows)
+    )
     for k, v in sim_kwargs.items():
         df[k] = v
     return df
@@ -126,8 +118,8 @@ def state_dependence(
 ) -> dict:
     """Repeated stimulation of a few patterns in the simulator (true latent states).
 
-    Returns ``z_pre``, ``z_post`` (len(patterns), n_trials, q) and the true slope matrices
-    ``a I + kappa (G_a + G_b)`` of each pattern.
+    Returns ``z_pre``, ``z_post`` (len(patterns), n_trials, q), the true slope matrices
+    ``a I + kappa (G_a + G_b)`` of each pattern, the ``patterns`` and ``kappa``.
 
     See: book/omiso/01-simulated-array.ipynb
     """
@@ -144,7 +136,7 @@ def state_dependence(
             for a, b in sim.patterns[list(patterns)]
         ]
     )
-    return {"z_pre": zp, "z_post": zq, "slopes": slopes, "patterns": patterns}
+    return {"z_pre": zp, "z_post": zq, "slopes": slopes, "patterns": patterns, "kappa": kappa}
 
 
 @memo(maxsize=16)
@@ -164,30 +156,21 @@ def target_sessions(
     tg = radius * np.stack([np.cos(th), np.sin(th)], 1)
     methods = ["omiso", "miso"]
     targets = np.repeat(tg, len(methods), 0)
-    out = run_sessions(
-        [seed] * len(targets),
-        methods * len(tg),
-        n_train=n_train,
-        n_test=n_test,
-        target=targets,
-        device=device,
-        return_states=True,
-    )
+    batch = SessionBatch([seed] * len(targets), methods * len(tg), target=targets)
+    settings = SessionSettings(n_train=n_train, n_test=n_test)
+    out = run_sessions(batch, settings, device=device, return_states=True)
     return {"targets": tg, "methods": methods, **out}
 
 
-TARGET_ANGLES = tuple(range(0, 360, 30))
+def target_view(angle: float = 60.0, radius: float = 1.5) -> dict:
+    """The sessions of :func:`target_sessions` at ``radius`` for ``TARGET_ANGLES`` and
+    ``angle`` (degrees), with ``angle`` and the index ``j`` of its target (the target widget).
 
-
-DRIFTS = (0.0, 0.01, 0.02, 0.03)
-
-
-DRIFT_Q = 0.002  # the process noise the notebook's drift sessions use (drift_figure's default)
-#: the drift sessions' seeds (notebook 3's default ``SEEDS``), before the registered seed shift:
-#: the widget reads the notebook's run, under the seed shift too (``drift_seeds()``)
-DRIFT_SEEDS = tuple(range(8))
-#: the process noises the drift widget offers (a ``Dropdown``: all precomputed)
-Q_VALUES = (1e-5, 1e-4, 1e-3, DRIFT_Q, 0.01, 0.1)
+    See: book/omiso/02-inverting-the-model.ipynb
+    """
+    angles = tuple(sorted(set(TARGET_ANGLES) | {float(angle)}))
+    d = target_sessions(round(float(radius), 3), angles)
+    return {**d, "angle": float(angle), "radius": float(radius), "j": angles.index(float(angle))}
 
 
 def drift_seeds() -> tuple[int, ...]:
@@ -204,15 +187,25 @@ def _seed_tuple(seeds: Any) -> tuple[int, ...]:
     return tuple(int(check_int("seeds[i]", s, 0)) for s in np.atleast_1d(seeds).tolist())
 
 
+def _drift_level(drift: Any, name: str = "drift") -> float:
+    from lab.core.checks import check_real
+
+    drift = check_real(name, drift)
+    level = next((x for x in DRIFTS if np.isclose(x, drift)), None)
+    if level is None:
+        raise ValueError(f"{name} must be levels of DRIFTS = {DRIFTS} (got {drift!r})")
+    return level
+
+
 def precompute_drift_figure(
     q_values: tuple = Q_VALUES, drifts: tuple = (0.02,), seeds: tuple | None = None
 ) -> int:
     """Simulate OMiSO at the ``drifts`` (levels of ``DRIFTS``; default: the widget's default)
     for every process noise of ``q_values`` (but ``DRIFT_Q``, which :func:`drift_sessions` has)
     in one batched run, stored as :func:`omiso_drift_errors`' results, so that
-    :func:`~lab.omiso.figures.drift_figure` only redraws for them. Each session is
-    simulated exactly as in :func:`drift_sessions` (rows of a batch are independent). Returns
-    the number of sessions run. ``seeds`` default: ``drift_seeds()``.
+    :func:`drift_curves` only reads them. Each session is simulated exactly as in
+    :func:`drift_sessions` (rows of a batch are independent). Returns the number of sessions
+    run. ``seeds`` default: ``drift_seeds()``.
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
@@ -220,12 +213,7 @@ def precompute_drift_figure(
         raise TypeError(f"q_values must be a sequence of numbers >= 0 (got {q_values!r})")
     qs = [check_positive("q_values[i]", q, allow_zero=True) for q in q_values]
     seeds = _seed_tuple(seeds)
-    levels = []
-    for dr in np.atleast_1d(drifts).tolist():
-        level = next((x for x in DRIFTS if np.isclose(x, dr)), None)
-        if level is None:
-            raise ValueError(f"drifts must be levels of DRIFTS = {DRIFTS} (got {dr!r})")
-        levels.append(level)
+    levels = [_drift_level(dr, "drifts") for dr in np.atleast_1d(drifts).tolist()]
     rows = [
         (dr, q, s)
         for dr in dict.fromkeys(levels)
@@ -234,13 +222,10 @@ def precompute_drift_figure(
         for s in seeds
     ]
     if rows:
-        out = run_sessions(
-            [r[2] for r in rows],
-            "omiso",
-            n_test=400,
-            drift=[r[0] for r in rows],
-            q_proc=[r[1] for r in rows],
+        batch = SessionBatch(
+            [r[2] for r in rows], "omiso", drift=[r[0] for r in rows], q_proc=[r[1] for r in rows]
         )
+        out = run_sessions(batch, SessionSettings(n_test=400))
         n = len(seeds)
         for i in range(0, len(rows), n):
             omiso_drift_errors.put(out["errors"][i : i + n], rows[i][0], rows[i][1], seeds)
@@ -265,14 +250,10 @@ def drift_sessions(
 @memo(maxsize=8)
 def _drift_run(q_proc: float, seeds: tuple, n_test: int, device: str | None) -> dict:
     rows = [(dr, s, m) for dr in DRIFTS for s in seeds for m in METHODS]
-    out = run_sessions(
-        [r[1] for r in rows],
-        [r[2] for r in rows],
-        n_test=n_test,
-        drift=[r[0] for r in rows],
-        q_proc=q_proc,
-        device=device,
+    batch = SessionBatch(
+        [r[1] for r in rows], [r[2] for r in rows], drift=[r[0] for r in rows], q_proc=q_proc
     )
+    out = run_sessions(batch, SessionSettings(n_test=n_test), device=device)
     return {"rows": rows, **out}
 
 
@@ -286,5 +267,29 @@ def omiso_drift_errors(drift: float, q_proc: float, seeds: tuple | None = None) 
     See: book/omiso/03-closing-the-loop.ipynb
     """
     seeds = _seed_tuple(seeds)
-    out = run_sessions(list(seeds), "omiso", n_test=400, drift=[drift] * len(seeds), q_proc=q_proc)
-    return out["errors"]
+    batch = SessionBatch(list(seeds), "omiso", drift=[drift] * len(seeds), q_proc=q_proc)
+    return run_sessions(batch, SessionSettings(n_test=400))["errors"]
+
+
+def drift_curves(drift: float = 0.02, q_proc: float = DRIFT_Q) -> dict:
+    """The mean per-trial error (over the drift sessions) of each method at one drift level,
+    OMiSO's with process noise ``q_proc`` (the drift widget).
+
+    Static, MiSO and random do not use ``q_proc``: their rows come from
+    ``drift_sessions(DRIFT_Q)``; another ``q_proc`` reads OMiSO's sessions from
+    :func:`precompute_drift_figure` (or, for a value it did not run, re-simulates OMiSO at this
+    drift only).
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
+    level = _drift_level(drift)
+    d = drift_sessions(DRIFT_Q)
+    curves = {}
+    for m in METHODS:
+        idx = [i for i, r in enumerate(d["rows"]) if np.isclose(r[0], level) and r[2] == m]
+        if m == "omiso" and q_proc != DRIFT_Q:
+            curves[m] = omiso_drift_errors(level, q_proc, drift_seeds()).mean(0)
+        else:
+            curves[m] = d["errors"][idx].mean(0)
+    return {"drift": level, "q_proc": q_proc, "curves": curves}

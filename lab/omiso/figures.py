@@ -1,29 +1,24 @@
 """Figure builders for the OMiSO chapter (plotly for the widgets, matplotlib for static plots).
 
-Each ``*_figure`` function is a ``compute`` for :func:`lab.core.explore.explore`: it returns a
-plotly figure with the same number of traces for every value of its static control. The
-simulations behind them are the memoised drivers of ``experiments.py``, so moving a live
-control redraws without re-simulating.
+Each ``*_figure`` function draws a result of a driver of ``experiments.py`` (a widget is
+``figures.f(experiments.g(...))``: the drivers are memoised, so moving a live control redraws
+without re-simulating); it returns a plotly figure with the same number of traces for every
+value of its static control. Nothing here simulates.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_real
-from lab.omiso.array import UtahArraySim
-from lab.omiso.experiments import (
-    DRIFT_Q,
-    DRIFTS,
-    Q_VALUES,  # noqa: F401  (the drift widget's grid, read as figures.Q_VALUES)
-    TARGET_ANGLES,
-    drift_seeds,
-    drift_sessions,
-    omiso_drift_errors,
-    state_dependence,
-    target_sessions,
-)
-from lab.omiso.models import METHODS
+from lab.core.checks import check_fields, check_int
+from lab.omiso.settings import METHODS
+
+
+def _check_result(name: str, d: object, kind: str, *keys: str) -> None:
+    """``d`` is a driver's result: a dict holding ``keys``."""
+    if not isinstance(d, dict) or any(k not in d for k in keys):
+        raise TypeError(f"{name} must be {kind} (a dict with {', '.join(keys)}); got {d!r:.60}")
+
 
 __all__ = [
     "COLORS",
@@ -43,14 +38,15 @@ LABELS = {
 }
 
 
-def array_map(ax, sim: UtahArraySim, dim: int = 0, pattern: int | None = None) -> None:
+def array_map(ax, sim, dim: int = 0, pattern: int | None = None) -> None:
     """Draw the array (matplotlib): each electrode coloured by its effect ``beta_e[dim]``,
     candidate electrodes ringed, the electrodes of ``pattern`` starred.
 
     See: book/omiso/01-simulated-array.ipynb
     """
-    if not isinstance(sim, UtahArraySim):
-        raise TypeError(f"sim must be a UtahArraySim (got {type(sim).__name__})")
+    check_fields(
+        "sim", sim, "positions", "beta_field", "candidates", "patterns", kind="a UtahArraySim"
+    )
     dim = check_int("dim", dim, 0, sim.beta_field.shape[1] - 1)
     pos = sim.positions
     m = float(np.abs(sim.beta_field[:, dim]).max())
@@ -71,15 +67,17 @@ def array_map(ax, sim: UtahArraySim, dim: int = 0, pattern: int | None = None) -
     ax.figure.colorbar(sc, ax=ax, shrink=0.8, label=f"β[{dim}]")
 
 
-def kappa_figure(kappa: float = 1.0, dim: int = 0, seed: int = 0):
+def kappa_figure(d: dict, dim: int = 0):
     """Post- vs pre-stimulation state along latent ``dim`` for three patterns, with fitted
-    lines: at ``kappa = 0`` every slope is the autonomous decay 0.6.
+    lines, from :func:`lab.omiso.state_dependence`'s result ``d``: at ``kappa = 0`` every
+    slope is the autonomous decay 0.6.
 
     See: book/omiso/01-simulated-array.ipynb
     """
     import plotly.graph_objects as go
 
-    d = state_dependence(float(kappa), int(seed))
+    _check_result("d", d, "a state_dependence result", "z_pre", "z_post", "patterns", "kappa")
+    kappa = d["kappa"]
     fig = go.Figure()
     cols = ["#1f77b4", "#d62728", "#2ca02c"]
     xs = np.linspace(-3, 3, 2)
@@ -111,18 +109,17 @@ def kappa_figure(kappa: float = 1.0, dim: int = 0, seed: int = 0):
     return fig
 
 
-def target_figure(angle: float = 60.0, radius: float = 1.5, n_show: int = 200):
-    """The closed loop toward a target at ``angle`` (degrees) and ``radius`` in the estimated
-    latent plane: the first ``n_show`` post-stimulation states of OMiSO and MiSO and their
-    running errors.
+def target_figure(d: dict, n_show: int = 200):
+    """The closed loop toward one target in the estimated latent plane, from
+    :func:`lab.omiso.target_view`'s result ``d``: the first ``n_show`` post-stimulation states
+    of OMiSO and MiSO and their running errors.
 
     See: book/omiso/02-inverting-the-model.ipynb
     """
     from plotly.subplots import make_subplots
 
-    angles = tuple(sorted(set(TARGET_ANGLES) | {float(angle)}))
-    d = target_sessions(round(float(radius), 3), angles)
-    j = angles.index(float(angle))
+    _check_result("d", d, "a target_view result", "targets", "methods", "z_post", "errors", "j")
+    j, angle, radius = d["j"], d["angle"], d["radius"]
     tgt = d["targets"][j]
     n_show = int(max(1, min(n_show, d["errors"].shape[1])))
     fig = make_subplots(
@@ -168,35 +165,20 @@ def target_figure(angle: float = 60.0, radius: float = 1.5, n_show: int = 200):
     return fig
 
 
-def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
-    """Running mean error of the four methods at one drift level (mean over sessions).
-
-    Static, MiSO and random do not use ``q_proc``: their rows come from the notebook's
-    ``drift_sessions(DRIFT_Q)``, and a new ``q_proc`` reads OMiSO's sessions from
-    :func:`precompute_drift_figure` (or, for a value it did not run, re-simulates OMiSO at this
-    drift only).
+def drift_figure(d: dict):
+    """Running mean error of the four methods at one drift level (mean over sessions), from
+    :func:`lab.omiso.drift_curves`' result ``d``.
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
     import plotly.graph_objects as go
 
-    drift = check_real("drift", drift)
-    q_proc = check_positive("q_proc", q_proc, allow_zero=True)
-    if not any(np.isclose(x, drift) for x in DRIFTS):
-        raise ValueError(f"drift must be one of the simulated levels {list(DRIFTS)}, got {drift!r}")
-    level = next((x for x in DRIFTS if np.isclose(x, drift)), None)
-    d = drift_sessions(DRIFT_Q if level is not None else q_proc)
+    _check_result("d", d, "a drift_curves result", "drift", "q_proc", "curves")
     fig = go.Figure()
-    n = d["errors"].shape[1]
+    n = len(d["curves"][METHODS[0]])
     t = np.arange(1, n + 1)
     for m in METHODS:
-        idx = [i for i, r in enumerate(d["rows"]) if np.isclose(r[0], drift) and r[2] == m]
-        if m == "omiso" and level is not None and q_proc != DRIFT_Q:
-            # precompute_drift_figure's batched run, or (a value it did not run) OMiSO alone
-            e = omiso_drift_errors(level, q_proc, drift_seeds()).mean(0)
-        else:
-            e = d["errors"][idx].mean(0)
-        run = np.cumsum(e) / t
+        run = np.cumsum(d["curves"][m]) / t
         fig.add_scatter(
             x=t[::2],
             y=run[::2],
@@ -205,7 +187,7 @@ def drift_figure(drift: float = 0.02, q_proc: float = 0.002):
             name=f"{LABELS[m]}: {run[-1]:.2f}",
         )
     fig.update_layout(
-        title=f"drift {drift:.3f} per trial, Q = {q_proc:.0e}",
+        title=f"drift {d['drift']:.3f} per trial, Q = {d['q_proc']:.0e}",
         xaxis_title="closed-loop trial",
         yaxis_title="running mean ‖ẑ_post[K] − z*‖",
         yaxis_range=[0, 3],

@@ -18,25 +18,14 @@ from lab.core.checks import (
     check_positive,
     check_range,
 )
+from lab.omiso.settings import METHODS, check_dims
 
 __all__ = [
-    "METHODS",
     "StimResponseModel",
     "MiSOBaseline",
     "RandomChoice",
     "make_method",
 ]
-
-METHODS = ("omiso", "static", "miso", "random")
-
-
-def check_dims(dims: Any, q: int) -> np.ndarray:
-    dims = np.atleast_1d(np.asarray(dims))
-    if dims.ndim != 1 or len(dims) == 0 or not np.issubdtype(dims.dtype, np.integer):
-        raise TypeError(f"dims must be a non-empty sequence of integers (got {dims!r})")
-    if dims.min() < 0 or dims.max() >= q:
-        raise ValueError(f"dims must lie in 0..{q - 1} (got {dims.tolist()})")
-    return dims
 
 
 class StimResponseModel:

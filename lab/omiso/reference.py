@@ -13,14 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import (
-    check_array,
-    check_int,
-    check_positive,
-    check_range,
-)
+from lab.core.checks import check_array, check_int, check_positive
 from lab.omiso.array import UtahArraySim, session_plan
-from lab.omiso.models import RandomChoice, check_dims, make_method
+from lab.omiso.models import RandomChoice, make_method
+from lab.omiso.settings import SessionSettings, check_dims
 
 __all__ = [
     "FAParams",
@@ -213,35 +209,28 @@ def default_target(dims: Any = (0, 1)) -> np.ndarray:
 def run_session(
     sim: UtahArraySim,
     method: Any,
-    n_cal: int = 600,
-    n_train: int = 1500,
-    n_test: int = 400,
+    settings: SessionSettings | None = None,
+    *,
     target: Any = None,
-    dims: Any = (0, 1),
-    epsilon: float = 0.05,
-    q_fa: int | None = None,
-    **method_kw: Any,
+    q_proc: float = 0.002,
 ) -> SessionLog:
     """One closed-loop session (reference, numpy): calibrate FA on no-stimulation windows,
-    train on random patterns, then choose a pattern on each of ``n_test`` trials.
+    train on random patterns, then choose a pattern on each of ``settings.n_test`` trials.
 
     Parameters
     ----------
     sim : UtahArraySim
-        The simulated array (reset to trial 0 first).
+        The simulated array (reset to trial 0 first); FA uses its ``q`` dimensions.
     method : str or model
         ``"omiso"``, ``"static"``, ``"miso"``, ``"random"`` (see :func:`make_method`), or an
         object with ``fit``, ``choose`` and ``update``.
-    n_cal, n_train, n_test : int
-        Calibration (no stimulation), training (random patterns) and closed-loop trials.
-    target : array (len(dims),), optional
+    settings : SessionSettings, optional
+        The protocol: calibration, training and closed-loop trials, target dimensions ``K``,
+        exploration, ridge prior, MiSO's rate (default ``SessionSettings()``).
+    target : array (len(settings.dims),), optional
         Target in the *estimated* latent space (default :func:`default_target`).
-    dims : sequence of int
-        Latent dimensions ``K`` the target constrains.
-    epsilon : float
-        Epsilon-greedy exploration probability (ignored by ``"random"``).
-    q_fa : int, optional
-        FA dimensions (default ``sim.q``).
+    q_proc : float
+        Process noise ``Q`` of OMiSO's Kalman update (``method="omiso"`` only).
 
     Returns
     -------
@@ -251,45 +240,57 @@ def run_session(
     """
     if not isinstance(sim, UtahArraySim):
         raise TypeError(f"sim must be a UtahArraySim (got {type(sim).__name__})")
-    n_cal = check_int("n_cal", n_cal, 10)
-    n_train = check_int("n_train", n_train, 1)
-    n_test = check_int("n_test", n_test, 1)
-    epsilon = check_range("epsilon", epsilon, 0.0, 1.0)
-    q = sim.q if q_fa is None else check_int("q_fa", q_fa, 1, sim.n_channels - 1)
-    dims = check_dims(dims, q)
+    settings = SessionSettings() if settings is None else settings
+    if not isinstance(settings, SessionSettings):
+        raise TypeError(f"settings must be a SessionSettings (got {type(settings).__name__})")
+    dims = check_dims(settings.dims, sim.q)
     target = default_target(dims) if target is None else target
     target = check_array("target", target, shape=(len(dims),))
-    is_random = False
     if isinstance(method, str):
-        is_random = method == "random"
-        model = make_method(method, sim.n_patterns, q, **method_kw)
+        kw = {"lam": settings.lam, "q_proc": q_proc, "lr": settings.lr}
+        model = make_method(method, sim.n_patterns, sim.q, **kw)
     else:
         model = method
-        is_random = isinstance(model, RandomChoice)
         for attr in ("fit", "choose", "update"):
             if not callable(getattr(model, attr, None)):
                 raise TypeError(f"method must have a callable .{attr} (got {type(model).__name__})")
-    plan = session_plan(sim.seed, n_train, n_test, sim.n_patterns)
+    return _run_session(sim, model, settings, target)
+
+
+def _run_session(sim, model, settings: SessionSettings, target) -> SessionLog:
+    """:func:`run_session` on checked arguments: calibration, training block, closed loop."""
+    s = settings
+    plan = session_plan(sim.seed, s.n_train, s.n_test, sim.n_patterns)
     sim.reset()
     # calibration: no-stimulation windows only -> FA
-    Ycal = np.stack([sim.pre()[1] for _ in range(n_cal)])
-    fa = fit_fa(Ycal, q)
+    Ycal = np.stack([sim.pre()[1] for _ in range(s.n_cal)])
+    fa = fit_fa(Ycal, sim.q, s.fa_iter, s.fa_tol)
     M = fa.posterior_matrix
     # training block: random patterns, store (z_pre, u, z_post) triples
-    Zpre = np.empty((n_train, q))
-    Zpost = np.empty((n_train, q))
-    for t in range(n_train):
+    Zpre = np.empty((s.n_train, sim.q))
+    Zpost = np.empty((s.n_train, sim.q))
+    for t in range(s.n_train):
         Zpre[t] = M @ (sim.pre()[1] - fa.mu)  # eq. (1)
         Zpost[t] = M @ (sim.stim(int(plan["train_u"][t]))[1] - fa.mu)
     model.fit(Zpre, plan["train_u"], Zpost)
-    # closed loop
+    log = _closed_loop(sim, model, plan, (fa, M), settings, target)
+    log.train = {"z_pre": Zpre, "u": plan["train_u"], "z_post": Zpost, "Y_cal": Ycal}
+    return log
+
+
+def _closed_loop(sim, model, plan, fa_map, settings: SessionSettings, target) -> SessionLog:
+    """The closed-loop trials of one session: choose (eq. 3, epsilon-greedy), stimulate, read
+    the outcome (eq. 1), update the tried pattern (eq. 4 or 5)."""
+    fa, M = fa_map
+    dims, q, n_test = list(settings.dims), sim.q, settings.n_test
+    is_random = isinstance(model, RandomChoice)
     errors = np.empty(n_test)
     choices = np.empty(n_test, dtype=int)
     zp = np.empty((n_test, q))
     zq = np.empty((n_test, q))
     for t in range(n_test):
         z_pre = M @ (sim.pre()[1] - fa.mu)
-        if is_random or plan["explore_draw"][t] < epsilon:
+        if is_random or plan["explore_draw"][t] < settings.epsilon:
             u = int(plan["explore_u"][t])
         else:
             u = int(model.choose(z_pre, target, dims))  # eq. (3)
@@ -297,12 +298,4 @@ def run_session(
         errors[t] = np.linalg.norm(z_post[dims] - target)
         model.update(u, z_pre, z_post)  # eq. (4) / (5), the tried pattern only
         choices[t], zp[t], zq[t] = u, z_pre, z_post
-    return SessionLog(
-        errors,
-        choices,
-        zp,
-        zq,
-        target,
-        fa,
-        {"z_pre": Zpre, "u": plan["train_u"], "z_post": Zpost, "Y_cal": Ycal},
-    )
+    return SessionLog(errors, choices, zp, zq, target, fa)
