@@ -202,9 +202,10 @@ def test_minibatch_coresets_sigma_zero_is_craig_and_shapes():
     net = cs.make_mlp(seed=0)
     X, y, _, _ = cs.digits_split()
     Xt = torch.as_tensor(X, dtype=torch.float32)
-    kw = dict(pool_size=64, budget=8, steps=3, seed=4)
+    kw = dict(train=cs.TrainSettings(pool_size=64, budget=8), steps=3, seed=4)
     craig = cs.select_minibatch_coresets(net, Xt, y, method="craig", **kw)
-    post = cs.select_minibatch_coresets(net, Xt, y, method="posterior", sigma=0.0, K=3, **kw)
+    flat = cs.PosteriorSettings(K=3, sigma=0.0)
+    post = cs.select_minibatch_coresets(net, Xt, y, method="posterior", posterior=flat, **kw)
     rand = cs.select_minibatch_coresets(net, Xt, y, method="random", **kw)
     assert len(craig) == len(post) == len(rand) == 3
     for (i1, w1), (i2, w2) in zip(craig, post, strict=True):
@@ -279,14 +280,16 @@ def test_alignment_errors_of_the_whole_pool_are_zero():
 
 def test_alignment_study_small_ranking():
     X, y, _, _ = cs.digits_split()
-    st = cs.alignment_study(X, y, noise=0.4, trials=2, eval_draws=2, sigma=0.2)
+    st = cs.alignment_study(
+        X, y, cs.AlignmentSettings(noise=0.4, trials=2, eval_draws=2, sigma=0.2)
+    )
     g, h = st.mean("grad"), st.mean("hess")
     assert g["craig"] < g["random"] and g["posterior"] < g["random"]
     assert h["craig"] < h["random"] and h["posterior"] < h["random"]
 
 
 def test_shared_alignment_errors_are_alignment_errors_bit_for_bit():
-    from lab.coreset.experiments import _alignment_errors_shared
+    from lab.coreset.experiments import _shared_errors
 
     X, y, _, _ = cs.digits_split()
     X, y = X[:80], y[:80]
@@ -297,7 +300,8 @@ def test_shared_alignment_errors_are_alignment_errors_bit_for_bit():
             cs.pairwise_distances(cs.logreg_example_gradients(W, X, y).reshape(80, -1)), 12
         ),
     }
-    shared = _alignment_errors_shared(W, X, y, sel, 0.2, 3, 7)
+    s = cs.AlignmentSettings(pool_size=80, budget=12, sigma=0.2, eval_draws=3)
+    shared = _shared_errors(W, (X, y), sel, s, 7)
     for m, (idx, w) in sel.items():
         assert shared[m] == cs.alignment_errors(W, X, y, idx, w, sigma=0.2, draws=3, seed=7)
 
@@ -305,29 +309,30 @@ def test_shared_alignment_errors_are_alignment_errors_bit_for_bit():
 def test_alignment_study_without_hessians_keeps_the_gradient_errors():
     X, y, _, _ = cs.digits_split()
     kw = dict(noise=0.4, pool_size=60, budget=10, K=3, sigma=0.2, eval_draws=2, seed=5)
-    full = cs.alignment_study(X, y, trials=2, **kw)
-    grad = cs.alignment_study(X, y, trials=3, hessians=False, **kw)
+    full = cs.alignment_study(X, y, cs.AlignmentSettings(trials=2, **kw))
+    grad = cs.alignment_study(X, y, cs.AlignmentSettings(trials=3, hessians=False, **kw))
     for m in cs.METHODS:  # the first trials are the same pools, selections and draws
         assert np.array_equal(grad.grad[m][:2], full.grad[m])
         assert np.array_equal(grad.share[m][:2], full.share[m])
         assert np.isnan(grad.hess[m]).all() and np.isnan(grad.newton[m]).all()
     with pytest.raises(TypeError, match="hessians"):
-        cs.alignment_study(X, y, trials=1, hessians="no", **kw)
+        cs.AlignmentSettings(trials=1, hessians="no", **kw)
 
 
 def test_alignment_study_memoises_the_fit_on_the_data():
     from lab.coreset import experiments as ex
 
     X, y, _, _ = cs.digits_split()
-    a = cs.alignment_study(X, y, noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
-    n = len(ex._FITS)
-    b = cs.alignment_study(X, y, noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
-    assert len(ex._FITS) == n and a.grad == b.grad and a.hess == b.hess
+    s = cs.AlignmentSettings(noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
+    a = cs.alignment_study(X, y, s)
+    n = len(ex.fitted_weights)
+    b = cs.alignment_study(X, y, s)
+    assert len(ex.fitted_weights) == n and a.grad == b.grad and a.hess == b.hess
     yn, _ = cs.corrupt_labels(y, 0.3, 10, 4)
-    W = ex._fitted_weights(X, np.asarray(yn), 10, 30)
+    W = ex.fitted_weights(X, np.asarray(yn), 10, 30)
     assert np.array_equal(W, cs.softmax_regression_fit(X, yn, 10, steps=30))
-    cs.alignment_study(X[:-1], y[:-1], noise=0.3, budget=5, K=2, trials=1, eval_draws=1, seed=4)
-    assert len(ex._FITS) == n + 1  # other data, another fit
+    cs.alignment_study(X[:-1], y[:-1], s)
+    assert len(ex.fitted_weights) == n + 1  # other data, another fit
 
 
 def test_widget_choices_and_precompute_bad_input():
@@ -335,26 +340,29 @@ def test_widget_choices_and_precompute_bad_input():
     assert 0.2 in cs.ALIGNMENT_CHOICES["sigma"]
     assert 4 in cs.TRAINING_CHOICES["K"] and 0.05 in cs.TRAINING_CHOICES["sigma"]
     with pytest.raises(ValueError, match="noise"):
-        cs.precompute_alignment(noise=1.5)
+        cs.AlignmentSettings(noise=1.5)
     with pytest.raises(TypeError, match="budget"):
-        cs.precompute_alignment(budget=2.5)
+        cs.AlignmentSettings(budget=2.5)
     with pytest.raises(ValueError, match="sigma"):
-        cs.precompute_training(sigma=-1.0)
+        cs.PosteriorSettings(sigma=-1.0)
     with pytest.raises(TypeError, match="K"):
-        cs.precompute_training(K="4")
+        cs.PosteriorSettings(K="4")
+    with pytest.raises(TypeError, match="settings"):
+        cs.precompute_alignment(0.4)
+    with pytest.raises(TypeError, match="run"):
+        cs.precompute_training({"noise": 0.5})
 
 
 def test_trainer_short_run_and_restores_nothing_broken():
     Xtr, ytr, Xte, yte = cs.digits_split()
     yn, fl = cs.corrupt_labels(ytr, 0.3, 10, 0)
     net = cs.make_mlp(seed=0)
-    h = cs.CoresetTrainer("posterior", select_every=5).fit(
-        net, Xtr, yn, Xte, yte, steps=20, flipped=fl, eval_every=10
-    )
+    train = cs.TrainSettings(steps=20, select_every=5, eval_every=10)
+    h = cs.CoresetTrainer("posterior", train=train).fit(net, Xtr, yn, Xte, yte, flipped=fl)
     assert h.steps == [10, 20] and 0.2 < h.test_acc[-1] <= 1.0
     assert 0.0 <= h.noisy_share[-1] <= 1.0
-    h2 = cs.CoresetTrainer("posterior", select_every=5).fit(
-        cs.make_mlp(seed=0), Xtr, yn, Xte, yte, steps=20, flipped=fl, eval_every=10
+    h2 = cs.CoresetTrainer("posterior", train=train).fit(
+        cs.make_mlp(seed=0), Xtr, yn, Xte, yte, flipped=fl
     )
     assert h.test_acc == h2.test_acc  # deterministic
 
@@ -404,7 +412,7 @@ def test_bad_input():
 @pytest.mark.slow
 def test_alignment_ranking_at_notebook_scale():
     X, y, _, _ = cs.digits_split()
-    st = cs.alignment_study(X, y, noise=0.4, trials=6, K=8, sigma=0.2)
+    st = cs.alignment_study(X, y, cs.AlignmentSettings(noise=0.4, trials=6, K=8, sigma=0.2))
     h, g = st.mean("hess"), st.mean("grad")
     assert h["posterior"] <= h["craig"] < h["random"]
     assert g["posterior"] <= 1.1 * g["craig"] and g["craig"] < g["random"]
@@ -412,7 +420,7 @@ def test_alignment_ranking_at_notebook_scale():
 
 @pytest.mark.slow
 def test_training_trend_at_fifty_percent_noise():
-    r = cs.noise_sweep((0.5,), seeds=(0, 1, 2), steps=200)
+    r = cs.noise_sweep(cs.SweepSettings(noises=(0.5,), seeds=(0, 1, 2)))
     assert r["posterior"].mean() >= r["craig"].mean() - 0.01
 
 
@@ -462,8 +470,8 @@ def test_full_data_baseline_is_minibatch_sgd_over_shuffled_passes():
                 seen.append(x.detach().clone())
             return self.net(x)
 
-    trainer = cs.CoresetTrainer("full", budget=8, pool_size=8)
-    trainer.fit(Spy(), X, y, X, y, steps=5, eval_every=5)
+    trainer = cs.CoresetTrainer("full", train=cs.TrainSettings(steps=5, budget=8, pool_size=8))
+    trainer.fit(Spy(), X, y, X, y)
     assert [b.shape[0] for b in seen] == [8] * 5
     rows = torch.cat(seen).double().numpy()
     # one pass of 5 steps x 8 = 40 examples: every training example exactly once
@@ -474,9 +482,13 @@ def test_full_data_baseline_is_minibatch_sgd_over_shuffled_passes():
 def test_perturbation_ablation_shapes_determinism_and_bad_input():
     from lab.coreset.ablation import PerturbationAblation, perturbation_ablation
 
-    kw = {"steps": 6, "select_every": 3, "budget": 10}
+    train = cs.TrainSettings(steps=6, select_every=3, budget=10)
+
+    def ablation(wheres, sigmas, seeds, **kw):
+        return cs.AblationSettings(wheres, sigmas, seeds, train=train, **kw)
+
     threads = torch.get_num_threads()
-    r = perturbation_ablation(("norm", "all", "last"), (0.1, 0.001), (0, 1), **kw)
+    r = perturbation_ablation(ablation(("norm", "all", "last"), (0.1, 0.001), (0, 1)))
     assert torch.get_num_threads() == threads  # the one-thread limit is undone
     assert isinstance(r, PerturbationAblation)
     assert r.wheres == ("norm", "all", "last") and r.sigmas == (0.1, 0.001) and r.seeds == (0, 1)
@@ -484,24 +496,25 @@ def test_perturbation_ablation_shapes_determinism_and_bad_input():
     assert np.all((r.acc >= 0) & (r.acc <= 1)) and np.all((r.share >= 0) & (r.share <= 1))
     assert r.at("all", 0.001).shape == (2,)
     # the runs are deterministic: a fresh trainer (not the memo) gives the same accuracy
-    cs.experiments._RUNS.clear()
-    cs.experiments._HORIZONS.clear()
-    again = perturbation_ablation(("last",), (0.001,), (1,), **kw)
+    cs.experiments._trained.clear()
+    again = perturbation_ablation(ablation(("last",), (0.001,), (1,)))
     assert again.acc[0, 0, 0] == r.acc[2, 1, 1]
     # the perturbed block changes the selection: the variants are not all the same run
     assert r.share.reshape(3, -1).std(axis=0).max() > 0 or r.acc.std() > 0
     with pytest.raises(ValueError, match="where"):
-        perturbation_ablation(("bn",), (0.01,), (0,), **kw)
+        ablation(("bn",), (0.01,), (0,))
     with pytest.raises(ValueError, match="sigma"):
-        perturbation_ablation(("norm",), (-0.1,), (0,), **kw)
+        ablation(("norm",), (-0.1,), (0,))
     with pytest.raises(ValueError, match="distinct"):
-        perturbation_ablation(("norm", "norm"), (0.01,), (0,), **kw)
+        ablation(("norm", "norm"), (0.01,), (0,))
     with pytest.raises(ValueError, match="empty"):
-        perturbation_ablation(("norm",), (), (0,), **kw)
+        ablation(("norm",), (), (0,))
     with pytest.raises(TypeError, match="sequence"):
-        perturbation_ablation("norm", (0.01,), (0,), **kw)
+        ablation("norm", (0.01,), (0,))
     with pytest.raises(ValueError, match="noise"):
-        perturbation_ablation(("norm",), (0.01,), (0,), noise=1.5, **kw)
+        ablation(("norm",), (0.01,), (0,), noise=1.5)
+    with pytest.raises(TypeError, match="settings"):
+        perturbation_ablation({"wheres": ("norm",)})
     with pytest.raises(ValueError, match="sigma"):
         r.at("norm", 0.5)
 
@@ -534,12 +547,16 @@ def test_widget_drivers_are_memoised_and_figures_only_draw():
     toy.toy_problem.clear()
     a = cs.toy_problem(0.3)
     assert cs.toy_problem(noise=0.3, n=300, seed=0) is a  # keyed on the bound arguments
-    R, fl, sel = cs.toy_selection(0.3, budget=6, K=2, sigma=0.5)
-    assert set(sel) == set(cs.METHODS) and fl.shape == (300,) and R.shape == (300, 3)
+    t = cs.toy_selection(cs.ToySettings(0.3, budget=6, K=2, sigma=0.5))
+    assert set(t.coresets) == set(cs.METHODS) and t.flipped.shape == (300,)
+    assert t.proxies.shape == (300, 3)
+    assert t.shares["craig"] == cs.noisy_share(t.flipped, *t.coresets["craig"])
+    assert len(figures.toy_selection_figure(t).data) == 6
     with pytest.raises(ValueError, match="noise"):
         cs.toy_problem(1.5)
     experiments.digits_alignment.clear()
-    st = cs.digits_alignment(0.3, 5, 2, 0.2, 1)
-    assert cs.digits_alignment(noise=0.3, budget=5, K=2, sigma=0.2, trials=1, seed=0) is st
-    assert len(figures.alignment_figure(0.3, budget=5, K=2, sigma=0.2, trials=1).data) == 9
+    s = cs.AlignmentSettings(noise=0.3, budget=5, K=2, sigma=0.2, trials=1)
+    st = cs.digits_alignment(s)
+    assert cs.digits_alignment(settings=s) is st
+    assert len(figures.alignment_figure(st, s).data) == 9
     assert experiments.digits_alignment.store and len(experiments.digits_alignment.store) == 1

@@ -184,17 +184,11 @@ def test_stacked_equals_coreset_trainer_for_random_and_full():
     from lab.coreset.stacked import train_stacked
 
     specs = _specs(("random", "full"), seeds=(0, 1))
-    hists = train_stacked(specs, steps=30, eval_every=10)
+    train = cs.TrainSettings(steps=30, eval_every=10)
+    hists = train_stacked(specs, train)
     for s, h in zip(specs, hists, strict=True):
-        ref = cs.CoresetTrainer(s.method, seed=s.seed).fit(
-            cs.make_mlp(seed=s.seed),
-            s.X,
-            s.y,
-            s.X_test,
-            s.y_test,
-            steps=30,
-            flipped=s.flipped,
-            eval_every=10,
+        ref = cs.CoresetTrainer(s.method, train=train, seed=s.seed).fit(
+            cs.make_mlp(seed=s.seed), s.X, s.y, s.X_test, s.y_test, flipped=s.flipped
         )
         assert h.steps == ref.steps and np.allclose(h.test_acc, ref.test_acc, atol=0)
         assert np.allclose(h.noisy_share, ref.noisy_share, equal_nan=True)
@@ -205,9 +199,7 @@ def test_stacked_selection_equals_select_minibatch_coresets():
     path's on most pools. Natively CRAIG's are identical on all 10; float32 features computed by
     other kernels (the AVX2 numerics mode: 9 of 10 for CRAIG) or in another order (posterior's)
     can break a near-tie of the greedy differently."""
-    from lab.coreset.fast import per_class_facility_location_many
-    from lab.coreset.models import class_layout
-    from lab.coreset.stacked import _PARAMS, _select
+    from lab.coreset.stacked import _PARAMS, _select, _Stack
 
     spec = _specs(("craig",))[0]
     model = cs.make_mlp(seed=0)
@@ -216,32 +208,18 @@ def test_stacked_selection_equals_select_minibatch_coresets():
     model(Xt[:64])  # BatchNorm statistics away from their initial values
     for method, at_least in (("craig", 8), ("posterior", 7)):
         seq = cs.select_minibatch_coresets(model, Xt, spec.y, steps=10, method=method, seed=5)
-        P = {
+        run = spec.__class__(method, 0, spec.X, spec.y, spec.X_test, spec.y_test, spec.flipped)
+        st = _Stack.build([run], 128)
+        st.P = {
             n: p.detach().clone().unsqueeze(0)
             for n, p in zip(_PARAMS, model.parameters(), strict=True)
         }
         bn = model[1]
-        stats = {"mean": bn.running_mean.clone()[None], "var": bn.running_var.clone()[None]}
-        queues = [[]]
-        run = spec.__class__(method, 0, spec.X, spec.y, spec.X_test, spec.y_test, spec.flipped)
-        _select(
-            [run],
-            [Xt],
-            [spec.y],
-            [class_layout(spec.y)],
-            P,
-            stats,
-            queues,
-            [0],
-            5,
-            30,
-            130,
-            10,
-            per_class_facility_location_many,
-        )
+        st.stats = {"mean": bn.running_mean.clone()[None], "var": bn.running_var.clone()[None]}
+        _select(st, [0], 5, cs.TrainSettings())  # step 5, B = 30, pools of 130, 10 rounds
         same = sum(
             np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-            for a, b in zip(seq, queues[0], strict=True)
+            for a, b in zip(seq, st.queues[0], strict=True)
         )
         assert same >= at_least, (method, same)
 
@@ -253,25 +231,27 @@ def test_stacked_trainer_bad_input():
         train_stacked([])
     spec = _specs(("random",))[0]
     with pytest.raises(ValueError, match="method"):
-        train_stacked([RunSpec("sgd", 0, spec.X, spec.y, spec.X_test, spec.y_test)])
+        RunSpec("sgd", 0, spec.X, spec.y, spec.X_test, spec.y_test)
+    out = cs.PosteriorSettings(where="norm_out")
     with pytest.raises(ValueError, match="where"):
-        train_stacked(
-            [RunSpec("posterior", 0, spec.X, spec.y, spec.X_test, spec.y_test, where="norm_out")]
-        )
+        RunSpec("posterior", 0, spec.X, spec.y, spec.X_test, spec.y_test, posterior=out)
+    with pytest.raises(TypeError, match="train"):
+        train_stacked([spec], {"steps": 2})
     with pytest.raises(ValueError, match="budget"):
-        train_stacked(_specs(("craig",)), steps=2, budget=32)  # 4 per class: 40 points
+        train_stacked(_specs(("craig",)), cs.TrainSettings(steps=2, budget=32))  # 4 per class
 
 
 def test_digits_runs_batches_and_memoises():
-    cs.experiments._RUNS.clear()
-    cs.experiments._HORIZONS.clear()
-    jobs = [{"method": m, "noise": 0.5, "seed": 0} for m in ("random", "craig")]
-    a = cs.digits_runs(jobs, steps=20, eval_every=10)
-    b = cs.digits_run("craig", 0.5, 0, steps=20, eval_every=10)
+    cs.experiments._trained.clear()
+    train = cs.TrainSettings(steps=20, eval_every=10)
+    runs = [cs.RunSettings(m, 0.5, 0, train=train) for m in ("random", "craig")]
+    a = cs.digits_runs(runs)
+    b = cs.digits_run(cs.RunSettings("craig", 0.5, 0, train=train))
     assert b is a[1] and a[0].steps == [10, 20]
-    short = cs.digits_run("craig", 0.5, 0, steps=10, eval_every=10)  # a prefix of the memo
-    assert short.test_acc == a[1].test_acc[:1]
-    with pytest.raises(TypeError, match="jobs"):
+    # a method other than posterior ignores the posterior samples: the same run answers
+    other = cs.RunSettings("craig", 0.5, 0, cs.PosteriorSettings(K=8), train)
+    assert cs.digits_run(other) is a[1]
+    with pytest.raises(TypeError, match="runs"):
         cs.digits_runs("craig")
-    with pytest.raises(ValueError, match="keys"):
+    with pytest.raises(TypeError, match="RunSettings"):
         cs.digits_runs([{"method": "craig"}])

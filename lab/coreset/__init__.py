@@ -83,8 +83,12 @@ See: book/coreset/01-facility-location.ipynb
 
 ## File map
 
-- ``reference.py``: numpy kernels: distances, greedy / brute-force facility location, label
-  noise, logistic regression with exact gradients and Hessians, alignment errors.
+- ``settings.py``: the frozen settings of every experiment family (``PosteriorSettings``,
+  ``TrainSettings``, ``RunSettings``, ``AlignmentSettings``, ``ToySettings``,
+  ``SweepSettings``, ``AblationSettings``), validated once.
+- ``reference.py``: numpy kernels: distances, greedy / brute-force facility location,
+  logistic regression with exact gradients and Hessians, alignment errors.
+- ``labels.py``: label noise, the weighted noisy share of a coreset, the random coreset.
 - ``fast.py``: ``facility_location`` and ``per_class_facility_location_many``, the
   batched torch paths (CPU or CUDA).
 - ``stacked.py``: ``train_stacked``, many ``CoresetTrainer`` runs as one batched computation.
@@ -92,7 +96,7 @@ See: book/coreset/01-facility-location.ipynb
   ``make_mlp``, ``select_minibatch_coresets``, ``CoresetTrainer``.
 - ``experiments.py``: ``alignment_study``, ``digits_run``, ``digits_runs``, ``noise_sweep``, and
   the widgets' memoised drivers (``digits_alignment``, ``precompute_alignment``,
-  ``precompute_training``).
+  ``method_runs``, ``precompute_training``).
 - ``ablation.py``: ``perturbation_ablation``, the paper's Table 2 at our size (notebook 2).
 - ``toy.py``: ``toy_problem`` and ``toy_selection``, the 2-D toy problem of notebook 1.
 - ``figures.py``: results to figures (draws only).

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
-from lab.coreset.experiments import digits_runs
-from lab.coreset.models import WHERE
+from lab.core.checks import check_choice
+from lab.core.sweep import sweep
+from lab.coreset.experiments import digits_run, digits_runs, one_thread
+from lab.coreset.settings import AblationSettings, PosteriorSettings, RunSettings
 
 __all__ = ["PerturbationAblation", "perturbation_ablation"]
-
-ABLATION_WHERE = ("norm", "all", "last")
 
 
 @dataclass
@@ -58,39 +55,21 @@ class PerturbationAblation:
         return self.acc.mean(axis=2)
 
 
-def perturbation_ablation(
-    wheres: Any = ABLATION_WHERE,
-    sigmas: Any = (0.1, 0.01, 0.001),
-    seeds: Any = (0, 1, 2),
-    *,
-    noise: float = 0.5,
-    steps: int = 200,
-    K: int = 4,
-    budget: int = 30,
-    select_every: int = 10,
-) -> PerturbationAblation:
+def perturbation_ablation(settings: AblationSettings) -> PerturbationAblation:
     """The paper's Table 2 ablation at our size: which parameters the posterior samples perturb.
 
-    For every perturbed block in ``wheres`` (``"norm"``: the BatchNorm affine parameters,
-    the paper's default; ``"all"``: every parameter; ``"last"``: the final linear layer),
-    every σ in ``sigmas`` and every seed, trains the chapter's BatchNorm MLP on digits with
-    a share ``noise`` of the training labels redrawn, on posterior mini-batch coresets
-    (``digits_run(method="posterior", where=...)``: the same split, noise, initialisation
-    and pools for every variant of a seed, so variants compare seed by seed). The runs use
-    one CPU thread (tiny matrices: threads only contend) and are memoised.
+    For every perturbed block in ``settings.wheres`` (``"norm"``: the BatchNorm affine
+    parameters, the paper's default; ``"all"``: every parameter; ``"last"``: the final linear
+    layer), every σ in ``settings.sigmas`` and every seed, trains the chapter's BatchNorm MLP
+    on digits with a share ``settings.noise`` of the training labels redrawn, on posterior
+    mini-batch coresets (``digits_run`` of a posterior :class:`RunSettings`: the same split,
+    noise, initialisation and pools for every variant of a seed, so variants compare seed by
+    seed). The runs use one CPU thread (tiny matrices: threads only contend) and are memoised;
+    a :func:`lab.core.sweep.sweep` over (block, σ) and the seeds reads them.
 
     Parameters
     ----------
-    wheres : sequence of {"norm", "all", "last", "norm_out"}
-        Distinct perturbed blocks.
-    sigmas : sequence of float
-        Distinct noise scales (``>= 0``); the paper validates over {0.1, 0.01, 0.001}.
-    seeds : sequence of int
-        Distinct seeds (``>= 0``).
-    noise : float
-        Label-noise ratio in [0, 1] (the paper's Table 2 uses 0.5).
-    steps, K, budget, select_every : int
-        As in ``digits_run``.
+    settings : AblationSettings
 
     Returns
     -------
@@ -98,56 +77,27 @@ def perturbation_ablation(
 
     See: book/coreset/02-label-noise.ipynb
     """
-    import torch
-
-    def _distinct(name, values, check):
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-            raise TypeError(f"{name} must be a sequence (got {type(values).__name__})")
-        out = tuple(check(v) for v in values)
-        if not out:
-            raise ValueError(f"{name} must not be empty")
-        if len(set(out)) != len(out):
-            raise ValueError(f"{name} must hold distinct values (got {out})")
-        return out
-
-    wheres = _distinct("wheres", wheres, lambda w: check_choice("where", w, WHERE))
-    sigmas = _distinct(
-        "sigmas", sigmas, lambda s: float(check_positive("sigma", s, allow_zero=True))
-    )
-    seeds = _distinct("seeds", seeds, lambda s: check_int("seed", s, 0))
-    noise = check_range("noise", noise, 0.0, 1.0)
-    K = check_int("K", K, 1)
-    kw = {
-        "steps": check_int("steps", steps, 1),
-        "budget": check_int("budget", budget, 1),
-        "select_every": check_int("select_every", select_every, 1),
+    s = settings
+    if not isinstance(s, AblationSettings):
+        raise TypeError(f"settings must be an AblationSettings (got {type(s).__name__})")
+    runs = {
+        (w, sg, sd): RunSettings("posterior", s.noise, sd, PosteriorSettings(s.K, sg, w), s.train)
+        for w in s.wheres
+        for sg in s.sigmas
+        for sd in s.seeds
     }
-    acc = np.zeros((len(wheres), len(sigmas), len(seeds)))
-    share = np.full_like(acc, np.nan)
-    jobs = [
-        (i, j, k) for i in range(len(wheres)) for j in range(len(sigmas)) for k in range(len(seeds))
-    ]
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        with threadpool_limits(1):
-            hists = digits_runs(
-                [
-                    {
-                        "method": "posterior",
-                        "noise": noise,
-                        "seed": seeds[k],
-                        "K": K,
-                        "sigma": sigmas[j],
-                        "where": wheres[i],
-                    }
-                    for i, j, k in jobs
-                ],
-                **kw,
-            )
-            for (i, j, k), h in zip(jobs, hists, strict=True):
-                acc[i, j, k] = h.final_acc
-                share[i, j, k] = h.noisy_share[-1]
-    finally:
-        torch.set_num_threads(threads)
-    return PerturbationAblation(wheres, sigmas, seeds, acc, share)
+
+    def final(where: str, sigma: float, seed: int) -> dict:
+        h = digits_run(runs[(where, sigma, seed)])
+        return {"acc": h.final_acc, "share": h.noisy_share[-1]}
+
+    with one_thread():
+        digits_runs(list(runs.values()))
+        table = sweep(final, {"where": list(s.wheres), "sigma": list(s.sigmas)}, seeds=s.seeds)
+    shape = (len(s.wheres), len(s.sigmas), len(table.seeds))
+    acc, share = np.zeros(shape), np.full(shape, np.nan)
+    for i, w in enumerate(s.wheres):
+        for j, sg in enumerate(s.sigmas):
+            acc[i, j] = table.values("acc", where=w, sigma=sg)
+            share[i, j] = table.values("share", where=w, sigma=sg)
+    return PerturbationAblation(s.wheres, s.sigmas, table.seeds, acc, share)

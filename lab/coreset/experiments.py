@@ -1,46 +1,49 @@
-"""Drivers the notebooks call: the logistic-regression alignment study and the perturbation
-ablation on the BatchNorm MLP (notebook 2), and the digits training runs under label noise
-(notebook 3).
+"""Drivers the notebooks call: the logistic-regression alignment study (notebook 2), the
+digits training runs under label noise and their noise sweep (notebook 3), and the widgets'
+memoised drivers.
 
-See: book/coreset/02-label-noise.ipynb
+Every driver takes a settings object of :mod:`lab.coreset.settings` (validated there, once)
+and calls the unchecked kernels. Results are cached by :func:`lab.core.memo.memo`: the fitted
+``w̄`` on the data's contents, each training run on its :class:`RunSettings` (a batch of
+missing runs trains as one stacked computation and stores each), the widgets' studies on
+their settings. Seed loops go through :func:`lab.core.sweep.sweep`.
+
+See: book/coreset/02-label-noise.ipynb, book/coreset/03-training-under-noise.ipynb
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core.checks import (
-    check_array,
-    check_bool,
-    check_choice,
-    check_int,
-    check_positive,
-    check_range,
-)
+from lab.core.checks import check_array, check_choice, check_int, check_range
 from lab.core.memo import memo
 from lab.core.progress import progress
 from lab.core.rates import mean_ci
 from lab.core.runtime import smoke_steps
-from lab.coreset.models import WHERE, CoresetTrainer, History, balanced_pool, make_mlp
+from lab.core.sweep import sweep
+from lab.coreset.labels import corrupt_labels, noisy_share, random_coreset
+from lab.coreset.models import CoresetTrainer, History, balanced_pool, make_mlp
 from lab.coreset.reference import (
-    METHODS,
-    corrupt_labels,
     logreg_example_gradients,
     logreg_hessian,
     logreg_posterior_features,
     newton_steps,
-    noisy_share,
-    per_class_facility_location,
-    random_coreset,
+    per_class_unchecked,
     softmax_regression_fit,
+)
+from lab.coreset.settings import (
+    METHODS,
+    AlignmentSettings,
+    PosteriorSettings,
+    RunSettings,
+    SweepSettings,
+    TrainSettings,
 )
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "digits_alignment",
     "ALIGNMENT_CHOICES",
     "precompute_alignment",
+    "method_runs",
     "TRAINING_CHOICES",
     "precompute_training",
 ]
@@ -66,98 +70,30 @@ def digits_split(test_size: int = 597, seed: int = 0):
 
     See: book/coreset/02-label-noise.ipynb
     """
-    from lab.core.data import N_DIGITS, digits
+    from lab.core.data import N_DIGITS
 
     test_size = check_int("test_size", test_size, 1, N_DIGITS - 1)
-    seed = check_int("seed", seed, 0)
+    return _digits_split(test_size, check_int("seed", seed, 0))
+
+
+def _digits_split(test_size: int, seed: int):
+    from lab.core.data import digits
+
     return tuple(digits(test_size=test_size, seed=seed, standardize=False, dtype="float64"))
 
 
-def _alignment_trial(t, X, y, flipped, W, rng, sizes, K, sigma, eval_draws, seed, out, pool_noise):
-    pool_size, budget, hessians = sizes
-    pool = balanced_pool(y, pool_size, rng)
-    Xp, yp, fp = X[pool], y[pool], flipped[pool]
-    pool_noise.append(fp.mean())
-    # the paper's protocol: facility location per (noisy) class, the budget split equally
-    sel = {
-        "random": random_coreset(pool_size, budget, seed + 100 + t),
-        "craig": per_class_facility_location(
-            logreg_example_gradients(W, Xp, yp).reshape(pool_size, -1), yp, budget
-        ),
-        "posterior": per_class_facility_location(
-            logreg_posterior_features(W, Xp, yp, K, sigma, seed + 200 + t), yp, budget
-        ),
-    }
-    errs = _alignment_errors_shared(W, Xp, yp, sel, sigma, eval_draws, seed + 300 + t, hessians)
-    for m, (idx, w) in sel.items():
-        for k in ("grad", "hess", "newton", "rank"):
-            out[k][m].append(errs[m][k])
-        out["share"][m].append(noisy_share(fp, idx, w))
+@memo(maxsize=32)
+def fitted_weights(X: np.ndarray, y: np.ndarray, C: int, steps: int) -> np.ndarray:
+    """``w̄``: ``softmax_regression_fit(X, y, C, steps=steps)``, memoised on the arrays'
+    contents (read-only: every study of the same data shares it)."""
+    W = softmax_regression_fit(X, y, C, steps=steps)
+    W.setflags(write=False)
+    return W
 
 
-def _alignment_errors_shared(W, X, y, sel, sigma, draws, seed, hessians=True, l2=1e-2,
-                             newton="range"):  # fmt: skip
-    """``alignment_errors`` of several coresets of one pool, bit for bit, computing what they
-    share (the posterior draws' full gradients, the pool's Hessian and Newton step) once;
-    ``hessians=False``: the gradient errors only (Hessian and Newton errors NaN, rank 0)."""
-    rng = np.random.default_rng(seed)
-    gams = {}
-    for m, (_, w) in sel.items():
-        gam = np.asarray(w, dtype=float)
-        gams[m] = gam / gam.sum()
-    num = dict.fromkeys(sel, 0.0)
-    den = 0.0
-    for _ in range(draws):
-        Wk = W + sigma * rng.standard_normal(W.shape)
-        Gk = logreg_example_gradients(Wk, X, y).reshape(len(y), -1)
-        full = Gk.mean(axis=0)
-        for m, (idx, _) in sel.items():
-            num[m] += np.sum((gams[m] @ Gk[idx] - full) ** 2)  # eq. (5)
-        den += np.sum(full**2)
-    if not hessians:
-        nan = {"hess": np.nan, "newton": np.nan, "rank": 0}
-        return {m: {"grad": float(num[m] / den), **nan} for m in sel}
-    H = logreg_hessian(W, X, y)
-    g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
-    gfull = g.mean(axis=0)
-    out = {}
-    for m, (idx, _) in sel.items():
-        HS = logreg_hessian(W, X[idx], y[idx], gams[m])
-        N, NS, rank = newton_steps(H, gfull, HS, gams[m] @ g[idx], newton=newton, l2=l2)
-        out[m] = {
-            "grad": float(num[m] / den),
-            "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
-            "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
-            "rank": rank,
-        }
-    return out
-
-
-# w_bar per (data, labels, classes, steps): the fit depends on none of the selection settings
-_FITS: OrderedDict[tuple, np.ndarray] = OrderedDict()
-
-
-def _fitted_weights(X: np.ndarray, y: np.ndarray, C: int, steps: int) -> np.ndarray:
-    """``softmax_regression_fit(X, y, C, steps=steps)``, memoised on the arrays' contents."""
-    key = (
-        X.shape,
-        X.dtype.str,
-        hashlib.blake2b(np.ascontiguousarray(X).tobytes(), digest_size=16).digest(),
-        hashlib.blake2b(np.ascontiguousarray(y, dtype=np.int64).tobytes(), digest_size=16).digest(),
-        C,
-        steps,
-    )
-    if key in _FITS:
-        _FITS.move_to_end(key)
-    else:
-        W = softmax_regression_fit(X, y, C, steps=steps)
-        W.setflags(write=False)
-        _FITS[key] = W
-        while len(_FITS) > 32:
-            _FITS.popitem(last=False)
-    return _FITS[key]
-
-
+# ---------------------------------------------------------------------------------------------
+# Notebook 2: the alignment study on logistic regression
+# ---------------------------------------------------------------------------------------------
 @dataclass
 class AlignmentStudy:
     """Per-trial alignment errors and noisy shares of each method (``alignment_study``).
@@ -183,52 +119,50 @@ class AlignmentStudy:
 
 
 def alignment_study(
-    X: Any,
-    y_clean: Any,
-    *,
-    noise: float = 0.4,
-    pool_size: int = 300,
-    budget: int = 30,
-    K: int = 8,
-    sigma: float = 0.05,
-    trials: int = 5,
-    fit_steps: int = 30,
-    eval_draws: int = 8,
-    seed: int = 0,
-    hessians: bool = True,
+    X: Any, y_clean: Any, settings: AlignmentSettings | None = None
 ) -> AlignmentStudy:
     """Random vs CRAIG vs posterior coresets on logistic regression with exact Hessians.
 
     Labels are corrupted (symmetric noise), ``w_bar`` is ``fit_steps`` of full-batch GD on the
     noisy data, and each trial draws a class-balanced pool, selects three coresets of size
-    ``budget`` and scores them with ``alignment_errors`` (fresh posterior draws, the same for
-    the three). ``hessians=False`` scores the gradient error and the share only (``hess`` and
-    ``newton`` NaN), a tenth of the cost; trial ``t`` draws the same pool, selections and
-    posterior draws either way, so its gradient errors are the same.
+    ``budget`` (CRAIG and posterior per class, as the official code) and scores them with the
+    errors of ``alignment_errors`` (fresh posterior draws, the same for the three).
+    ``hessians=False`` scores the gradient error and the share only (``hess`` and ``newton``
+    NaN), a tenth of the cost; trial ``t`` draws the same pool, selections and posterior draws
+    either way, so its gradient errors are the same.
+
+    Parameters
+    ----------
+    X : array, shape (n, d)
+    y_clean : array of int, shape (n,)
+    settings : AlignmentSettings, optional
 
     See: book/coreset/02-label-noise.ipynb
     """
     X = check_array("X", X, ndim=2, min_size=1)
     y_clean = np.asarray(y_clean, dtype=int)
+    if y_clean.shape != (X.shape[0],):
+        raise ValueError(f"y_clean must have shape ({X.shape[0]},) (got {y_clean.shape})")
+    settings = AlignmentSettings() if settings is None else settings
+    if not isinstance(settings, AlignmentSettings):
+        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    if settings.pool_size > X.shape[0]:
+        raise ValueError(
+            f"settings.pool_size must be in [2, {X.shape[0]}] (got {settings.pool_size})"
+        )
+    return _alignment_study(X, y_clean, settings)
+
+
+def _alignment_study(X: np.ndarray, y_clean: np.ndarray, s: AlignmentSettings) -> AlignmentStudy:
     C = int(y_clean.max()) + 1
-    noise = check_range("noise", noise, 0.0, 1.0)
-    pool_size = check_int("pool_size", pool_size, 2, X.shape[0])
-    budget = check_int("budget", budget, 1, pool_size)
-    K = check_int("K", K, 1)
-    sigma = check_positive("sigma", sigma, allow_zero=True)
-    trials = check_int("trials", trials, 1)
-    seed = check_int("seed", seed, 0)
-    sizes = (pool_size, budget, check_bool("hessians", hessians))
-    y, flipped = corrupt_labels(y_clean, noise, C, seed)
-    W = _fitted_weights(X, y, C, check_int("fit_steps", fit_steps, 0))
+    y, flipped = corrupt_labels(y_clean, s.noise, C, s.seed)
+    W = fitted_weights(X, y, C, s.fit_steps)
     out = {k: {m: [] for m in METHODS} for k in ("grad", "hess", "newton", "rank", "share")}
     pool_noise = []
-    rng = np.random.default_rng(seed + 1)
+    rng = np.random.default_rng(s.seed + 1)
     with threadpool_limits(1):  # small dense algebra: one BLAS thread is faster on 2 cores
-        for t in progress(range(trials), desc="trials"):
-            _alignment_trial(
-                t, X, y, flipped, W, rng, sizes, K, sigma, eval_draws, seed, out, pool_noise
-            )
+        for t in progress(range(s.trials), desc="trials"):
+            pool_noise.append(_alignment_trial(t, (X, y, flipped), W, rng, s, out))
     arr = {k: {m: np.asarray(v) for m, v in d.items()} for k, d in out.items()}
     return AlignmentStudy(
         METHODS,
@@ -241,243 +175,185 @@ def alignment_study(
     )
 
 
-def _train_runs(keys: list[tuple]) -> None:
-    """Train the runs ``keys`` (``_run_key`` tuples) not memoised yet, batched: runs that share
-    steps, evaluation, budget and selection rounds go through one ``train_stacked`` call
-    (``where="norm_out"`` runs through ``CoresetTrainer``, one at a time)."""
-    from lab.coreset.stacked import STACKED_WHERE, RunSpec, train_stacked
-
-    groups: dict[tuple, list[tuple]] = {}
-    for key in dict.fromkeys(keys):
-        if key not in _RUNS:
-            method, noise, seed, steps, K, sigma, eval_every, budget, select_every, where = key
-            groups.setdefault(
-                (steps, eval_every, budget, select_every, where in STACKED_WHERE), []
-            ).append(key)
-    for (steps, eval_every, budget, select_every, stacked), members in groups.items():
-        specs = []
-        for method, noise, seed, _, K, sigma, _, _, _, where in members:
-            Xtr, ytr, Xte, yte = digits_split(seed=seed)
-            yn, fl = corrupt_labels(ytr, noise, 10, seed)
-            specs.append(
-                RunSpec(method, seed, Xtr, yn, Xte, yte, fl, K=K, sigma=sigma, where=where)
-            )
-        if stacked:
-            hists = train_stacked(
-                specs,
-                steps=steps,
-                budget=budget,
-                pool_size=_POOL_SIZE,
-                select_every=select_every,
-                eval_every=eval_every,
-            )
-        else:
-            hists = [
-                CoresetTrainer(
-                    s.method,
-                    seed=s.seed,
-                    K=s.K,
-                    sigma=s.sigma,
-                    where=s.where,
-                    budget=budget,
-                    pool_size=_POOL_SIZE,
-                    select_every=select_every,
-                ).fit(
-                    make_mlp(seed=s.seed),
-                    s.X,
-                    s.y,
-                    s.X_test,
-                    s.y_test,
-                    steps=steps,
-                    flipped=s.flipped,
-                    eval_every=eval_every,
-                )
-                for s in specs
-            ]
-        for key, h in zip(members, hists, strict=True):
-            _RUNS[key] = h
-            while len(_RUNS) > 512:
-                _RUNS.popitem(last=False)
+def _alignment_trial(t: int, data: tuple, W, rng, s: AlignmentSettings, out: dict) -> float:
+    """Trial ``t``: a pool, its three coresets, their errors appended to ``out``; returns the
+    pool's mislabeled share."""
+    X, y, flipped = data
+    pool = balanced_pool(y, s.pool_size, rng)
+    Xp, yp, fp = X[pool], y[pool], flipped[pool]
+    # the paper's protocol: facility location per (noisy) class, the budget split equally
+    grads = logreg_example_gradients(W, Xp, yp).reshape(s.pool_size, -1)
+    post = logreg_posterior_features(W, Xp, yp, s.K, s.sigma, s.seed + 200 + t)
+    sel = {
+        "random": random_coreset(s.pool_size, s.budget, s.seed + 100 + t),
+        "craig": per_class_unchecked(grads, yp, s.budget),
+        "posterior": per_class_unchecked(post, yp, s.budget),
+    }
+    errs = _shared_errors(W, (Xp, yp), sel, s, s.seed + 300 + t)
+    for m, (idx, w) in sel.items():
+        for k in ("grad", "hess", "newton", "rank"):
+            out[k][m].append(errs[m][k])
+        out["share"][m].append(noisy_share(fp, idx, w))
+    return float(fp.mean())
 
 
-# memoised runs (digits_run), keyed by _run_key; the longest run per setting (_HORIZONS)
-_RUNS: OrderedDict[tuple, History] = OrderedDict()
-_POOL_SIZE = 130  # class-balanced pools: 13 per digit, so per-class selection is balanced
-
-
-def _run_key(method, noise, seed, steps, K, sigma, budget, select_every, eval_every, where):
-    """(the run to train, the steps to read from it) for one ``digits_run`` request."""
-    method = check_choice("method", method, (*METHODS, "full"))
-    noise = check_range("noise", noise, 0.0, 1.0)
-    args = [
-        method,
-        round(noise, 6),
-        check_int("seed", seed, 0),
-        check_int("steps", steps, 1),
-        check_int("K", K, 1),
-        round(check_positive("sigma", sigma, allow_zero=True), 9),
-        check_int("eval_every", eval_every, 1),
-        check_int("budget", budget, 1),
-        check_int("select_every", select_every, 1),
-        check_choice("where", where, WHERE),
-    ]
-    # LAB_SMOKE=1: one evaluation's worth of steps (every request maps to the same short run)
-    args[3] = smoke_steps(args[3], small=args[6])
-    if method != "posterior":
-        # K, sigma and where only shape the posterior samples: the other methods share a run
-        args[4], args[5], args[9] = 4, 0.05, "norm"
-    setting = (*args[:3], *args[4:])
-    horizon = _HORIZONS.get(setting, 0)
-    if args[3] < horizon and args[3] % args[6] == 0:
-        # a prefix of a longer run: the same steps, evaluated at the same multiples of
-        # eval_every (the loop does not depend on the number of steps), so the same history
-        key = (*args[:3], horizon, *args[4:])
-        if key in _RUNS:
-            return key, args[3]
-    return tuple(args), None
-
-
-def digits_run(
-    method: str,
-    noise: float,
-    seed: int = 0,
-    *,
-    steps: int = 200,
-    K: int = 4,
-    sigma: float = 0.05,
-    budget: int = 30,
-    select_every: int = 10,
-    eval_every: int = 20,
-    where: str = "norm",
-) -> History:
-    """One training run on digits with symmetric label noise (memoised: same inputs, same run).
-
-    The digits split and the noise depend on ``seed``; the test labels stay clean. ``where``
-    picks the parameters the posterior samples perturb (see ``posterior_features``). Runs are
-    trained by the stacked trainer (``lab.coreset.stacked``); ``digits_runs`` trains many at
-    once.
-
-    See: book/coreset/03-training-under-noise.ipynb
-    """
-    return digits_runs(
-        [{"method": method, "noise": noise, "seed": seed, "K": K, "sigma": sigma, "where": where}],
-        steps=steps,
-        budget=budget,
-        select_every=select_every,
-        eval_every=eval_every,
-    )[0]
-
-
-def digits_runs(
-    jobs: Any,
-    *,
-    steps: int = 200,
-    budget: int = 30,
-    select_every: int = 10,
-    eval_every: int = 20,
-) -> list[History]:
-    """``digits_run`` for many settings, the missing runs trained as one batched computation.
-
-    Parameters
-    ----------
-    jobs : sequence of dict
-        Each with ``method`` and ``noise``, optionally ``seed`` (0), ``K`` (4), ``sigma``
-        (0.05) and ``where`` ("norm").
-    steps, budget, select_every, eval_every : int
-        As in ``digits_run``, shared by all jobs.
-
-    Returns
-    -------
-    list of History, one per job
-
-    See: book/coreset/03-training-under-noise.ipynb
-    """
-    if isinstance(jobs, (str, bytes, dict)) or not hasattr(jobs, "__iter__"):
-        raise TypeError(f"jobs must be a sequence of dicts (got {type(jobs).__name__})")
-    resolved = []
-    for job in jobs:
-        if not isinstance(job, dict):
-            raise TypeError(f"jobs must hold dicts (got {type(job).__name__})")
-        unknown = set(job) - {"method", "noise", "seed", "K", "sigma", "where"}
-        if unknown or not {"method", "noise"} <= set(job):
-            raise ValueError(
-                f"jobs must have keys method, noise [, seed, K, sigma, where] (got {sorted(job)})"
-            )
-        resolved.append(
-            _run_key(
-                job["method"],
-                job["noise"],
-                job.get("seed", 0),
-                steps,
-                job.get("K", 4),
-                job.get("sigma", 0.05),
-                budget,
-                select_every,
-                eval_every,
-                job.get("where", "norm"),
-            )
-        )
-    _train_runs([key for key, _ in resolved])
-    out = []
-    for key, prefix in resolved:
-        setting = (*key[:3], *key[4:])
-        _HORIZONS[setting] = max(_HORIZONS.get(setting, 0), key[3])
-        _RUNS.move_to_end(key)
-        out.append(_RUNS[key] if prefix is None else _prefix(_RUNS[key], prefix))
+def _shared_errors(W, pool: tuple, sel: dict, s: AlignmentSettings, seed: int) -> dict:
+    """``alignment_errors`` of several coresets of one pool, bit for bit, computing what they
+    share (the posterior draws' full gradients, the pool's Hessian and Newton step) once;
+    ``s.hessians=False``: the gradient errors only (Hessian and Newton errors NaN, rank 0)."""
+    X, y = pool
+    gams = {}
+    for m, (_, w) in sel.items():
+        gam = np.asarray(w, dtype=float)
+        gams[m] = gam / gam.sum()
+    grad = _gradient_errors(W, pool, sel, gams, s, seed)
+    if not s.hessians:
+        return {m: {"grad": grad[m], "hess": np.nan, "newton": np.nan, "rank": 0} for m in sel}
+    H = logreg_hessian(W, X, y)
+    g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
+    gfull = g.mean(axis=0)
+    out = {}
+    for m, (idx, _) in sel.items():
+        HS = logreg_hessian(W, X[idx], y[idx], gams[m])
+        N, NS, rank = newton_steps(H, gfull, HS, gams[m] @ g[idx], newton="range", l2=1e-2)
+        out[m] = {
+            "grad": grad[m],
+            "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
+            "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
+            "rank": rank,
+        }
     return out
 
 
-# the longest run memoised per setting (digits_run serves shorter runs as its prefixes)
-_HORIZONS: dict[tuple, int] = {}
+def _gradient_errors(W, pool: tuple, sel: dict, gams: dict, s: AlignmentSettings, seed: int):
+    """Eq. (5) of every coreset of ``sel``, on the same ``s.eval_draws`` posterior draws."""
+    X, y = pool
+    rng = np.random.default_rng(seed)
+    num = dict.fromkeys(sel, 0.0)
+    den = 0.0
+    for _ in range(s.eval_draws):
+        Wk = W + s.sigma * rng.standard_normal(W.shape)
+        Gk = logreg_example_gradients(Wk, X, y).reshape(len(y), -1)
+        full = Gk.mean(axis=0)
+        for m, (idx, _) in sel.items():
+            num[m] += np.sum((gams[m] @ Gk[idx] - full) ** 2)  # eq. (5)
+        den += np.sum(full**2)
+    return {m: float(num[m] / den) for m in sel}
 
 
-def _prefix(h: History, steps: int) -> History:
-    """The history of the first ``steps`` steps of ``h`` (``steps`` one of its points)."""
-    k = h.steps.index(steps) + 1
-    return History(
-        h.method,
-        h.steps[:k],
-        h.test_acc[:k],
-        h.noisy_share[:k],
-        h.select_seconds * steps / h.steps[-1],
-    )
+# ---------------------------------------------------------------------------------------------
+# Notebook 3: training runs on digits under label noise
+# ---------------------------------------------------------------------------------------------
+@memo(maxsize=512)
+def _trained(run: RunSettings) -> History:
+    """One run's history (``digits_runs`` trains missing runs in batches and stores each)."""
+    return _train_group([run], run.train)[0]
 
 
-def noise_sweep(
-    noises: Any = (0.0, 0.25, 0.5),
-    methods: Any = ("random", "craig", "posterior", "full"),
-    seeds: Any = (0, 1, 2),
-    *,
-    steps: int = 200,
-    K: int = 4,
-    sigma: float = 0.05,
-) -> dict[str, np.ndarray]:
-    """Final clean test accuracy on digits for every (method, noise, seed).
+def _train_group(runs: list[RunSettings], train: TrainSettings) -> list[History]:
+    """Train ``runs`` (all with the settings ``train``): the stacked trainer where it applies,
+    else ``CoresetTrainer`` one run at a time."""
+    from lab.coreset.stacked import STACKED_WHERE, RunSpec, train_stacked_unchecked
 
-    Returns ``{method: array (len(noises), len(seeds))}`` and ``{"share/" + method: ...}``,
-    the weighted share of mislabeled examples in the coresets over the last evaluation window
-    (NaN for ``"full"``).
+    specs = []
+    for r in runs:
+        Xtr, ytr, Xte, yte = _digits_split(597, r.seed)
+        yn, fl = corrupt_labels(ytr, r.noise, 10, r.seed)
+        specs.append(RunSpec(r.method, r.seed, Xtr, yn, Xte, yte, fl, posterior=r.posterior))
+    if all(r.posterior.where in STACKED_WHERE for r in runs):
+        return train_stacked_unchecked(specs, train)
+    return [
+        CoresetTrainer(s.method, posterior=s.posterior, train=train, seed=s.seed).fit(
+            make_mlp(seed=s.seed), s.X, s.y, s.X_test, s.y_test, flipped=s.flipped
+        )
+        for s in specs
+    ]
+
+
+def _resolved(run: Any) -> RunSettings:
+    """The run that answers ``run``: its canonical form, shortened in smoke mode."""
+    if not isinstance(run, RunSettings):
+        raise TypeError(f"runs must hold RunSettings (got {type(run).__name__})")
+    run = run.canonical()
+    # LAB_SMOKE=1: one evaluation's worth of steps (every request maps to the same short run)
+    steps = smoke_steps(run.train.steps, small=run.train.eval_every)
+    if steps != run.train.steps:
+        run = run.replace(train=run.train.replace(steps=steps))
+    return run
+
+
+def digits_runs(runs: Any) -> list[History]:
+    """``digits_run`` for many settings, the missing runs trained as one batched computation
+    (runs that share their ``TrainSettings`` and a stackable perturbed block go through one
+    ``train_stacked`` call).
+
+    Parameters
+    ----------
+    runs : sequence of RunSettings
+
+    Returns
+    -------
+    list of History, one per run
 
     See: book/coreset/03-training-under-noise.ipynb
     """
-    noises = [check_range("noise", v, 0.0, 1.0) for v in noises]
-    methods = [check_choice("method", m, (*METHODS, "full")) for m in methods]
-    seeds = [check_int("seed", s, 0) for s in seeds]
+    from lab.coreset.stacked import STACKED_WHERE
+
+    if isinstance(runs, (str, bytes, dict, RunSettings)) or not hasattr(runs, "__iter__"):
+        raise TypeError(f"runs must be a sequence of RunSettings (got {type(runs).__name__})")
+    runs = [_resolved(r) for r in runs]
+    groups: dict[tuple, list[RunSettings]] = {}
+    for r in dict.fromkeys(runs):
+        if ((r,), {}) not in _trained:
+            key = (r.train, r.posterior.where in STACKED_WHERE)
+            groups.setdefault(key, []).append(r)
+    for (train, _), members in groups.items():
+        for r, h in zip(members, _train_group(members, train), strict=True):
+            _trained.put(h, r)
+    return [_trained(r) for r in runs]
+
+
+def digits_run(run: RunSettings) -> History:
+    """One training run on digits with symmetric label noise (memoised: same settings, same
+    run; see :class:`RunSettings`). Trained by the stacked trainer (``lab.coreset.stacked``);
+    ``digits_runs`` trains many at once.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    return digits_runs([run])[0]
+
+
+def noise_sweep(settings: SweepSettings) -> dict[str, np.ndarray]:
+    """Final clean test accuracy on digits for every (method, noise, seed).
+
+    Returns ``{method: array (len(noises), len(seeds))}`` and ``{"share/" + method: ...}``,
+    the weighted share of mislabeled examples in the coresets over the run (NaN for
+    ``"full"``). All runs train as one batched computation, then a
+    :func:`lab.core.sweep.sweep` over (method, noise) and the seeds reads them.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    s = settings
+    if not isinstance(s, SweepSettings):
+        raise TypeError(f"settings must be a SweepSettings (got {type(s).__name__})")
+    runs = {
+        (m, nz, sd): RunSettings(m, nz, sd, s.posterior, s.train)
+        for m in s.methods
+        for nz in s.noises
+        for sd in s.seeds
+    }
+    digits_runs(list(runs.values()))
+
+    def final(method: str, noise: float, seed: int) -> dict:
+        h = digits_run(runs[(method, noise, seed)])
+        share = np.nanmean(h.noisy_share) if method != "full" else np.nan
+        return {"acc": h.final_acc, "share": share}
+
+    table = sweep(final, {"method": list(s.methods), "noise": list(s.noises)}, seeds=s.seeds)
     out: dict[str, np.ndarray] = {}
-    for m in methods:
-        out[m] = np.zeros((len(noises), len(seeds)))
-        out[f"share/{m}"] = np.full((len(noises), len(seeds)), np.nan)
-    jobs = [(m, b, c) for m in methods for b in range(len(noises)) for c in range(len(seeds))]
-    hists = digits_runs(
-        [
-            {"method": m, "noise": noises[b], "seed": seeds[c], "K": K, "sigma": sigma}
-            for m, b, c in jobs
-        ],
-        steps=steps,
-    )
-    for (m, b, c), h in zip(jobs, hists, strict=True):
-        out[m][b, c] = h.final_acc
-        out[f"share/{m}"][b, c] = np.nanmean(h.noisy_share) if m != "full" else np.nan
+    for m in s.methods:
+        out[m] = np.stack([table.values("acc", method=m, noise=nz) for nz in s.noises])
+        out[f"share/{m}"] = np.stack([table.values("share", method=m, noise=nz) for nz in s.noises])
     return out
 
 
@@ -489,7 +365,6 @@ def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, fl
 
     See: book/coreset/02-label-noise.ipynb
     """
-
     a = check_array("a", a, ndim=1, min_size=1)
     b = check_array("b", b, ndim=1, min_size=1)
     if a.shape != b.shape:
@@ -506,21 +381,17 @@ def paired_difference_ci(a: Any, b: Any, *, level: float = 0.95) -> dict[str, fl
 # ---------------------------------------------------------------------------------------------
 # The widgets' drivers (memoised: the figures only draw what these return)
 # ---------------------------------------------------------------------------------------------
-
-
 @memo(maxsize=128)
-def digits_alignment(
-    noise: float, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2, seed: int = 0
-) -> AlignmentStudy:
-    """``alignment_study`` on the digits split of ``seed`` (memoised; the notebook-2 widget's
-    driver).
+def digits_alignment(settings: AlignmentSettings) -> AlignmentStudy:
+    """``alignment_study`` on the digits split of ``settings.seed`` (memoised; the notebook-2
+    widget's driver).
 
     See: book/coreset/02-label-noise.ipynb
     """
-    X, y, _, _ = digits_split(seed=seed)
-    return alignment_study(
-        X, y, noise=noise, budget=budget, K=K, sigma=sigma, trials=trials, seed=seed
-    )
+    if not isinstance(settings, AlignmentSettings):
+        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    X, y, _, _ = _digits_split(597, settings.seed)
+    return _alignment_study(X, y, settings)
 
 
 # The live values of the notebook-2 widget's budget, K and σ controls (a slider whose step is
@@ -532,28 +403,21 @@ ALIGNMENT_CHOICES = {
 }
 
 
-def precompute_alignment(
-    noise: float = 0.4, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
-) -> int:
-    """Run (once, memoised) the studies of ``alignment_figure`` for every value of
-    ``ALIGNMENT_CHOICES`` with the other settings at the given defaults, so that moving one
-    control of the live widget only redraws. Returns the number of settings.
+def precompute_alignment(settings: AlignmentSettings) -> int:
+    """Run (once, memoised) the studies of the notebook-2 widget for every value of
+    ``ALIGNMENT_CHOICES`` with the other settings as given, so that moving one control of the
+    live widget only redraws. Returns the number of settings.
 
     See: book/coreset/02-label-noise.ipynb
     """
-    noise = check_range("noise", noise, 0.0, 1.0)
-    base = {
-        "budget": check_int("budget", budget, 1, 300),
-        "K": check_int("K", K, 1),
-        "sigma": float(check_positive("sigma", sigma, allow_zero=True)),
-    }
-    trials = check_int("trials", trials, 1)
-    settings = {tuple(base.values())}
+    if not isinstance(settings, AlignmentSettings):
+        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    moves = {settings}
     for key, values in ALIGNMENT_CHOICES.items():
-        settings |= {tuple({**base, key: v}.values()) for v in values}
-    for b, k, s in sorted(settings):
-        digits_alignment(round(noise, 6), int(b), int(k), float(s), trials, 0)
-    return len(settings)
+        moves |= {settings.replace(**{key: v}) for v in values}
+    for s in moves:
+        digits_alignment(s)
+    return len(moves)
 
 
 # The live values of the notebook-3 widget's K and σ menus: ``precompute_training`` runs the
@@ -575,24 +439,37 @@ def one_thread():
         torch.set_num_threads(threads)
 
 
-def precompute_training(
-    noise: float = 0.5, K: int = 4, sigma: float = 0.05, steps: int = 200
-) -> int:
-    """Run (once, memoised by ``digits_run``) the seed-0 posterior runs of ``training_figure``
-    for every value of ``TRAINING_CHOICES`` with the other settings at the given defaults, so
-    that moving one control of the live widget only redraws. Returns the number of settings.
+def method_runs(run: RunSettings) -> dict[str, History]:
+    """The runs of every method (random, CRAIG, posterior, full) in the setting of ``run``
+    (its noise, seed, posterior samples and training), trained once and memoised: the
+    notebook-3 widget's driver.
 
     See: book/coreset/03-training-under-noise.ipynb
     """
-    noise = check_range("noise", noise, 0.0, 1.0)
-    K = check_int("K", K, 1)
-    sigma = float(check_positive("sigma", sigma, allow_zero=True))
-    steps = check_int("steps", steps, 1)
-    settings = {(K, sigma)} | {(k, sigma) for k in TRAINING_CHOICES["K"]}
-    settings |= {(K, s) for s in TRAINING_CHOICES["sigma"]}
+    if not isinstance(run, RunSettings):
+        raise TypeError(f"run must be a RunSettings (got {type(run).__name__})")
+    methods = (*METHODS, "full")
+    with one_thread():
+        hists = digits_runs([run.replace(method=m) for m in methods])
+    return dict(zip(methods, hists, strict=True))
+
+
+def precompute_training(run: RunSettings) -> int:
+    """Train (once, memoised by ``digits_run``) the posterior runs of the notebook-3 widget for
+    every value of ``TRAINING_CHOICES`` with the other settings of ``run``, so that moving one
+    control of the live widget only redraws. Returns the number of settings.
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    if not isinstance(run, RunSettings):
+        raise TypeError(f"run must be a RunSettings (got {type(run).__name__})")
+    p = run.posterior
+    settings = {(p.K, p.sigma)} | {(k, p.sigma) for k in TRAINING_CHOICES["K"]}
+    settings |= {(p.K, s) for s in TRAINING_CHOICES["sigma"]}
     jobs = [
-        {"method": "posterior", "noise": noise, "K": k, "sigma": s} for k, s in sorted(settings)
+        run.replace(method="posterior", posterior=PosteriorSettings(k, s, p.where))
+        for k, s in sorted(settings)
     ]
     with one_thread():
-        digits_runs(jobs, steps=steps)
+        digits_runs(jobs)
     return len(settings)

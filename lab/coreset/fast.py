@@ -87,6 +87,16 @@ def facility_location(
             raise ValueError(f"G must be square distance matrices (got shape {tuple(X.shape)})")
         if (X < 0).any():
             raise ValueError("G must be non-negative distances (got a negative value)")
+    idx, w = facility_location_unchecked(X, budget, metric, similarity, scale)
+    return (idx[0], w[0]) if single else (idx, w)
+
+
+def facility_location_unchecked(X, budget: int, metric: str, similarity: str, scale):
+    """``facility_location`` on a batch ``X`` of shape (P, n, m) (or (P, n, n) distances),
+    without the checks; returns ``(idx, weights)`` of shape (P, B)."""
+    import torch
+
+    if metric == "precomputed":
         D = X
     else:
         sq = (X * X).sum(-1)
@@ -95,9 +105,7 @@ def facility_location(
         D = d2.sqrt()
     P, n = D.shape[0], D.shape[1]
     if budget >= n:
-        idx = torch.arange(n).expand(P, n).numpy().copy()
-        w = np.ones((P, n), dtype=int)
-        return (idx[0], w[0]) if single else (idx, w)
+        return torch.arange(n).expand(P, n).numpy().copy(), np.ones((P, n), dtype=int)
     if similarity == "exp":
         S = torch.exp(-D / scale)  # deviation: submodlib's kernel (the official selection)
     else:
@@ -117,8 +125,7 @@ def facility_location(
     nearest = Ssel.argmax(dim=2)
     weights = torch.zeros(P, budget, dtype=torch.long, device=S.device)
     weights.scatter_add_(1, nearest, torch.ones_like(nearest))
-    idx, w = chosen.cpu().numpy(), weights.cpu().numpy()
-    return (idx[0], w[0]) if single else (idx, w)
+    return chosen.cpu().numpy(), weights.cpu().numpy()
 
 
 def per_class_facility_location_many(
@@ -157,8 +164,6 @@ def per_class_facility_location_many(
     """
     import torch
 
-    from lab.coreset.reference import per_class_budget
-
     budget = check_int("budget", budget, 1)
     similarity = check_choice("similarity", similarity, ("max-minus", "exp"))
     if isinstance(G, torch.Tensor):
@@ -172,6 +177,16 @@ def per_class_facility_location_many(
         raise ValueError(f"y must have shape {tuple(X.shape[:2])} (got {yy.shape})")
     if not np.issubdtype(yy.dtype, np.integer):
         raise TypeError(f"y must hold integer labels (got dtype {yy.dtype})")
+    if device is not None:
+        from lab.core.runtime import resolve_device
+
+        X = X.to(resolve_device(device, X))
+    return per_class_many_unchecked(X, yy, budget, similarity)
+
+
+def per_class_many_unchecked(X, yy: np.ndarray, budget: int, similarity: str = "max-minus"):
+    """``per_class_facility_location_many`` on a tensor ``X`` (P, n, m) and labels ``yy``
+    (P, n), without the checks."""
     classes = np.unique(yy)
     counts = (yy[:, :, None] == classes).sum(axis=1)  # (P, classes)
     present = counts[0] > 0
@@ -179,20 +194,30 @@ def per_class_facility_location_many(
     if (counts == counts[0]).all() and (sizes == sizes[0]).all():
         # every pool holds the same classes, each with the same number of points (the
         # class-balanced pools of the trainer): one gather, one call
-        P, per, size = X.shape[0], per_class_budget(budget, sizes.size), int(sizes[0])
-        order = np.argsort(yy, axis=1, kind="stable")  # class by class, stable inside
-        members = order.reshape(P * sizes.size, size)
-        pools = np.repeat(np.arange(P), sizes.size)
-        rows = X[torch.as_tensor(pools).unsqueeze(1), torch.as_tensor(members)]
-        idx, w = facility_location(
-            rows, per, similarity=similarity, scale=X.shape[2], device=device
-        )
-        sel = np.take_along_axis(members, idx, axis=1).reshape(P, -1)
-        return [(sel[p], w.reshape(P, -1)[p]) for p in range(P)]
+        return _balanced_pools(X, yy, budget, similarity, sizes)
+    return _uneven_pools(X, yy, budget, similarity)
+
+
+def _balanced_pools(X, yy, budget, similarity, sizes):
+    import torch
+
+    P, per, size = X.shape[0], -(-budget // sizes.size), int(sizes[0])  # ceil(B / C)
+    order = np.argsort(yy, axis=1, kind="stable")  # class by class, stable inside
+    members = order.reshape(P * sizes.size, size)
+    pools = np.repeat(np.arange(P), sizes.size)
+    rows = X[torch.as_tensor(pools).unsqueeze(1), torch.as_tensor(members)]
+    idx, w = facility_location_unchecked(rows, per, "euclidean", similarity, X.shape[2])
+    sel = np.take_along_axis(members, idx, axis=1).reshape(P, -1)
+    return [(sel[p], w.reshape(P, -1)[p]) for p in range(P)]
+
+
+def _uneven_pools(X, yy, budget, similarity):
+    import torch
+
     groups: dict[tuple[int, int], list[tuple[int, int, np.ndarray]]] = {}
     for p in range(X.shape[0]):
         classes = np.unique(yy[p])
-        per = per_class_budget(budget, classes.size)
+        per = -(-budget // classes.size)  # ceil(B / C)
         for c in classes:
             members = np.flatnonzero(yy[p] == c)
             groups.setdefault((members.size, per), []).append((p, int(c), members))
@@ -201,9 +226,7 @@ def per_class_facility_location_many(
         pools = torch.as_tensor([p for p, _, _ in items], device=X.device)
         members = torch.as_tensor(np.stack([m for _, _, m in items]), device=X.device)
         rows = X[pools.unsqueeze(1), members]  # (groups, size, m), one gather
-        idx, w = facility_location(
-            rows, per, similarity=similarity, scale=X.shape[2], device=device
-        )
+        idx, w = facility_location_unchecked(rows, per, "euclidean", similarity, X.shape[2])
         for k, (p, c, members) in enumerate(items):
             picks[p].append((c, members[idx[k]], w[k]))
     out = []

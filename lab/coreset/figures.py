@@ -1,7 +1,8 @@
 """Figures of the coreset chapter (plotly for ``lab.core.explore``, matplotlib for static panels).
 
-Kept out of the notebooks so that each notebook cell stays a sentence of code. The widgets'
-results come from memoised drivers (``experiments``, ``toy``); this module only draws them.
+Kept out of the notebooks so that each notebook cell stays a sentence of code. Every function
+takes results (a ``ToySelection``, an ``AlignmentStudy``, ``History`` objects) and draws them: a
+widget is ``figure(driver(settings))``, the driver memoised in ``experiments`` or ``toy``.
 
 See: book/coreset/01-facility-location.ipynb, book/coreset/02-label-noise.ipynb,
 book/coreset/03-training-under-noise.ipynb
@@ -11,10 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_positive, check_range
-from lab.coreset.experiments import digits_alignment, digits_run, one_thread
-from lab.coreset.reference import METHODS, noisy_share
-from lab.coreset.toy import toy_selection
+from lab.core.checks import check_array
+from lab.coreset.settings import METHODS
 
 __all__ = [
     "COLOURS",
@@ -44,8 +43,9 @@ def proxy_plane(R: np.ndarray) -> np.ndarray:
     return R @ basis.T
 
 
-def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: float = 0.5):
-    """Proxy space with the CRAIG and posterior medoids, and the noisy share of each method.
+def toy_selection_figure(selection):
+    """Proxy space with the CRAIG and posterior medoids, and the noisy share of each method
+    (a ``ToySelection``, from ``toy_selection``).
 
     Always 6 traces (for the static twin).
 
@@ -54,8 +54,10 @@ def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: floa
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    budget = check_int("budget", budget, 1)
-    R, fl, sel = toy_selection(noise, budget, K, sigma)
+    _expect("selection", selection, ("proxies", "flipped", "coresets", "shares", "settings"))
+    R, fl, sel = selection.proxies, selection.flipped, selection.coresets
+    noise, budget = selection.settings.noise, selection.settings.budget
+    K, sigma = selection.settings.K, selection.settings.sigma
     Z = proxy_plane(R)
     fig = make_subplots(
         rows=1,
@@ -90,30 +92,7 @@ def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: floa
             1,
             1,
         )
-    shares = [noisy_share(fl, *sel[m]) for m in METHODS]
-    fig.add_trace(
-        go.Bar(
-            x=list(METHODS),
-            y=shares,
-            marker_color=[COLOURS[m] for m in METHODS],
-            showlegend=False,
-            text=[f"{s:.2f}" for s in shares],
-            textposition="outside",
-        ),
-        1,
-        2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(METHODS),
-            y=[fl.mean()] * 3,
-            mode="lines",
-            name="pool noise",
-            line={"dash": "dot", "color": "black"},
-        ),
-        1,
-        2,
-    )
+    _share_panel(fig, selection)
     fig.update_xaxes(title_text="proxy coordinate 1", range=[-1.3, 1.3], row=1, col=1)
     fig.update_yaxes(title_text="proxy coordinate 2", range=[-1.3, 1.3], row=1, col=1)
     fig.update_yaxes(title_text="Σγ·[flipped] / Σγ", range=[0, 0.75], row=1, col=2)
@@ -125,19 +104,20 @@ def toy_selection_figure(noise: float, budget: int = 15, K: int = 8, sigma: floa
     return fig
 
 
-def alignment_figure(
-    noise: float, budget: int = 30, K: int = 8, sigma: float = 0.2, trials: int = 2
-):
-    """Gradient error, Hessian error and noisy share of the three methods (9 bar traces).
+def alignment_figure(study, settings):
+    """Gradient error, Hessian error and noisy share of the three methods (9 bar traces) of an
+    ``AlignmentStudy`` run with ``settings`` (an ``AlignmentSettings``).
 
     See: book/coreset/02-label-noise.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    noise = check_range("noise", noise, 0.0, 1.0)
-    sigma = check_positive("sigma", sigma, allow_zero=True)
-    st = digits_alignment(round(noise, 6), int(budget), int(K), float(sigma), int(trials), 0)
+    _expect("study", study, ("grad", "hess", "share", "pool_noise"))
+    _expect("settings", settings, ("noise", "budget", "K", "sigma", "trials"))
+    st = study
+    noise, budget, K, sigma = settings.noise, settings.budget, settings.K, settings.sigma
+    trials = settings.trials
     panels = (
         ("grad", "gradient error E‖∇ℓ_S − ∇ℓ‖² / E‖∇ℓ‖²"),
         ("hess", "Hessian error ‖H_S − H‖_F / ‖H‖_F"),
@@ -170,21 +150,25 @@ def alignment_figure(
     return fig
 
 
-def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 200):
-    """Clean test accuracy and coreset noisy share against step, seed 0 (7 traces).
+def training_figure(runs, settings, steps: int | None = None):
+    """Clean test accuracy and coreset noisy share against step (7 traces): ``runs`` maps each
+    method to its ``History`` (``method_runs``), trained with ``settings`` (a
+    ``RunSettings``); ``steps`` shows the first steps only.
 
     See: book/coreset/03-training-under-noise.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"runs must be a dict of method -> History (got {type(runs).__name__})")
+    _expect("settings", settings, ("noise", "posterior", "train"))
+    noise, K, sigma = settings.noise, settings.posterior.K, settings.posterior.sigma
+    last = settings.train.steps if steps is None else int(steps)
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=("clean test accuracy", "weighted share mislabeled")
     )
-    with one_thread():
-        runs = {
-            m: digits_run(m, noise, 0, steps=steps, K=K, sigma=sigma) for m in (*METHODS, "full")
-        }
+    runs = {m: _until(h, last) for m, h in runs.items()}
     for m, h in runs.items():
         fig.add_trace(go.Scatter(x=h.steps, y=h.test_acc, name=m, line={"color": COLOURS[m]}), 1, 1)
         if m != "full":
@@ -207,3 +191,49 @@ def training_figure(noise: float, K: int = 4, sigma: float = 0.05, steps: int = 
         height=400,
     )
     return fig
+
+
+def _until(h, steps: int):
+    """``(steps, test_acc, noisy_share)`` of the history ``h`` up to ``steps``."""
+    k = sum(1 for s in h.steps if s <= steps)
+    return type(h)(h.method, h.steps[:k], h.test_acc[:k], h.noisy_share[:k], h.select_seconds)
+
+
+def _expect(name: str, value, fields: tuple) -> None:
+    """A figure draws a result: refuse anything without the result's fields."""
+    missing = [f for f in fields if not hasattr(value, f)]
+    if missing:
+        raise TypeError(
+            f"{name} must be a result with the fields {list(fields)} (got {type(value).__name__})"
+        )
+
+
+def _share_panel(fig, selection) -> None:
+    """The right panel of ``toy_selection_figure``: each coreset's weighted noisy share and
+    the pool's."""
+    import plotly.graph_objects as go
+
+    shares = [selection.shares[m] for m in METHODS]
+    fig.add_trace(
+        go.Bar(
+            x=list(METHODS),
+            y=shares,
+            marker_color=[COLOURS[m] for m in METHODS],
+            showlegend=False,
+            text=[f"{s:.2f}" for s in shares],
+            textposition="outside",
+        ),
+        1,
+        2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(METHODS),
+            y=[selection.flipped.mean()] * 3,
+            mode="lines",
+            name="pool noise",
+            line={"dash": "dot", "color": "black"},
+        ),
+        1,
+        2,
+    )

@@ -12,20 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import (
-    check_array,
-    check_bool,
-    check_choice,
-    check_int,
-    check_positive,
-    check_range,
-)
+from lab.core.checks import check_array, check_choice, check_int, check_positive
 from lab.core.progress import progress
 from lab.coreset.fast import facility_location, per_class_facility_location_many
-from lab.coreset.reference import METHODS, noisy_share
+from lab.coreset.labels import noisy_share
+from lab.coreset.settings import METHODS, WHERE, PosteriorSettings, TrainSettings
 
 __all__ = [
-    "WHERE",
     "gradient_proxy",
     "posterior_features",
     "coreset_loss",
@@ -34,8 +27,6 @@ __all__ = [
     "History",
     "CoresetTrainer",
 ]
-
-WHERE = ("norm", "all", "last", "norm_out")
 
 
 def class_layout(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -173,15 +164,26 @@ def posterior_features(
     K = check_int("K", K, 1)
     sigma = check_positive("sigma", sigma, allow_zero=True)
     where = check_choice("where", where, WHERE)
-    if where == "norm_out":
-        norms = _norm_modules(model)
-        if not norms:
-            raise ValueError(
-                'where="norm_out" needs normalization layers in the model; use where="last"'
-            )
-        params = []
-    else:
-        params = _perturbed_params(model, where)
+    return posterior_features_unchecked(model, X, y, K, sigma, where, generator)
+
+
+def _noise_targets(model, where: str) -> tuple[list, list]:
+    """``(parameters to perturb, normalisation modules whose outputs get noise)``."""
+    if where != "norm_out":
+        return _perturbed_params(model, where), []
+    norms = _norm_modules(model)
+    if not norms:
+        raise ValueError(
+            'where="norm_out" needs normalization layers in the model; use where="last"'
+        )
+    return [], norms
+
+
+def posterior_features_unchecked(model, X, y, K: int, sigma: float, where: str, generator):
+    """``posterior_features`` without the argument checks (its callers validated them)."""
+    import torch
+
+    params, norms = _noise_targets(model, where)
     was_training = model.training
     saved = [p.detach().clone() for p in params]
     feats = []
@@ -192,7 +194,7 @@ def posterior_features(
 
     try:
         model.eval()
-        if where == "norm_out" and sigma > 0:
+        if norms and sigma > 0:
             hooks = [
                 m.register_forward_hook(lambda _m, _i, out: out + sigma * _noise_like(out))
                 for m in norms
@@ -261,20 +263,16 @@ def select_minibatch_coresets(
     X: Any,
     y: Any,
     *,
-    pool_size: int = 130,
-    budget: int = 30,
-    steps: int = 4,
     method: str = "posterior",
-    K: int = 4,
-    sigma: float = 0.05,
-    where: str = "norm",
+    posterior: PosteriorSettings | None = None,
+    train: TrainSettings | None = None,
+    steps: int = 4,
     seed: int = 0,
-    per_class: bool = True,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """One coreset per upcoming training step, each from its own class-balanced random pool.
 
-    With ``per_class`` (the paper's protocol, CREST's ``equal_num=True``) facility location
-    runs in every class of the pool separately, ``ceil(B / C)`` medoids each
+    With ``train.per_class`` (the paper's protocol, CREST's ``equal_num=True``) facility
+    location runs in every class of the pool separately, ``ceil(B / C)`` medoids each
     (``per_class_facility_location``); otherwise over the whole pool.
 
     Parameters
@@ -283,14 +281,15 @@ def select_minibatch_coresets(
         The current (unperturbed) network; it is left exactly as it was.
     X, y : Tensor, array
         The training set (noisy labels).
-    pool_size, budget, steps : int
-        Pool size, coreset size ``B`` and how many coresets to select.
     method : {"posterior", "craig", "random"}
         Features for facility location: ``K`` posterior samples, the plain proxy, or none.
-    K, sigma, where : as in ``posterior_features``.
+    posterior : PosteriorSettings, optional
+        ``K``, ``σ`` and the perturbed parameters (``posterior_features``).
+    train : TrainSettings, optional
+        Its ``pool_size``, ``budget`` (``B``) and ``per_class``.
+    steps : int
+        How many coresets to select.
     seed : int
-    per_class : bool
-        Select per class (default) or over the whole pool.
 
     Returns
     -------
@@ -301,14 +300,32 @@ def select_minibatch_coresets(
     """
     import torch
 
-    pool_size = check_int("pool_size", pool_size, 1)
-    budget = check_int("budget", budget, 1)
+    posterior, train = _settings(posterior, train)
     steps = check_int("steps", steps, 1)
     method = check_choice("method", method, METHODS)
     seed = check_int("seed", seed, 0)
-    per_class = check_bool("per_class", per_class)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
+    y_np = _integer_labels(y)
+    n_x = X.shape[0] if isinstance(X, torch.Tensor) else check_array("X", X, ndim=2).shape[0]
+    if n_x != y_np.size:
+        raise ValueError(f"X must have one row per label ({y_np.size}) (got {n_x})")
+    return select_unchecked(model, X, y_np, method, posterior, train, steps, seed)
+
+
+def _settings(posterior: Any, train: Any) -> tuple[PosteriorSettings, TrainSettings]:
+    posterior = PosteriorSettings() if posterior is None else posterior
+    train = TrainSettings() if train is None else train
+    if not isinstance(posterior, PosteriorSettings):
+        raise TypeError(f"posterior must be a PosteriorSettings (got {type(posterior).__name__})")
+    if not isinstance(train, TrainSettings):
+        raise TypeError(f"train must be a TrainSettings (got {type(train).__name__})")
+    return posterior, train
+
+
+def _integer_labels(y: Any) -> np.ndarray:
+    import torch
+
     y_np = check_array(
         "y", y.cpu().numpy() if isinstance(y, torch.Tensor) else y, ndim=1, dtype=None, min_size=1
     )
@@ -319,29 +336,33 @@ def select_minibatch_coresets(
             raise TypeError(f"y must hold integer labels (got dtype {y_np.dtype})")
     if y_np.min() < 0:
         raise ValueError(f"y must hold non-negative labels (got {y_np.min()})")
-    n_x = X.shape[0] if isinstance(X, torch.Tensor) else check_array("X", X, ndim=2).shape[0]
-    if n_x != y_np.size:
-        raise ValueError(f"X must have one row per label ({y_np.size}) (got {n_x})")
+    return y_np
+
+
+def select_unchecked(model, X, y_np, method, posterior, train, steps, seed):
+    """``select_minibatch_coresets`` without the argument checks (its callers made them)."""
+    import torch
+
     rng = np.random.default_rng(seed)
-    pools = np.stack([balanced_pool(y_np, min(pool_size, y_np.size), rng) for _ in range(steps)])
+    size = min(train.pool_size, y_np.size)
+    pools = np.stack([balanced_pool(y_np, size, rng) for _ in range(steps)])
     if method == "random":
-        b = min(budget, pools.shape[1])
+        b = min(train.budget, pools.shape[1])
         return [(p[rng.choice(p.size, b, replace=False)], np.ones(b, dtype=int)) for p in pools]
     Xt = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
     yt = torch.as_tensor(y_np, device=Xt.device)
     flat = torch.as_tensor(pools.ravel(), device=Xt.device)
     if method == "craig":
-        F = posterior_features(model, Xt[flat], yt[flat], K=1, sigma=0.0, where="all")
+        F = posterior_features_unchecked(model, Xt[flat], yt[flat], 1, 0.0, "all", None)
     else:
         gen = torch.Generator().manual_seed(seed)
-        F = posterior_features(
-            model, Xt[flat], yt[flat], K=K, sigma=sigma, where=where, generator=gen
-        )
+        K, sigma, where = posterior.K, posterior.sigma, posterior.where
+        F = posterior_features_unchecked(model, Xt[flat], yt[flat], K, sigma, where, gen)
     F = F.double().reshape(steps, pools.shape[1], -1)
-    if per_class:
-        picks = per_class_facility_location_many(F, y_np[pools], budget, device="cpu")
+    if train.per_class:
+        picks = per_class_facility_location_many(F, y_np[pools], train.budget, device="cpu")
         return [(pools[s][i], w) for s, (i, w) in enumerate(picks)]
-    idx, w = facility_location(F, budget)
+    idx, w = facility_location(F, train.budget)
     return [(pools[s][idx[s]], w[s]) for s in range(steps)]
 
 
@@ -366,7 +387,7 @@ class History:
 class CoresetTrainer:
     """Train a network on mini-batch coresets (CREST-style loop, posterior selection).
 
-    Every ``select_every`` steps the trainer selects the next ``select_every`` mini-batch
+    Every ``train.select_every`` steps the trainer selects the next ``select_every`` mini-batch
     coresets at once (``select_minibatch_coresets``; pools drawn class-balanced from the
     training set), then takes one SGD step per coreset with the weighted loss (7). The noise
     of the posterior samples is used for selection only; training steps see the unperturbed
@@ -377,17 +398,12 @@ class CoresetTrainer:
     Parameters
     ----------
     method : {"posterior", "craig", "random", "full"}
-    budget : int
-        Mini-batch coreset size ``B`` (with ``per_class``, ``ceil(B / C)`` per class: make
-        ``C`` divide ``B`` so every method trains on ``B`` examples a step).
-    pool_size : int
-        Candidate pool per step.
-    per_class : bool
-        Per-class selection (the paper's protocol, default) or over the whole pool.
-    K, sigma, where : posterior samples (see ``posterior_features``).
-    lr, momentum, weight_decay : SGD (CREST's defaults for momentum and weight decay).
-    select_every : int
-        Steps between selection rounds.
+    posterior : PosteriorSettings, optional
+        ``K``, ``σ`` and the perturbed parameters (see ``posterior_features``).
+    train : TrainSettings, optional
+        Steps, budget ``B`` (with ``per_class``, ``ceil(B / C)`` per class: make ``C`` divide
+        ``B`` so every method trains on ``B`` examples a step), pools, SGD, selection rounds
+        and evaluation points.
     seed : int
 
     See: book/coreset/03-training-under-noise.ipynb
@@ -397,117 +413,109 @@ class CoresetTrainer:
         self,
         method: str = "posterior",
         *,
-        budget: int = 30,
-        pool_size: int = 130,
-        K: int = 4,
-        sigma: float = 0.05,
-        where: str = "norm",
-        lr: float = 0.05,
-        momentum: float = 0.9,
-        weight_decay: float = 5e-4,
-        select_every: int = 10,
+        posterior: PosteriorSettings | None = None,
+        train: TrainSettings | None = None,
         seed: int = 0,
-        per_class: bool = True,
     ):
         self.method = check_choice("method", method, (*METHODS, "full"))
-        self.budget = check_int("budget", budget, 1)
-        self.pool_size = check_int("pool_size", pool_size, self.budget)
-        self.K = check_int("K", K, 1)
-        self.sigma = check_positive("sigma", sigma, allow_zero=True)
-        self.where = check_choice("where", where, WHERE)
-        self.lr = check_positive("lr", lr)
-        self.momentum = check_range("momentum", momentum, 0.0, 1.0, high_inclusive=False)
-        self.weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
-        self.select_every = check_int("select_every", select_every, 1)
+        self.posterior, self.train = _settings(posterior, train)
         self.seed = check_int("seed", seed, 0)
-        self.per_class = check_bool("per_class", per_class)
 
     def fit(
-        self,
-        model: Any,
-        X: Any,
-        y: Any,
-        X_test: Any,
-        y_test: Any,
-        *,
-        steps: int = 300,
-        flipped: Any = None,
-        eval_every: int = 50,
+        self, model: Any, X: Any, y: Any, X_test: Any, y_test: Any, *, flipped: Any = None
     ) -> History:
-        """Run ``steps`` SGD steps; record clean test accuracy every ``eval_every`` steps.
+        """Run ``train.steps`` SGD steps; record clean test accuracy every ``train.eval_every``.
 
         ``flipped`` (bool mask over the training set) lets the history record the weighted
         share of mislabeled examples the coresets picked.
         """
-        import time
-
         import torch
 
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module (got {type(model).__name__})")
-        steps = check_int("steps", steps, 1)
-        eval_every = check_int("eval_every", eval_every, 1)
         dev = next(model.parameters()).device
         Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)
         yt = torch.as_tensor(np.asarray(y), dtype=torch.long, device=dev)
-        Xv = torch.as_tensor(np.asarray(X_test), dtype=torch.float32, device=dev)
-        yv = torch.as_tensor(np.asarray(y_test), dtype=torch.long, device=dev)
+        test = (
+            torch.as_tensor(np.asarray(X_test), dtype=torch.float32, device=dev),
+            torch.as_tensor(np.asarray(y_test), dtype=torch.long, device=dev),
+        )
         fl = None if flipped is None else np.asarray(flipped, dtype=bool)
         torch.manual_seed(self.seed)
+        tr = self.train
         opt = torch.optim.SGD(
-            model.parameters(),
-            lr=self.lr,
-            momentum=self.momentum,
-            weight_decay=self.weight_decay,
+            model.parameters(), lr=tr.lr, momentum=tr.momentum, weight_decay=tr.weight_decay
         )
         hist = History(self.method)
-        n_train = Xt.shape[0]
-        shuffle = np.random.default_rng(self.seed)
-        order = np.empty(0, dtype=int)
-        queue: list[tuple[np.ndarray, np.ndarray]] = []
-        shares = []
-        for s in progress(range(1, steps + 1), desc=self.method):
+        batches = self._batches(model, Xt, yt, fl, hist)
+        shares: list[float] = []
+        for s in progress(range(1, tr.steps + 1), desc=self.method):
             model.train()
-            if self.method == "full":
-                # full data, like with like: an SGD step on the next `budget` examples of a
-                # shuffled pass over the whole (noisy) training set, unweighted
-                if order.size < self.budget:
-                    order = np.concatenate([order, shuffle.permutation(n_train)])
-                it = torch.as_tensor(order[: self.budget], device=dev)
-                order = order[self.budget :]
-                loss = torch.nn.functional.cross_entropy(model(Xt[it]), yt[it])
+            it, w, share = batches(s)
+            if share is not None:
+                shares.append(share)
+            out = model(Xt[it])
+            if w is None:
+                loss = torch.nn.functional.cross_entropy(out, yt[it])
             else:
-                if not queue:
-                    t0 = time.perf_counter()
-                    queue = select_minibatch_coresets(
-                        model,
-                        Xt,
-                        yt.cpu().numpy(),
-                        pool_size=self.pool_size,
-                        budget=self.budget,
-                        steps=self.select_every,
-                        method=self.method,
-                        K=self.K,
-                        sigma=self.sigma,
-                        where=self.where,
-                        seed=self.seed * 100003 + s,
-                        per_class=self.per_class,
-                    )
-                    hist.select_seconds += time.perf_counter() - t0
-                idx, w = queue.pop(0)
-                if fl is not None:
-                    shares.append(noisy_share(fl, idx, w))
-                it = torch.as_tensor(idx, device=dev)
-                loss = coreset_loss(model(Xt[it]), yt[it], torch.as_tensor(w, device=dev))
+                loss = coreset_loss(out, yt[it], torch.as_tensor(w, device=dev))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            if s % eval_every == 0 or s == steps:
-                model.eval()
-                with torch.no_grad():
-                    acc = (model(Xv).argmax(1) == yv).float().mean().item()
-                hist.steps.append(s)
-                hist.test_acc.append(acc)
-                hist.noisy_share.append(float(np.mean(shares)) if shares else float("nan"))
+            if s % tr.eval_every == 0 or s == tr.steps:
+                _evaluate(model, test, s, hist, shares)
                 shares = []
         return hist
+
+    def _batches(self, model, Xt, yt, fl, hist):
+        """``batch(step) -> (indices, weights or None, noisy share or None)`` for this method."""
+        import time
+
+        import torch
+
+        dev, budget = Xt.device, self.train.budget
+        if self.method == "full":
+            # full data, like with like: an SGD step on the next `budget` examples of a
+            # shuffled pass over the whole (noisy) training set, unweighted
+            shuffle = np.random.default_rng(self.seed)
+            order = [np.empty(0, dtype=int)]
+
+            def full(_step):
+                if order[0].size < budget:
+                    order[0] = np.concatenate([order[0], shuffle.permutation(Xt.shape[0])])
+                it = torch.as_tensor(order[0][:budget], device=dev)
+                order[0] = order[0][budget:]
+                return it, None, None
+
+            return full
+        queue: list[tuple[np.ndarray, np.ndarray]] = []
+        y_np = yt.cpu().numpy()
+
+        def coreset(step):
+            if not queue:
+                t0 = time.perf_counter()
+                queue.extend(
+                    select_unchecked(
+                        model, Xt, y_np, self.method, self.posterior, self.train,
+                        self.train.select_every, self.seed * 100003 + step,
+                    )
+                )  # fmt: skip
+                hist.select_seconds += time.perf_counter() - t0
+            idx, w = queue.pop(0)
+            share = None if fl is None else noisy_share(fl, idx, w)
+            return torch.as_tensor(idx, device=dev), w, share
+
+        return coreset
+
+
+def _evaluate(model, test, step: int, hist: History, shares: list) -> None:
+    """Clean test accuracy and the window's noisy share, appended to ``hist``."""
+    import torch
+
+    Xv, yv = test
+    model.eval()
+    with torch.no_grad():
+        acc = (model(Xv).argmax(1) == yv).float().mean().item()
+    hist.steps.append(step)
+    hist.test_acc.append(acc)
+    hist.noisy_share.append(float(np.mean(shares)) if shares else float("nan"))

@@ -24,7 +24,6 @@ from lab.core.checks import (
 )
 
 __all__ = [
-    "METHODS",
     "pairwise_distances",
     "facility_location_objective",
     "greedy_facility_location",
@@ -33,9 +32,6 @@ __all__ = [
     "per_class_budget",
     "per_class_facility_location",
     "brute_force_facility_location",
-    "random_coreset",
-    "corrupt_labels",
-    "noisy_share",
     "softmax_regression_fit",
     "logreg_example_gradients",
     "logreg_posterior_features",
@@ -43,8 +39,6 @@ __all__ = [
     "alignment_errors",
     "newton_steps",
 ]
-
-METHODS = ("random", "craig", "posterior")
 
 
 def pairwise_distances(G: Any) -> np.ndarray:
@@ -62,7 +56,10 @@ def pairwise_distances(G: Any) -> np.ndarray:
 
     See: book/coreset/01-facility-location.ipynb
     """
-    G = check_array("G", G, ndim=2, min_size=1)
+    return _distances(check_array("G", G, ndim=2, min_size=1))
+
+
+def _distances(G: np.ndarray) -> np.ndarray:
     sq = np.einsum("ij,ij->i", G, G)
     # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b, clipped at 0 against round-off
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (G @ G.T), 0.0)
@@ -156,39 +153,55 @@ def greedy_facility_location(
     budget = check_int("budget", budget, 1)
     lazy = check_bool("lazy", lazy)
     S = similarity_matrix(D, similarity, scale)  # eq. (2): similarity s_ij = d_max - d_ij >= 0
-    n = D.shape[0]
+    return greedy_unchecked(S, budget, lazy)
+
+
+def greedy_unchecked(S: np.ndarray, budget: int, lazy: bool = False):
+    """``greedy_facility_location`` on similarities ``S`` (eq. 2), without the checks."""
+    n = S.shape[0]
     if budget >= n:
         return np.arange(n), np.ones(n, dtype=int)
-    cover = np.zeros(n)  # max_{j in S} s_ij, 0 for the empty set
-    chosen: list[int] = []
-    if not lazy:
-        taken = np.zeros(n, dtype=bool)
-        for _ in range(budget):
-            # eq. (3): marginal gain of every candidate j, sum_i max(s_ij - cover_i, 0)
-            gain = np.maximum(S - cover[:, None], 0.0).sum(axis=0)
-            gain[taken] = -np.inf
-            j = int(np.argmax(gain))  # lowest index among ties
-            chosen.append(j)
-            taken[j] = True
-            cover = np.maximum(cover, S[:, j])
-    else:
-        # lazy greedy: gains only shrink (submodularity), so stale gains are upper bounds
-        gain0 = S.sum(axis=0)
-        heap = [(-gain0[j], j) for j in range(n)]
-        heapq.heapify(heap)
-        while len(chosen) < budget:
-            _, j = heapq.heappop(heap)
-            fresh = float(np.maximum(S[:, j] - cover, 0.0).sum())
-            if not heap or fresh >= -heap[0][0]:
-                chosen.append(j)
-                cover = np.maximum(cover, S[:, j])
-            else:
-                heapq.heappush(heap, (-fresh, j))
+    chosen = _lazy_greedy(S, budget) if lazy else _greedy(S, budget)
     idx = np.asarray(chosen, dtype=int)
     # eq. (3): gamma_j = number of points whose most similar medoid is j
     nearest = np.argmax(S[:, idx], axis=1)
     weights = np.bincount(nearest, minlength=budget)
     return idx, weights
+
+
+def _greedy(S: np.ndarray, budget: int) -> list[int]:
+    n = S.shape[0]
+    cover = np.zeros(n)  # max_{j in S} s_ij, 0 for the empty set
+    chosen: list[int] = []
+    taken = np.zeros(n, dtype=bool)
+    for _ in range(budget):
+        # eq. (3): marginal gain of every candidate j, sum_i max(s_ij - cover_i, 0)
+        gain = np.maximum(S - cover[:, None], 0.0).sum(axis=0)
+        gain[taken] = -np.inf
+        j = int(np.argmax(gain))  # lowest index among ties
+        chosen.append(j)
+        taken[j] = True
+        cover = np.maximum(cover, S[:, j])
+    return chosen
+
+
+def _lazy_greedy(S: np.ndarray, budget: int) -> list[int]:
+    # lazy greedy: gains only shrink (submodularity), so stale gains are upper bounds
+    n = S.shape[0]
+    cover = np.zeros(n)
+    chosen: list[int] = []
+    gain0 = S.sum(axis=0)
+    heap = [(-gain0[j], j) for j in range(n)]
+    heapq.heapify(heap)
+    while len(chosen) < budget:
+        _, j = heapq.heappop(heap)
+        fresh = float(np.maximum(S[:, j] - cover, 0.0).sum())
+        if not heap or fresh >= -heap[0][0]:
+            chosen.append(j)
+            cover = np.maximum(cover, S[:, j])
+        else:
+            heapq.heappush(heap, (-fresh, j))
+    return chosen
 
 
 def per_class_budget(budget: int, num_classes: int) -> int:
@@ -242,11 +255,20 @@ def per_class_facility_location(
         raise TypeError(f"y must hold integer labels (got dtype {y.dtype})")
     budget = check_int("budget", budget, 1)
     similarity = check_choice("similarity", similarity, SIMILARITIES)
-    per = per_class_budget(budget, np.unique(y).size)
+    return per_class_unchecked(G, y, budget, similarity)
+
+
+def per_class_unchecked(G: np.ndarray, y: np.ndarray, budget: int, similarity: str = "max-minus"):
+    """``per_class_facility_location`` without the checks (its callers validated them)."""
+    per = -(-budget // np.unique(y).size)  # ceil(B / C), per_class_budget
     idx, weights = [], []
     for members in (np.flatnonzero(y == c) for c in np.unique(y)):  # classes in increasing order
-        D = pairwise_distances(G[members])
-        i, w = greedy_facility_location(D, per, similarity=similarity, scale=G.shape[1])
+        D = _distances(G[members])
+        if similarity == "max-minus":
+            S = D.max() - D  # eq. (2)
+        else:
+            S = np.exp(-D / G.shape[1])  # deviation: submodlib's kernel, scale = m
+        i, w = greedy_unchecked(S, per)
         idx, weights = idx + [members[i]], weights + [w]
     return np.concatenate(idx), np.concatenate(weights)
 
@@ -277,95 +299,6 @@ def brute_force_facility_location(D: Any, budget: int) -> tuple[np.ndarray, floa
         if v > best:
             best, best_idx = v, comb
     return np.asarray(best_idx, dtype=int), float(best)
-
-
-def random_coreset(n: int, budget: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Uniform random subset of size ``budget`` with equal weights ``n / budget``.
-
-    See: book/coreset/01-facility-location.ipynb
-    """
-    n = check_int("n", n, 1)
-    budget = check_int("budget", budget, 1)
-    seed = check_int("seed", seed, 0)
-    b = min(budget, n)
-    idx = np.random.default_rng(seed).choice(n, size=b, replace=False)
-    return idx, np.full(b, n / b)
-
-
-# ---------------------------------------------------------------------------------------------
-# Labels, proxies and the posterior features
-# ---------------------------------------------------------------------------------------------
-def corrupt_labels(
-    y: Any, ratio: float, num_classes: int, seed: int = 0, *, mode: str = "symmetric"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Inject label noise.
-
-    Parameters
-    ----------
-    y : array-like of int, shape (n,)
-        Clean labels in ``0 .. num_classes - 1``.
-    ratio : float in [0, 1]
-        Fraction of examples whose label is redrawn.
-    num_classes : int
-        Number of classes ``C >= 2``.
-    seed : int
-        Seed of the numpy generator (deterministic).
-    mode : {"symmetric", "exclusive"}
-        ``"symmetric"``: each picked example gets a uniform label over all ``C`` classes (it
-        may keep its own, so the flipped fraction is ``ratio (C-1)/C`` on average; the
-        convention of the paper's experiments). ``"exclusive"``: a uniform *other* class.
-
-    Returns
-    -------
-    y_noisy : ndarray of int
-    flipped : ndarray of bool
-        ``y_noisy != y``.
-
-    See: book/coreset/02-label-noise.ipynb
-    """
-    num_classes = check_int("num_classes", num_classes, 2)
-    y = check_array("y", y, ndim=1, dtype=None)
-    if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y)):
-            y = y.astype(int)
-        else:
-            raise TypeError(f"y must hold integer labels (got dtype {y.dtype})")
-    if y.size and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"y must lie in [0, {num_classes - 1}] (got {y.min()}..{y.max()})")
-    ratio = check_range("ratio", ratio, 0.0, 1.0)
-    seed = check_int("seed", seed, 0)
-    mode = check_choice("mode", mode, ("symmetric", "exclusive"))
-    rng = np.random.default_rng(seed)
-    pick = rng.random(y.size) < ratio
-    y_noisy = y.astype(int).copy()
-    if mode == "symmetric":
-        y_noisy[pick] = rng.integers(0, num_classes, size=int(pick.sum()))
-    else:
-        shift = rng.integers(1, num_classes, size=int(pick.sum()))
-        y_noisy[pick] = (y_noisy[pick] + shift) % num_classes
-    return y_noisy, y_noisy != y
-
-
-def noisy_share(flipped: Any, idx: Any, weights: Any) -> float:
-    """Weighted share of mislabeled points in a coreset, ``sum_j gamma_j [flipped_j] / sum gamma``.
-
-    See: book/coreset/01-facility-location.ipynb
-    """
-    flipped = check_array("flipped", flipped, ndim=1, dtype=None, min_size=1).astype(bool)
-    idx = check_array("idx", idx, ndim=1, dtype=None, min_size=1)
-    if not np.issubdtype(idx.dtype, np.integer):
-        if np.issubdtype(idx.dtype, np.floating) and np.all(idx == np.round(idx)):
-            idx = idx.astype(int)
-        else:
-            raise TypeError(f"idx must hold integer indices (got dtype {idx.dtype})")
-    if idx.min() < 0 or idx.max() >= flipped.size:
-        raise ValueError(f"idx must lie in [0, {flipped.size - 1}] (got {idx.min()}..{idx.max()})")
-    w = check_array("weights", weights, ndim=1, min_size=1)
-    if w.shape != idx.shape:
-        raise ValueError(f"weights must have the shape of idx {idx.shape} (got {w.shape})")
-    if np.any(w < 0) or w.sum() <= 0:
-        raise ValueError("weights must be non-negative with a positive sum")
-    return float((w * flipped[idx]).sum() / w.sum())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,9 +429,7 @@ def alignment_errors(
     *,
     sigma: float = 0.05,
     draws: int = 16,
-    l2: float = 1e-2,
     newton: str = "range",
-    rcond: float = 1e-6,
     seed: int = 0,
 ) -> dict[str, float]:
     """How well the weighted subset ``(idx, weights)`` stands in for the pool ``(X, y)``.
@@ -512,14 +443,10 @@ def alignment_errors(
     sigma, draws, seed : the fresh posterior draws ``w ~ N(w_bar, sigma^2 I)`` on which the
         gradient error is averaged.
     newton : {"range", "ridge"}
-        How the Newton steps are compared. ``"range"`` (default): inside the range of the
-        coreset Hessian ``H_S`` (its eigenvectors ``U`` with eigenvalue above
-        ``rcond * lambda_max``), ``N_S = U L^{-1} U^T grad l_S`` and
-        ``N = U (U^T H U)^{-1} U^T grad l``: both steps in the subspace where the coreset
-        has curvature, no ridge. ``"ridge"``: ``N = (H + l2 I)^{-1} grad l`` (and likewise
-        ``N_S``); with ``B (C - 1) < C (d + 1)`` the ridge dominates ``N_S``.
-    l2 : ridge of ``newton="ridge"``.
-    rcond : relative eigenvalue cut of ``newton="range"``.
+        How the Newton steps are compared (``newton_steps``). ``"range"`` (default): inside
+        the range of the coreset Hessian ``H_S`` (eigenvalues above ``1e-6 lambda_max``), no
+        ridge; ``"ridge"``: ``N = (H + 0.01 I)^{-1} grad l`` (and likewise ``N_S``); with
+        ``B (C - 1) < C (d + 1)`` the ridge dominates ``N_S``.
 
     Returns
     -------
@@ -538,9 +465,7 @@ def alignment_errors(
         raise ValueError("weights must be non-negative, of the shape of idx, with a positive sum")
     sigma = check_positive("sigma", sigma, allow_zero=True)
     draws = check_int("draws", draws, 1)
-    l2 = check_positive("l2", l2)
     newton = check_choice("newton", newton, ("range", "ridge"))
-    rcond = check_range("rcond", rcond, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     rng = np.random.default_rng(check_int("seed", seed, 0))
     gam = gam / gam.sum()
     num = den = 0.0
@@ -548,16 +473,19 @@ def alignment_errors(
         Wk = W + sigma * rng.standard_normal(W.shape)
         Gk = logreg_example_gradients(Wk, X, y).reshape(len(y), -1)
         full = Gk.mean(axis=0)
-        sub = gam @ Gk[idx]
-        num += np.sum((sub - full) ** 2)  # eq. (5)
+        num += np.sum((gam @ Gk[idx] - full) ** 2)  # eq. (5)
         den += np.sum(full**2)
+    return {"grad": float(num / den), **curvature_errors(W, X, y, idx, gam, newton)}
+
+
+def curvature_errors(W, X, y, idx, gam, newton: str = "range") -> dict[str, float]:
+    """The Hessian and Newton-step errors of the coreset ``(idx, gam)`` (``gam`` summing to 1)
+    at ``w_bar`` (Theorem 3.2), without the checks of ``alignment_errors``."""
     H = logreg_hessian(W, X, y)
     HS = logreg_hessian(W, X[idx], y[idx], gam)
     g = logreg_example_gradients(W, X, y).reshape(len(y), -1)
-    gfull, gsub = g.mean(axis=0), gam @ g[idx]
-    N, NS, rank = newton_steps(H, gfull, HS, gsub, newton=newton, l2=l2, rcond=rcond)
+    N, NS, rank = newton_steps(H, g.mean(axis=0), HS, gam @ g[idx], newton=newton)
     return {
-        "grad": float(num / den),
         "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
         "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
         "rank": rank,

@@ -13,15 +13,16 @@ See: book/coreset/03-training-under-noise.ipynb
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_int
 from lab.core.progress import progress
+from lab.coreset.fast import per_class_many_unchecked
 from lab.coreset.models import History, balanced_pool, class_layout, make_mlp
-from lab.coreset.reference import METHODS
+from lab.coreset.settings import METHODS, PosteriorSettings, TrainSettings
 
 __all__ = ["STACKED_WHERE", "RunSpec", "train_stacked"]
 
@@ -47,9 +48,16 @@ class RunSpec:
     X_test: Any
     y_test: Any
     flipped: Any = None
-    K: int = 4
-    sigma: float = 0.05
-    where: str = "norm"
+    posterior: PosteriorSettings = field(default_factory=PosteriorSettings)
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, (*METHODS, "full"))
+        check_int("seed", self.seed, 0)
+        if not isinstance(self.posterior, PosteriorSettings):
+            raise TypeError(
+                f"posterior must be a PosteriorSettings (got {type(self.posterior).__name__})"
+            )
+        check_choice("where", self.posterior.where, STACKED_WHERE)
 
 
 def _forward(P: dict, X, *, train: bool, stats: dict | None = None):
@@ -97,19 +105,7 @@ def _features(P, stats, X, y, noise, K):
     return torch.cat(feats, dim=2)
 
 
-def train_stacked(
-    specs: Any,
-    *,
-    steps: int = 200,
-    budget: int = 30,
-    pool_size: int = 130,
-    lr: float = 0.05,
-    momentum: float = 0.9,
-    weight_decay: float = 5e-4,
-    select_every: int = 10,
-    eval_every: int = 20,
-    hidden: int = 128,
-) -> list[History]:
+def train_stacked(specs: Any, train: TrainSettings | None = None, *, hidden: int = 128):
     """Train one BatchNorm MLP per ``RunSpec`` on mini-batch coresets, all runs at once.
 
     Parameters
@@ -117,8 +113,10 @@ def train_stacked(
     specs : sequence of RunSpec
         Methods in {"posterior", "craig", "random", "full"}; ``where`` in {"norm", "all",
         "last"} (``"norm_out"`` runs go through ``CoresetTrainer``).
-    steps, budget, pool_size, lr, momentum, weight_decay, select_every, eval_every, hidden :
+    train : TrainSettings, optional
         As in ``CoresetTrainer`` (selection is per class, as there).
+    hidden : int
+        Width of the hidden layer.
 
     Returns
     -------
@@ -128,165 +126,224 @@ def train_stacked(
 
     See: book/coreset/03-training-under-noise.ipynb
     """
+    specs = list(specs) if hasattr(specs, "__iter__") else specs
+    if not isinstance(specs, list) or not specs or not all(isinstance(s, RunSpec) for s in specs):
+        raise TypeError("specs must be a non-empty sequence of RunSpec")
+    train = TrainSettings() if train is None else train
+    if not isinstance(train, TrainSettings):
+        raise TypeError(f"train must be a TrainSettings (got {type(train).__name__})")
+    return train_stacked_unchecked(specs, train, check_int("hidden", hidden, 1))
+
+
+def train_stacked_unchecked(specs: list, train: TrainSettings, hidden: int = 128) -> list:
+    """``train_stacked`` without the checks (its callers validated the settings)."""
     import time
 
     import torch
 
-    from lab.coreset.fast import per_class_facility_location_many
-
-    specs = list(specs)
-    if not specs or not all(isinstance(s, RunSpec) for s in specs):
-        raise TypeError("specs must be a non-empty sequence of RunSpec")
-    steps = check_int("steps", steps, 1)
-    budget = check_int("budget", budget, 1)
-    pool_size = check_int("pool_size", pool_size, budget)
-    lr = check_positive("lr", lr)
-    momentum = check_range("momentum", momentum, 0.0, 1.0, high_inclusive=False)
-    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
-    select_every = check_int("select_every", select_every, 1)
-    eval_every = check_int("eval_every", eval_every, 1)
-    for s in specs:
-        check_choice("method", s.method, (*METHODS, "full"))
-        check_choice("where", s.where, STACKED_WHERE)
-        check_int("K", s.K, 1)
-        check_positive("sigma", s.sigma, allow_zero=True)
-    R = len(specs)
-    d_in = int(np.asarray(specs[0].X).shape[1])
-    C = int(max(np.max(s.y) for s in specs)) + 1
-    Xs = [torch.as_tensor(np.asarray(s.X), dtype=torch.float32) for s in specs]
-    ys = [np.asarray(s.y, dtype=np.int64) for s in specs]
-    Xv = torch.stack([torch.as_tensor(np.asarray(s.X_test), dtype=torch.float32) for s in specs])
-    yv = torch.stack([torch.as_tensor(np.asarray(s.y_test), dtype=torch.long) for s in specs])
-    models = [make_mlp(d_in, hidden, C, seed=s.seed) for s in specs]
-    P = {
-        name: torch.stack([list(m.parameters())[i].detach().clone() for m in models])
-        for i, name in enumerate(_PARAMS)
-    }
-    for t in P.values():
-        t.requires_grad_(True)
-    stats = {"mean": torch.zeros(R, hidden), "var": torch.ones(R, hidden)}
-    bufs: dict[str, Any] = {}
+    st = _Stack.build(specs, hidden)
     hist = [History(s.method) for s in specs]
-    shuffles = [np.random.default_rng(s.seed) for s in specs]
-    orders = [np.empty(0, dtype=int) for _ in specs]
-    queues: list[list] = [[] for _ in specs]
-    shares: list[list] = [[] for _ in specs]
     coreset_runs = [r for r, s in enumerate(specs) if s.method != "full"]
-    flips = [None if s.flipped is None else np.asarray(s.flipped, dtype=bool) for s in specs]
-    layouts = [class_layout(y) for y in ys]
-    for step in progress(range(1, steps + 1), desc="stacked runs"):
-        if coreset_runs and not queues[coreset_runs[0]]:
+    for step in progress(range(1, train.steps + 1), desc="stacked runs"):
+        if coreset_runs and not st.queues[coreset_runs[0]]:
             t0 = time.perf_counter()
-            _select(
-                specs,
-                Xs,
-                ys,
-                layouts,
-                P,
-                stats,
-                queues,
-                coreset_runs,
-                step,
-                budget,
-                pool_size,
-                select_every,
-                per_class_facility_location_many,
-            )
+            _select(st, coreset_runs, step, train)
             spent = (time.perf_counter() - t0) / len(coreset_runs)
             for r in coreset_runs:
                 hist[r].select_seconds += spent
-        batch, weights, targets = [], [], []
-        for r, s in enumerate(specs):
-            if s.method == "full":
-                if orders[r].size < budget:
-                    orders[r] = np.concatenate([orders[r], shuffles[r].permutation(len(ys[r]))])
-                idx, w = orders[r][:budget], np.ones(budget)
-                orders[r] = orders[r][budget:]
-            else:
-                idx, w = queues[r].pop(0)
-                if flips[r] is not None:
-                    shares[r].append(float((w * flips[r][idx]).sum() / np.sum(w)))  # noisy_share
-            if len(idx) != budget:
-                raise ValueError(
-                    f"budget must give every run the same coreset size (run {r}: {len(idx)})"
-                )
-            batch.append(Xs[r][torch.as_tensor(idx)])
-            targets.append(torch.as_tensor(ys[r][idx]))
-            weights.append(torch.as_tensor(np.asarray(w, dtype=np.float32)))
-        Xb, yb, wb = torch.stack(batch), torch.stack(targets), torch.stack(weights)
-        logits = _forward(P, Xb, train=True, stats=stats)
+        Xb, yb, wb = _batch(st, train.budget)
+        logits = _forward(st.P, Xb, train=True, stats=st.stats)
         ce = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, C), yb.reshape(-1), reduction="none"
-        ).reshape(R, budget)
+            logits.reshape(-1, st.C), yb.reshape(-1), reduction="none"
+        ).reshape(len(specs), train.budget)
         loss = ((wb * ce).sum(1) / wb.sum(1)).sum()  # eq. (7) per run; runs are independent
-        grads = torch.autograd.grad(loss, [P[k] for k in _PARAMS])
-        with torch.no_grad():
-            for name, g in zip(_PARAMS, grads, strict=True):
-                dp = g.add(P[name], alpha=weight_decay)
-                if name in bufs:
-                    bufs[name].mul_(momentum).add_(dp)
-                else:
-                    bufs[name] = dp.clone()
-                P[name].add_(bufs[name], alpha=-lr)
-        if step % eval_every == 0 or step == steps:
-            with torch.no_grad():
-                acc = (_forward(P, Xv, train=False, stats=stats).argmax(2) == yv).float().mean(1)
-            for r in range(R):
-                hist[r].steps.append(step)
-                hist[r].test_acc.append(float(acc[r]))
-                hist[r].noisy_share.append(float(np.mean(shares[r])) if shares[r] else np.nan)
-                shares[r] = []
+        _sgd_step(st, torch.autograd.grad(loss, [st.P[k] for k in _PARAMS]), train)
+        if step % train.eval_every == 0 or step == train.steps:
+            _evaluate(st, step, hist)
     return hist
 
 
-def _select(specs, Xs, ys, layouts, P, stats, queues, runs, step, budget, pool_size, rounds, fl_fn):
-    """One selection round for the coreset runs (``select_minibatch_coresets``, batched)."""
+@dataclass
+class _Stack:
+    """The state of a stacked training: parameters, BatchNorm statistics, momentum buffers,
+    data and the per-run queues of the selection rounds."""
+
+    specs: list
+    C: int
+    P: dict
+    stats: dict
+    Xs: list
+    ys: list
+    Xv: Any
+    yv: Any
+    layouts: list
+    flips: list
+    bufs: dict = field(default_factory=dict)
+    queues: list = field(default_factory=list)
+    shares: list = field(default_factory=list)
+    shuffles: list = field(default_factory=list)
+    orders: list = field(default_factory=list)
+
+    @classmethod
+    def build(cls, specs: list, hidden: int) -> _Stack:
+        import torch
+
+        R = len(specs)
+        d_in = int(np.asarray(specs[0].X).shape[1])
+        C = int(max(np.max(s.y) for s in specs)) + 1
+        ys = [np.asarray(s.y, dtype=np.int64) for s in specs]
+        models = [make_mlp(d_in, hidden, C, seed=s.seed) for s in specs]
+        P = {
+            name: torch.stack([list(m.parameters())[i].detach().clone() for m in models])
+            for i, name in enumerate(_PARAMS)
+        }
+        for t in P.values():
+            t.requires_grad_(True)
+        return cls(
+            specs=specs,
+            C=C,
+            P=P,
+            stats={"mean": torch.zeros(R, hidden), "var": torch.ones(R, hidden)},
+            Xs=[torch.as_tensor(np.asarray(s.X), dtype=torch.float32) for s in specs],
+            ys=ys,
+            Xv=torch.stack(
+                [torch.as_tensor(np.asarray(s.X_test), dtype=torch.float32) for s in specs]
+            ),
+            yv=torch.stack(
+                [torch.as_tensor(np.asarray(s.y_test), dtype=torch.long) for s in specs]
+            ),
+            layouts=[class_layout(y) for y in ys],
+            flips=[None if s.flipped is None else np.asarray(s.flipped, dtype=bool) for s in specs],
+            queues=[[] for _ in specs],
+            shares=[[] for _ in specs],
+            shuffles=[np.random.default_rng(s.seed) for s in specs],
+            orders=[np.empty(0, dtype=int) for _ in specs],
+        )
+
+
+def _batch(st: _Stack, budget: int):
+    """Every run's next mini-batch (coreset or shuffled pass), stacked: ``(X, y, weights)``."""
     import torch
 
+    batch, weights, targets = [], [], []
+    for r, s in enumerate(st.specs):
+        if s.method == "full":
+            if st.orders[r].size < budget:
+                st.orders[r] = np.concatenate(
+                    [st.orders[r], st.shuffles[r].permutation(len(st.ys[r]))]
+                )
+            idx, w = st.orders[r][:budget], np.ones(budget)
+            st.orders[r] = st.orders[r][budget:]
+        else:
+            idx, w = st.queues[r].pop(0)
+            if st.flips[r] is not None:
+                st.shares[r].append(float((w * st.flips[r][idx]).sum() / np.sum(w)))  # noisy_share
+        if len(idx) != budget:
+            raise ValueError(
+                f"budget must give every run the same coreset size (run {r}: {len(idx)})"
+            )
+        batch.append(st.Xs[r][torch.as_tensor(idx)])
+        targets.append(torch.as_tensor(st.ys[r][idx]))
+        weights.append(torch.as_tensor(np.asarray(w, dtype=np.float32)))
+    return torch.stack(batch), torch.stack(targets), torch.stack(weights)
+
+
+def _sgd_step(st: _Stack, grads, train: TrainSettings) -> None:
+    """SGD with momentum and weight decay, as ``torch.optim.SGD`` takes it."""
+    import torch
+
+    with torch.no_grad():
+        for name, g in zip(_PARAMS, grads, strict=True):
+            dp = g.add(st.P[name], alpha=train.weight_decay)
+            if name in st.bufs:
+                st.bufs[name].mul_(train.momentum).add_(dp)
+            else:
+                st.bufs[name] = dp.clone()
+            st.P[name].add_(st.bufs[name], alpha=-train.lr)
+
+
+def _evaluate(st: _Stack, step: int, hist: list) -> None:
+    import torch
+
+    with torch.no_grad():
+        acc = (_forward(st.P, st.Xv, train=False, stats=st.stats).argmax(2) == st.yv).float()
+        acc = acc.mean(1)
+    for r in range(len(st.specs)):
+        hist[r].steps.append(step)
+        hist[r].test_acc.append(float(acc[r]))
+        hist[r].noisy_share.append(float(np.mean(st.shares[r])) if st.shares[r] else np.nan)
+        st.shares[r] = []
+
+
+def _pools_and_noise(st: _Stack, r: int, step: int, train: TrainSettings):
+    """Run ``r``'s pools of one round, and its posterior noise draws (``None`` if it has none);
+    a random run's coresets go straight into its queue."""
+    import torch
+
+    s = st.specs[r]
+    seed = s.seed * 100003 + step
+    rng = np.random.default_rng(seed)
+    size = min(train.pool_size, len(st.ys[r]))
+    rounds = train.select_every
+    pools = np.stack([balanced_pool(st.ys[r], size, rng, st.layouts[r]) for _ in range(rounds)])
+    if s.method == "random":
+        b = min(train.budget, pools.shape[1])
+        st.queues[r] = [
+            (p[rng.choice(p.size, b, replace=False)], np.ones(b, dtype=int)) for p in pools
+        ]
+        return pools, None
+    post = s.posterior
+    if s.method != "posterior" or post.sigma <= 0:
+        return pools, None
+    gen = torch.Generator().manual_seed(seed)
+    draws = {name: [] for name in _PERTURBED[post.where]}
+    for _ in range(post.K):
+        for name in _PERTURBED[post.where]:  # the draw order of posterior_features
+            shape = st.P[name].shape[1:]
+            draws[name].append(post.sigma * torch.randn(shape, generator=gen))
+    return pools, {name: torch.stack(v) for name, v in draws.items()}
+
+
+def _select(st: _Stack, runs: list, step: int, train: TrainSettings) -> None:
+    """One selection round for the coreset runs (``select_minibatch_coresets``, batched)."""
     groups: dict[tuple, list[int]] = {}
     pools, noises = {}, {}
     for r in runs:
-        s = specs[r]
-        seed = s.seed * 100003 + step
-        rng = np.random.default_rng(seed)
-        n = len(ys[r])
-        size = min(pool_size, n)
-        pools[r] = np.stack([balanced_pool(ys[r], size, rng, layouts[r]) for _ in range(rounds)])
-        if s.method == "random":
-            b = min(budget, pools[r].shape[1])
-            queues[r] = [
-                (p[rng.choice(p.size, b, replace=False)], np.ones(b, dtype=int)) for p in pools[r]
-            ]
+        pools[r], noise = _pools_and_noise(st, r, step, train)
+        if st.specs[r].method == "random":
             continue
-        K = s.K if s.method == "posterior" and s.sigma > 0 else 1
-        if s.method == "posterior" and s.sigma > 0:
-            gen = torch.Generator().manual_seed(seed)
-            draws = {name: [] for name in _PERTURBED[s.where]}
-            for _ in range(s.K):
-                for name in _PERTURBED[s.where]:  # the draw order of posterior_features
-                    shape = P[name].shape[1:]
-                    draws[name].append(s.sigma * torch.randn(shape, generator=gen))
-            noises[r] = {name: torch.stack(v) for name, v in draws.items()}
-        groups.setdefault((K, s.where if r in noises else "none"), []).append(r)
+        if noise is not None:
+            noises[r] = noise
+        K = st.specs[r].posterior.K if noise is not None else 1
+        groups.setdefault((K, st.specs[r].posterior.where if noise is not None else "none"), [])
+        groups[(K, st.specs[r].posterior.where if noise is not None else "none")].append(r)
     for (K, _), members in groups.items():
-        names = set().union(*(noises.get(r, {}).keys() for r in members))
-        noise = {}
-        for name in names:
-            shape = (K, *P[name].shape[1:])
-            noise[name] = torch.stack(
-                [noises[r][name] if r in noises else torch.zeros(shape) for r in members]
-            )
-        sub = {name: P[name].detach()[members] for name in P}
-        st = {k: v[members] for k, v in stats.items()}
-        flat = [torch.as_tensor(pools[r].ravel()) for r in members]
-        X = torch.stack([Xs[r][f] for r, f in zip(members, flat, strict=True)])
-        y = torch.stack([torch.as_tensor(ys[r])[f] for r, f in zip(members, flat, strict=True)])
-        F = _features(sub, st, X, y, noise, K).double()
-        F = F.reshape(len(members) * rounds, pools[members[0]].shape[1], -1)
-        labels = np.concatenate([ys[r][pools[r]] for r in members])
-        picks = fl_fn(F, labels, budget, device="cpu")
-        for i, r in enumerate(members):
-            queues[r] = [
-                (pools[r][k][picks[i * rounds + k][0]], picks[i * rounds + k][1])
-                for k in range(rounds)
-            ]
+        _select_group(st, members, K, pools, noises, train)
+
+
+def _select_group(st, members, K, pools, noises, train: TrainSettings) -> None:
+    """Features of one group of runs (same ``K`` and perturbed block) and their per-class
+    facility location, one batched call."""
+    import torch
+
+    rounds = train.select_every
+    names = set().union(*(noises.get(r, {}).keys() for r in members))
+    noise = {}
+    for name in names:
+        shape = (K, *st.P[name].shape[1:])
+        noise[name] = torch.stack(
+            [noises[r][name] if r in noises else torch.zeros(shape) for r in members]
+        )
+    sub = {name: st.P[name].detach()[members] for name in st.P}
+    stats = {k: v[members] for k, v in st.stats.items()}
+    flat = [torch.as_tensor(pools[r].ravel()) for r in members]
+    X = torch.stack([st.Xs[r][f] for r, f in zip(members, flat, strict=True)])
+    y = torch.stack([torch.as_tensor(st.ys[r])[f] for r, f in zip(members, flat, strict=True)])
+    F = _features(sub, stats, X, y, noise, K).double()
+    F = F.reshape(len(members) * rounds, pools[members[0]].shape[1], -1)
+    labels = np.concatenate([st.ys[r][pools[r]] for r in members])
+    picks = per_class_many_unchecked(F, labels, train.budget)
+    for i, r in enumerate(members):
+        st.queues[r] = [
+            (pools[r][k][picks[i * rounds + k][0]], picks[i * rounds + k][1]) for k in range(rounds)
+        ]

@@ -6,20 +6,22 @@ See: book/coreset/01-facility-location.ipynb
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from lab.core.checks import check_int, check_range
 from lab.core.memo import memo
+from lab.coreset.labels import corrupt_labels, noisy_share, random_coreset
 from lab.coreset.reference import (
-    corrupt_labels,
     greedy_facility_location,
     logreg_posterior_features,
     pairwise_distances,
-    random_coreset,
     softmax_regression_fit,
 )
+from lab.coreset.settings import ToySettings
 
-__all__ = ["toy_problem", "toy_selection"]
+__all__ = ["toy_problem", "ToySelection", "toy_selection"]
 
 
 @memo(maxsize=64)
@@ -41,19 +43,38 @@ def toy_problem(noise: float, n: int = 300, seed: int = 0):
     return X, y, yn, fl, W
 
 
-def toy_selection(noise: float, budget: int = 15, K: int = 8, sigma: float = 0.5, seed: int = 0):
-    """Random, CRAIG and posterior coresets on the toy problem.
-
-    Returns ``(R, flipped, {method: (idx, weights)})`` with ``R`` the unperturbed proxies.
+@dataclass(frozen=True)
+class ToySelection:
+    """The toy problem's proxies ``p - e_y`` at ``w̄`` (``proxies``, shape (n, 3)), which labels
+    were flipped, the three coresets ``{method: (idx, weights)}`` and their weighted noisy
+    shares.
 
     See: book/coreset/01-facility-location.ipynb
     """
-    X, _, yn, fl, W = toy_problem(noise, seed=seed)
+
+    settings: ToySettings
+    proxies: np.ndarray
+    flipped: np.ndarray
+    coresets: dict
+    shares: dict
+
+
+@memo(maxsize=256)
+def toy_selection(settings: ToySettings) -> ToySelection:
+    """Random, CRAIG and posterior coresets on the toy problem (memoised).
+
+    See: book/coreset/01-facility-location.ipynb
+    """
+    if not isinstance(settings, ToySettings):
+        raise TypeError(f"settings must be a ToySettings (got {type(settings).__name__})")
+    s = settings
+    X, _, yn, fl, W = toy_problem(s.noise, seed=s.seed)
     R = logreg_posterior_features(W, X, yn, 1, 0.0, kind="proxy")
-    Gp = logreg_posterior_features(W, X, yn, K, sigma, seed + 1, kind="proxy")
+    Gp = logreg_posterior_features(W, X, yn, s.K, s.sigma, s.seed + 1, kind="proxy")
     sel = {
-        "random": random_coreset(len(yn), budget, seed),
-        "craig": greedy_facility_location(pairwise_distances(R), budget),
-        "posterior": greedy_facility_location(pairwise_distances(Gp), budget),
+        "random": random_coreset(len(yn), s.budget, s.seed),
+        "craig": greedy_facility_location(pairwise_distances(R), s.budget),
+        "posterior": greedy_facility_location(pairwise_distances(Gp), s.budget),
     }
-    return R, fl, sel
+    shares = {m: noisy_share(fl, *c) for m, c in sel.items()}
+    return ToySelection(s, R, fl, sel, shares)
