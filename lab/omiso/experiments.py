@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive
+from lab.core.checks import check_choice, check_int, check_positive, check_range
 from lab.core.memo import memo
 from lab.core.sweep import sweep
 from lab.omiso.array import UtahArraySim
@@ -163,14 +163,17 @@ def target_sessions(
 
 
 def target_view(angle: float = 60.0, radius: float = 1.5) -> dict:
-    """The sessions of :func:`target_sessions` at ``radius`` for ``TARGET_ANGLES`` and
-    ``angle`` (degrees), with ``angle`` and the index ``j`` of its target (the target widget).
+    """The sessions of :func:`target_sessions` at ``radius`` (in ``(0, 3]``) for
+    ``TARGET_ANGLES`` and ``angle`` (degrees, in ``[0, 360)``), with ``angle`` and the index
+    ``j`` of its target (the target widget).
 
     See: book/omiso/02-inverting-the-model.ipynb
     """
-    angles = tuple(sorted(set(TARGET_ANGLES) | {float(angle)}))
-    d = target_sessions(round(float(radius), 3), angles)
-    return {**d, "angle": float(angle), "radius": float(radius), "j": angles.index(float(angle))}
+    angle = check_range("angle", angle, 0.0, 360.0, high_inclusive=False)
+    radius = check_range("radius", radius, 0.0, 3.0, low_inclusive=False)
+    angles = tuple(sorted(set(TARGET_ANGLES) | {angle}))
+    d = target_sessions(round(radius, 3), angles)
+    return {**d, "angle": angle, "radius": radius, "j": angles.index(angle)}
 
 
 def drift_seeds() -> tuple[int, ...]:
