@@ -19,6 +19,7 @@ CONVERTED: tuple[str, ...] = (
     "splitfed",
     "strategic",
     "lp_sufficiency",
+    "wflows",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)

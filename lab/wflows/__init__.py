@@ -78,7 +78,10 @@ the reference to round-off when both are fed the same draws (``draw_noise``).
   the seed loop through ``lab.core.sweep``; memoised).
 * ``claims.py``: the chapter's claims (``CLAIMS``), registered before the notebooks record
   them: rules, seeds, sizes, rivals and the deviations from the paper.
-* ``figures.py``: results -> figures (a widget is ``figures.f(experiments.g(settings))``).
+* ``evidence.py``: what each claim records (value, card text, measured rival or diagnosis),
+  built from what a notebook computed, so that it records a claim in one line.
+* ``figures.py``: results -> figures (a widget is ``figures.f(experiments.g(settings))``; the
+  notebooks' static panels too).
 
 See: book/wflows/01-three-samplers.ipynb
 """

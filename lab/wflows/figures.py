@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_fields, check_int, check_positive
+from lab.core.checks import (
+    check_array,
+    check_choice,
+    check_fields,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "COLOURS",
@@ -21,6 +27,12 @@ __all__ = [
     "sampler_frame",
     "flow_1d_frame",
     "sgld_variance_frame",
+    "target_map",
+    "budget_curves",
+    "flow_snapshots",
+    "variance_vs_step",
+    "lsi_decay",
+    "fisher_rate",
 ]
 
 COLOURS = {"langevin": "#0072B2", "sgld": "#D55E00", "svrg": "#009E73", "target": "#555555"}
@@ -247,4 +259,200 @@ def sgld_variance_frame(sample: Any):
         height=420,
         legend=dict(x=0.01, y=0.99),
     )
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Static panels of the notebooks (matplotlib)
+# ---------------------------------------------------------------------------------------------
+
+
+def target_map(potential: Any, components: int = 6):
+    """The finite-sum target: the component centres, the 1σ ellipses of the first few
+    components' curvatures and the target's 1σ and 2σ ellipses.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    pot = check_fields("potential", potential, "a", "A", "mean", "cov", kind="a target")
+    components = check_int("components", components, 0, len(pot.a))
+    fig, ax = plt.subplots(figsize=(6, 5))
+    ax.scatter(*pot.a.T, s=8, color="#999999", label="component centres $a_i$")
+    for i in range(components):
+        e = ellipse(pot.a[i], np.linalg.inv(pot.A[i]), 1.0)
+        ax.plot(*e.T, color="#bbbbbb", lw=0.8)
+    for r in (1, 2):
+        ax.plot(*ellipse(pot.mean, pot.cov, r).T, "k--", lw=1.2)
+    ax.plot(*pot.mean, "k*", ms=12, label="target mean $m_*$ (dashed: 1σ, 2σ)")
+    ax.set(xlabel="$x_1$", ylabel="$x_2$", aspect="equal", title=f"{len(pot.a)} components")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8, ncol=2)
+    return fig
+
+
+def _smooth(y: np.ndarray, width: int = 9) -> np.ndarray:
+    """Running mean in log space; the first records, where the cloud still moves fast, kept."""
+    pad = np.pad(np.log(y), width // 2, mode="edge")
+    out = np.exp(np.convolve(pad, np.ones(width) / width, "valid"))
+    out[:width] = y[:width]
+    return out
+
+
+def budget_curves(runs: Any, floor: float, budget: float = 8000.0):
+    """Gaussian-fit KL (left) and W2 (right) of each run against gradient evaluations: thin
+    lines the records, thick lines a running mean, grey band the particle floor.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a dict of run_sampler histories")
+    floor, budget = check_positive("floor", floor), check_positive("budget", budget)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, run in runs.items():
+        check_fields(f"runs[{name!r}]", run, "grad_evals", "kl", "w2", kind="a sampler history")
+        ok = run.grad_evals > 0
+        g, c = run.grad_evals[ok], COLOURS[name]
+        for ax, y in zip(axes, (run.kl[ok], run.w2[ok]), strict=True):
+            ax.loglog(g, y, color=c, alpha=0.25, lw=0.8)
+            ax.loglog(g, _smooth(y), color=c, label=LABELS[name])
+    axes[0].axhspan(floor / 2, 2 * floor, color="#cccccc", alpha=0.5,
+                    label=f"particle floor d(d+3)/4P = {floor:.4f}")  # fmt: skip
+    for ax, name, lim in zip(
+        axes, ("KL(fit ‖ π)", "W2(fit, π)"), ((5e-4, 30), (5e-3, 10)), strict=True
+    ):
+        ax.axvline(budget, color="k", lw=0.6, ls=":")
+        ax.set(xlabel="component-gradient evaluations per particle", ylabel=name, ylim=lim)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def flow_snapshots(data: dict, frames: Any = (0, 5, 30)):
+    """The GD and SGD flows of densities (PDE) and the target at three stored times.
+
+    ``data`` is ``experiments.flow_1d_data(settings)``'s result.
+
+    See: book/wflows/01-three-samplers.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(data, dict) or "settings" not in data:
+        raise TypeError("data must be the dict returned by experiments.flow_1d_data")
+    frames = [int(j) for j in check_array("frames", frames, ndim=1, min_size=1)]
+    st, x = data["settings"], data["x"]
+    fig, axes = plt.subplots(1, len(frames), figsize=(4 * len(frames), 3.4), sharey=True)
+    for ax, j in zip(np.atleast_1d(axes), frames, strict=True):
+        ax.plot(x, data["pi"], "k--", lw=1, label="π")
+        ax.plot(x, data["gd"][j], color=COLOURS["langevin"], label="GD flow")
+        ax.plot(x, data["sgd"][j], color=COLOURS["sgld"], lw=2,
+                label=f"SGD flow (η = {st.eta:g}, b = {st.batch_size})")  # fmt: skip
+        ax.set(title=f"t = {data['t'][j]:.1f}", xlabel="x")
+    np.atleast_1d(axes)[0].set_ylabel("density")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def variance_vs_step(rows: Any, theory: dict, spread: float):
+    """SGLD's stationary variance against the step: simulations (dots), the PDE of the SGD flow
+    (crosses), SGLD's formula (solid), the SGD flow's (dashed) and ULA's (dotted).
+
+    ``rows`` are ``(b, h, simulated, SGLD formula, SGD-flow formula, PDE)``; ``theory`` holds
+    ``h`` (a grid of steps) and, per batch size ``b``, the pair of formula curves on it.
+
+    See: book/wflows/02-rates-and-variance.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    rows = check_array("rows", rows, ndim=2, min_size=6)
+    if not isinstance(theory, dict) or "h" not in theory:
+        raise TypeError("theory must be a dict with the step grid 'h' and one entry per b")
+    spread = check_positive("spread", spread)
+    hh = check_array("theory['h']", theory["h"], ndim=1, min_size=2)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for b, colour in zip(
+        [k for k in theory if k != "h"], ("#D55E00", "#0072B2", "#009E73"), strict=False
+    ):
+        sgld, flow = theory[b]
+        sel = rows[:, 0] == b
+        ax.plot(hh, sgld, color=colour, label=f"SGLD formula, b = {b}")
+        ax.plot(hh, flow, color=colour, ls="--", label=f"SGD-flow formula, b = {b}")
+        ax.plot(rows[sel, 1], rows[sel, 2], "o", color=colour, ms=6, label=f"simulated, b = {b}")
+        ax.plot(rows[sel, 1], rows[sel, 5], "x", color="k", ms=6)
+    ax.plot(hh, 1 / (1 - hh / 2), color="#777777", ls=":", label="ULA: 1/(1 − h/2)")
+    ax.axhline(1, color="k", lw=0.6)
+    ax.set(xscale="log", xlabel="step h = η", ylabel="stationary variance (target: 1)",
+           title=f"SGLD inflates the variance (s = {spread:g}; ×: SGD-flow PDE)")  # fmt: skip
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def lsi_decay(fixed: dict, decreasing: dict):
+    """Left: log KL against flow time at a fixed step (ULA's exact moments, SVRG-LD and SGLD
+    particles, the line ``exp(-2 lam_min t)``, the particle floor). Right: KL against T on
+    log-log axes for the decreasing and the fixed step, with slopes -1 and -2.
+
+    ``fixed`` holds ``t_ula, kl_ula, runs, lam_min, floor, particles``; ``decreasing`` holds
+    ``T, kl, T_fixed, kl_fixed, T0, kl0``.
+
+    See: book/wflows/02-rates-and-variance.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    need = {"fixed": ("t_ula", "kl_ula", "runs", "lam_min", "floor", "particles"),
+            "decreasing": ("T", "kl", "T_fixed", "kl_fixed", "T0", "kl0")}  # fmt: skip
+    for name, value in (("fixed", fixed), ("decreasing", decreasing)):
+        if not isinstance(value, dict) or not set(need[name]) <= set(value):
+            raise TypeError(f"{name} must be a dict with keys {', '.join(need[name])}")
+    f, d = fixed, decreasing
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
+    ax.semilogy(f["t_ula"], f["kl_ula"], color=COLOURS["langevin"], label="ULA (exact moments)")
+    for name, run in f["runs"].items():
+        ax.semilogy(run.time, run.kl, color=COLOURS[name],
+                    label=f"{LABELS[name]}, {f['particles']} particles")  # fmt: skip
+    tt = np.linspace(0, 4, 20)
+    ax.semilogy(tt, f["kl_ula"][0] * np.exp(-2 * f["lam_min"] * tt), "k:", label="exp(−2 λmin t)")
+    ax.axhline(f["floor"], color="#999999", lw=1, ls="--", label="particle floor d(d+3)/4P")
+    ax.set(xlabel="flow time t", ylabel="KL(fit ‖ π)", title="fixed step h = 0.05",
+           ylim=(1e-4, 30), xlim=(0, 30))  # fmt: skip
+    ax.legend(fontsize=7)
+    bx.loglog(d["T"], d["kl"], color=COLOURS["sgld"], label="SGLD, h ∝ 1/T (exact moments)")
+    bx.loglog(d["T_fixed"], d["kl_fixed"], color=COLOURS["sgld"], ls="--",
+              label="SGLD, fixed h = 0.05")  # fmt: skip
+    ref_T = np.array([d["T0"], d["T"][-1]])
+    for p, ls in ((1.0, ":"), (2.0, "-.")):
+        bx.loglog(ref_T, d["kl0"] * (ref_T / ref_T[0]) ** -p, "k" + ls, label=f"slope −{p:g}")
+    bx.set(xlabel="flow time T", ylabel="KL(moment fit ‖ π)",
+           title="decreasing step removes the bias", ylim=(1e-6, 30))  # fmt: skip
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def fisher_rate(rate: Any):
+    """Left: the relative Fisher information along the SGD flow for each horizon. Right: its
+    time average against the horizon, with the slope -1/2 of the bound.
+
+    ``rate`` is ``experiments.fisher_rate_1d(settings)``'s result.
+
+    See: book/wflows/02-rates-and-variance.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    fr = check_fields("rate", rate, "curves", "horizons", "mean_fisher", kind="a FisherRate")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for T_, (t_, info) in fr.curves.items():
+        axes[0].semilogy(t_, info, label=f"T = {T_:.0f}")
+    axes[0].set(
+        xlabel="flow time t", ylabel="I(μ_t ‖ π)", title="Fisher information along the flow"
+    )
+    axes[0].legend(fontsize=7)
+    axes[1].loglog(fr.horizons, fr.mean_fisher, "o-", color=COLOURS["sgld"], label="measured")
+    ref_T = fr.horizons[[0, -1]]
+    axes[1].loglog(ref_T, fr.mean_fisher[0] * (ref_T / ref_T[0]) ** -0.5, "k:", label="slope −1/2")
+    axes[1].set(xlabel="horizon T", ylabel="(1/T) ∫ I dt", title="SGD flow, η = η0/√T")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
     return fig
