@@ -20,6 +20,7 @@ CONVERTED: tuple[str, ...] = (
     "strategic",
     "lp_sufficiency",
     "wflows",
+    "actor_critic",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)

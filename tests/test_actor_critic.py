@@ -284,6 +284,21 @@ def test_ac_update_by_hand():
         ac.ac_update(theta, Q, 0, 0, 5, 1, 0.3, 0.5, 0.2, 0.1)
 
 
+def test_worked_example_of_the_lesson():
+    """book/actor_critic/index.md, "A worked example": the numbers a student checks by hand."""
+    theta, Q = ac.ac_update(
+        np.zeros((2, 2)), np.array([[1.0, 0.0], [0.0, 0.5]]), 0, 0, 1, 1,
+        reward=1.0, gamma=0.9, eta=0.1, beta=0.5,
+    )  # fmt: skip
+    np.testing.assert_allclose(theta, [[0.25, -0.25], [0.0, 0.0]], atol=1e-15)
+    np.testing.assert_allclose(ac.softmax_policy(theta)[0], [0.622, 0.378], atol=5e-4)
+    np.testing.assert_allclose(Q, [[1.225, 0.0], [0.0, 0.5]], atol=1e-15)
+    assert ac.StepSchedule(0.1, 2 / 3)(7) == pytest.approx(0.025)
+    assert (3 / 0.3) ** 3 == pytest.approx(1e3) and (3 / 0.03) ** 3 == pytest.approx(1e6)
+    budget = sum(ac.StepSchedule(1.0, 2 / 3)(k) for k in range(10_000))  # "about 62"
+    assert round(budget) == 62
+
+
 # ------------------------------------------------------------------------------------------
 # the batched many-MDP engine and the exponent study
 # ------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ differ from the paper's. Every number printed by the chapter is our own measurem
 Finite MDP $(S, A, P, r, \gamma, \rho)$; softmax policy
 $\pi_\theta(a\mid s) = e^{\theta_{sa}} / \sum_b e^{\theta_{sb}}$; objective
 $J(\theta) = \rho^\top V^{\pi_\theta}$; discounted occupancy
-$d^\pi_\rho = (1-\gamma)\,\rho^\top (I - \gamma P_\pi)^{-1}$. Exact gradient (eq. PG):
+$d^\pi_\rho = (1-\gamma)\,\rho^\top (I - \gamma P_\pi)^{-1}$. Exact gradient (eq. (ac-pg) of the
+lesson page):
 
 $$\frac{\partial J}{\partial \theta_{sa}} = \frac{1}{1-\gamma}\, d^\pi_\rho(s)\, \pi(a\mid s)\,
 A^\pi(s, a), \qquad A^\pi = Q^\pi - V^\pi.$$
@@ -29,14 +30,14 @@ With $\eta_k = c_a (k+1)^{-p_a}$ and $\beta_k = c_c (k+1)^{-p_c}$ (default $p_a 
 
 * (S) $s_k \sim d^{\pi_k}_\rho$, $a_k \sim \pi_k(\cdot\mid s_k)$,
   $s'_k \sim P(\cdot\mid s_k, a_k)$, $a'_k \sim \pi_k(\cdot\mid s'_k)$;
-* (ADV) $\hat A_k = Q_k(s_k, a_k) - \sum_b \pi_k(b\mid s_k) Q_k(s_k, b)$;
-* (ACTOR) $\theta_{k+1}(s_k, \cdot) = \theta_k(s_k, \cdot) + \frac{\eta_k}{1-\gamma}
+* (ac-adv) $\hat A_k = Q_k(s_k, a_k) - \sum_b \pi_k(b\mid s_k) Q_k(s_k, b)$;
+* (ac-actor) $\theta_{k+1}(s_k, \cdot) = \theta_k(s_k, \cdot) + \frac{\eta_k}{1-\gamma}
   (e_{a_k} - \pi_k(\cdot\mid s_k))\, \hat A_k$;
-* (CRITIC) $Q_{k+1}(s_k, a_k) = Q_k(s_k, a_k) + \beta_k \big(r(s_k, a_k) + \gamma Q_k(s'_k, a'_k)
+* (ac-critic) $Q_{k+1}(s_k, a_k) = Q_k(s_k, a_k) + \beta_k \big(r(s_k, a_k) + \gamma Q_k(s'_k, a'_k)
   - Q_k(s_k, a_k)\big)$.
 
 With a perfect critic ($Q_k = Q^{\pi_k}$) the actor direction is an unbiased estimate of
-$\eta_k \nabla J$: averaging (ACTOR) over $s \sim d$, $a \sim \pi$ gives exactly eq. (PG).
+$\eta_k \nabla J$: averaging (ac-actor) over $s \sim d$, $a \sim \pi$ gives exactly eq. (ac-pg).
 
 **Claim (paper).** $J^\star - J(\pi_k) \le \varepsilon$ after $O(\varepsilon^{-3})$ samples,
 i.e. a gap decaying like $k^{-1/3}$ in the worst case.
@@ -69,7 +70,7 @@ torch on CUDA), the engine of the exponent study (:func:`exponent_study`, config
 
 | file | what it holds |
 |---|---|
-| `mdp.py` | `TabularMDP`, random and gymnasium MDPs, exact values, occupancy, eq. (PG), critic error |
+| `mdp.py` | `TabularMDP`, random and gymnasium MDPs, exact values, occupancy, eq. (ac-pg), critic error |
 | `reference.py` | `StepSchedule`, the numpy reference loop, one update, exact PG ascent, rate helpers |
 | `fast.py` | the torch path and the batched many-MDP engine |
 | `schedule_batch.py` | many step-size schedules on one MDP in one batch (behind `run_grid`) |

@@ -32,9 +32,13 @@ from .fast import (
     single_timescale_ac_many,
 )
 from .figures import (
+    exact_pg_figure,
     exponent_figure,
+    lag_figure,
+    phase_figure,
     schedule_figure,
     stall_figure,
+    tuning_figure,
 )
 from .mdp import (
     TabularMDP,

@@ -88,12 +88,12 @@ def _torch_step(T: dict, theta, Q, u, k: int) -> None:
     a1 = _cat_torch(pi[r_idx, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
     q_s = Q[r_idx, s]
     q_sa = q_s[r_idx, a]
-    adv = q_sa - (pi_s * q_s).sum(-1)  # (ADV)
+    adv = q_sa - (pi_s * q_s).sum(-1)  # (ac-adv)
     score = -pi_s
     score[r_idx, a] += 1.0
-    theta[r_idx, s] += T["etas"][k] * score * adv.unsqueeze(-1)  # (ACTOR)
+    theta[r_idx, s] += T["etas"][k] * score * adv.unsqueeze(-1)  # (ac-actor)
     td = T["Rw"][s, a] + g * Q[r_idx, s1, a1] - q_sa
-    Q[r_idx, s, a] += T["betas"][k] * td  # (CRITIC)
+    Q[r_idx, s, a] += T["betas"][k] * td  # (ac-critic)
 
 
 def single_timescale_ac(
@@ -379,11 +379,11 @@ def _batch_numpy(batch: _Batch, K, seed, uniforms, device, disable):
         a1 = cat(pi[bi, s1], u[:, 3])  # a'_k ~ pi_k(.|s'_k)
         q_s = Q[bi, s]
         q_sa = q_s[bi, a]
-        adv = q_sa - np.sum(pi_s * q_s, -1)  # (ADV)
+        adv = q_sa - np.sum(pi_s * q_s, -1)  # (ac-adv)
         score = -pi_s
         score[bi, a] += 1.0
-        theta[bi, s] += etas[k] * score * adv[:, None]  # (ACTOR), eta_k / (1 - gamma) folded in
-        Q[bi, s, a] += betas[k] * (Rb[bi, s, a] + g * Q[bi, s1, a1] - q_sa)  # (CRITIC)
+        theta[bi, s] += etas[k] * score * adv[:, None]  # (ac-actor), eta_k / (1 - gamma) folded in
+        Q[bi, s, a] += betas[k] * (Rb[bi, s, a] + g * Q[bi, s1, a1] - q_sa)  # (ac-critic)
     return np.stack(gaps), np.stack(errs)
 
 
@@ -470,7 +470,7 @@ def exact_pg_many(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact softmax policy-gradient ascent with the actor's steps on ``M`` MDPs at once.
 
-    ``theta_{k+1} = theta_k + eta_k grad J(theta_k)`` (eq. (PG)), ``eta_k = actor(k)``: what the
+    ``theta_{k+1} = theta_k + eta_k grad J(theta_k)`` (eq. (ac-pg)), ``eta_k = actor(k)``: what the
     actor of :func:`single_timescale_ac_many` does in expectation with a perfect critic and no
     sampling noise. Its gap is the exponent study's baseline: with the same steps, it tells how
     much of the actor-critic's rate is the steps' own (``1 / sum_j eta_j``) and how much the
@@ -529,6 +529,6 @@ def exact_pg_many(
         # occupancy: (I - gamma P_pi^T) d = (1 - gamma) rho
         d = np.linalg.solve(I - g * np.swapaxes(P_pi, -1, -2), ((1 - g) * rho)[..., None])[..., 0]
         d = np.clip(d, 0.0, None)
-        # eq. (PG): d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma), ascended with the actor's step
+        # eq. (ac-pg): d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma), ascended with the actor's step
         theta = theta + steps[k] * d[..., None] * pi * (Q - V[..., None]) / (1.0 - g)
     return ks.astype(float), np.stack(gaps, 1)

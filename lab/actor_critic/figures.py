@@ -1,4 +1,5 @@
-"""Figures of the actor_critic chapter (plotly, for ``lab.core.explore``).
+"""Figures of the actor_critic chapter (plotly, for ``lab.core.explore``; matplotlib for the
+static figures of notebook 2).
 
 Kept out of the notebooks so that each notebook cell stays a sentence of code, and kept out
 of the reference kernel so that it reads like the algorithm.
@@ -10,7 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exponent_figure", "schedule_figure", "stall_figure"]
+from lab.core.checks import check_array
+
+__all__ = [
+    "exact_pg_figure",
+    "exponent_figure",
+    "lag_figure",
+    "phase_figure",
+    "schedule_figure",
+    "stall_figure",
+    "tuning_figure",
+]
 
 
 def _check_run(run, need_pg: bool) -> None:
@@ -210,4 +221,125 @@ def exponent_figure(study):
     fig.update_xaxes(title_text="exponent q (95% interval over MDPs)", row=1, col=2)
     fig.update_yaxes(showticklabels=False, row=1, col=2)
     fig.update_layout(height=460, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def lag_figure(runs: dict):
+    """Critic error and optimality gap against samples, one line per run of ``runs``.
+
+    Parameters
+    ----------
+    runs : dict label -> ACHistory
+        Histories of :func:`lab.actor_critic.single_timescale_ac` (``samples``,
+        ``critic_error``, ``gap``).
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict of label -> ACHistory")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, h in runs.items():
+        x = np.maximum(h.samples, 1)
+        axes[0].loglog(x, h.critic_error, label=name)
+        axes[1].loglog(x, h.gap, label=name)
+    axes[0].set(xlabel="samples k", ylabel=r"$\|Q_k - Q^{\pi_k}\|_{d\pi}$", title="critic error")
+    axes[1].set(xlabel="samples k", ylabel=r"$J^\star - J(\pi_k)$", title="optimality gap")
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def tuning_figure(c_grid, final: dict, K: int):
+    """Final gap against the actor constant, one line per actor exponent.
+
+    Parameters
+    ----------
+    c_grid : sequence of float
+        The actor constants swept.
+    final : dict exponent -> array
+        The final gap for each constant of ``c_grid``.
+    K : int
+        Samples per run (the axis label).
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(final, dict) or not final:
+        raise TypeError("final must be a non-empty dict of exponent -> final gaps")
+    c_grid = check_array("c_grid", c_grid, ndim=1, min_size=1)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for p, gaps in final.items():
+        if len(gaps) != len(c_grid):
+            raise ValueError(f"final[{p}] has {len(gaps)} gaps for {len(c_grid)} constants")
+        ax.semilogx(c_grid, gaps, "o-", label=f"p_a = {p:.3g}")
+    ax.set(xlabel="actor constant $c_a$", ylabel=f"gap after {K} samples")
+    ax.set_title("tuning the actor constant")
+    ax.legend()
+    return fig
+
+
+def phase_figure(phase, p_actor, p_critic, K: int):
+    """Heat map of the final gap over actor exponents (rows) and critic exponents (columns).
+
+    Parameters
+    ----------
+    phase : ndarray (len(p_actor), len(p_critic))
+        Final gaps.
+    p_actor, p_critic : sequence of float
+        The exponents of the rows and columns (a critic exponent 0 is a constant step).
+    K : int
+        Samples per run (the title).
+
+    See: book/actor_critic/02-schedules-and-critic-lag.ipynb
+    """
+    from fractions import Fraction
+
+    import matplotlib.pyplot as plt
+
+    phase = np.asarray(phase, dtype=float)
+    if phase.shape != (len(p_actor), len(p_critic)):
+        raise ValueError(f"phase has shape {phase.shape}, not ({len(p_actor)}, {len(p_critic)})")
+    name = lambda p: "0 (const)" if p == 0 else str(Fraction(p).limit_denominator(6))  # noqa: E731
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    im = ax.imshow(phase, cmap="viridis_r", origin="lower")
+    for i in range(phase.shape[0]):
+        for j in range(phase.shape[1]):
+            colour = "k" if phase[i, j] < 0.6 * phase.max() else "w"
+            ax.text(j, i, f"{phase[i, j]:.2f}", ha="center", va="center", color=colour, fontsize=9)
+    ax.set_xticks(range(len(p_critic)), [name(p) for p in p_critic])
+    ax.set_yticks(range(len(p_actor)), [name(p) for p in p_actor])
+    ax.set(xlabel="critic exponent $p_c$", ylabel="actor exponent $p_a$")
+    ax.set_title(f"gap after {K} samples")
+    ax.grid(False)
+    fig.colorbar(im, ax=ax)
+    return fig
+
+
+def exact_pg_figure(runs: dict, window: tuple[float, float] | None = None):
+    """Gap of exact policy-gradient ascent against iterations, one line per step rule.
+
+    Parameters
+    ----------
+    runs : dict label -> PGHistory
+        Histories of :func:`lab.actor_critic.exact_pg_ascent` (``k``, ``gap``).
+    window : (float, float), optional
+        The fit window, shaded.
+
+    See: book/actor_critic/01-gap-vs-samples.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict of label -> PGHistory")
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, h in runs.items():
+        keep = h.k >= 1
+        ax.loglog(h.k[keep], h.gap[keep], label=name)
+    if window is not None:
+        ax.axvspan(*window, color="gray", alpha=0.1, lw=0)
+    ax.set(xlabel="iteration k", ylabel=r"$J^\star - J(\pi_k)$")
+    ax.set_title("exact policy-gradient ascent (a perfect critic)")
+    ax.legend()
     return fig

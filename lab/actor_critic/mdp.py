@@ -342,7 +342,7 @@ def exact_policy_gradient(mdp: TabularMDP, theta: np.ndarray) -> np.ndarray:
 def gradient_pi(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
     V, Q = evaluate_pi(mdp, pi)
     d = occupancy_pi(mdp, pi)
-    # eq. (PG): gradient = d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma)
+    # eq. (ac-pg): gradient = d(s) pi(a|s) (Q(s, a) - V(s)) / (1 - gamma)
     return d[..., None] * pi * (Q - V[..., None]) / (1.0 - mdp.gamma)
 
 

@@ -1,9 +1,9 @@
 """Reference kernels (numpy, float64): the single-timescale actor-critic loop, one update, the
 perfect-critic baseline (exact policy-gradient ascent) and the rate helpers.
 
-Each statement of the loop sits beside the step of the module docstring of
-:mod:`lab.actor_critic` that it implements: (S) sampling, (ADV) the critic's advantage, (ACTOR),
-(CRITIC); ``# eq. (PG)`` marks the exact policy gradient.
+Each statement of the loop sits beside the equation of the lesson page
+(book/actor_critic/index.md) that it implements: (S) sampling, (ac-adv) the critic's
+advantage, (ac-actor), (ac-critic); ``# eq. (ac-pg)`` marks the exact policy gradient.
 
 See: book/actor_critic/01-gap-vs-samples.ipynb
 """
@@ -342,13 +342,13 @@ def ac_update_inplace(theta, Q, pi, s, a, s1, a1, r, gamma, eta, beta):
     pi_s = pi[R_idx, s]  # pi_k(.|s_k), (runs, A)
     q_s = Q[R_idx, s]  # Q_k(s_k, .), a copy (fancy indexing)
     q_sa = q_s[R_idx, a]
-    # eq. (ADV): A_k = Q_k(s, a) - sum_b pi_k(b|s) Q_k(s, b)
+    # eq. (ac-adv): A_k = Q_k(s, a) - sum_b pi_k(b|s) Q_k(s, b)
     adv = q_sa - np.sum(pi_s * q_s, axis=-1)
-    # eq. (ACTOR): theta(s, .) += eta_k / (1 - gamma) (e_a - pi(.|s)) A_k
+    # eq. (ac-actor): theta(s, .) += eta_k / (1 - gamma) (e_a - pi(.|s)) A_k
     score = -pi_s
     score[R_idx, a] += 1.0
     theta[R_idx, s] += (eta / (1.0 - gamma)) * score * adv[:, None]
-    # eq. (CRITIC): Q(s, a) += beta_k (r(s, a) + gamma Q_k(s', a') - Q_k(s, a))
+    # eq. (ac-critic): Q(s, a) += beta_k (r(s, a) + gamma Q_k(s', a') - Q_k(s, a))
     td = r + gamma * Q[R_idx, s1, a1] - q_sa
     Q[R_idx, s, a] += beta * td
 
@@ -367,9 +367,9 @@ def ac_update(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One single-timescale actor-critic update from one sample ``(s, a, r, s', a')``.
 
-    Returns new ``(theta, Q)`` (inputs are not modified): steps (ADV), (ACTOR) and (CRITIC) of
-    the module docstring, with the policy ``pi = softmax(theta)`` and the critic ``Q`` taken
-    *before* the update.
+    Returns new ``(theta, Q)`` (inputs are not modified): eqs. (ac-adv), (ac-actor) and
+    (ac-critic) of the lesson page, with the policy ``pi = softmax(theta)`` and the critic ``Q``
+    taken *before* the update.
 
     Parameters
     ----------
@@ -459,7 +459,7 @@ def exact_pg_ascent(
     for k in range(K + 1):
         z = np.exp(theta - theta.max(-1, keepdims=True))
         pi = z / z.sum(-1, keepdims=True)
-        grad = gradient_pi(mdp, pi)  # eq. (PG)
+        grad = gradient_pi(mdp, pi)  # eq. (ac-pg)
         while j < len(ks) and ks[j] == k:
             V, _ = evaluate_pi(mdp, pi)
             gaps.append(J_star - V @ mdp.rho)
