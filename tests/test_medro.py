@@ -169,7 +169,7 @@ def test_train_and_inference(data):
 # Mixed on purpose: both head counts, every method, both variants, γ per run, seeds unsorted
 # and repeated. train_runs puts the one-head runs in one stacked loop and the rest in another.
 BATCH = {
-    "method": ["medro", "erm", "groupdro_heads", "medro", "groupdro", "medro"],
+    "method": ["medro", "erm", "groupdro_heads", "medro", "groupdro", "medro_groups"],
     "seeds": [2, 1, 0, 0, 2, 1],
     "gamma": [0.1, 0.5, 0.5, 0.5, 0.5, 10.0],
     "variant": ["paper", "paper", "paper", "code", "paper", "paper"],

@@ -41,7 +41,9 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
   the bundled digits: label ``digit >= 5``, a background-patch attribute, training group sizes
   Waterbirds' 3,498 / 184 / 56 / 1,057 scaled by 0.15; balanced validation and test groups.
 * Full-batch Adam on an MLP featurizer; multi-head GroupDRO (the paper's Table 7 control) is
-  every head trained with the GroupDRO loss under one group adversary.
+  every head trained with the GroupDRO loss under one group adversary; ``"medro_groups"``
+  (MEDRO with its cell weights tied to group weights, ``λ_ij = q_j / m``) is the ablation of
+  MEDRO's expanded uncertainty set.
 * The convex case uses fixed random ReLU features and logistic heads; cvxpy is the peer.
 * The official code (``jyjeongku/MEDRO``) was read from a code index (no snapshot could be
   fetched) and its SubpopBench classes run in a scratch folder: its loss (``variant="code"``:
@@ -64,6 +66,8 @@ validation split (`fit_gate`); gate vs ensemble chosen on validation data
 | ``convex.py`` | Eq. 6 on frozen features: ``solve_cvxpy`` vs ``online_convex`` |
 | ``official.py`` | ``official_parity``: our kernels replayed on the official-code fixture |
 | ``experiments.py`` | ``compare`` and ``gamma_sweep`` (seeds scored through ``lab.core.sweep``, kept on disk), ``contains_groupdro``, ``paired_ci`` |
+| ``claims.py`` | ``CLAIMS``: the registered claims (rules, seeds, rivals, revisions) and deviations |
+| ``evidence.py`` | what each claim records: its value, its rival's measurement, its diagnosis |
 | ``figures.py`` | figures of the notebooks |
 
 See: book/medro/01-official-algorithm.ipynb, book/medro/02-water-digits.ipynb

@@ -34,7 +34,7 @@ from .settings import as_settings
 
 __all__ = ["STACKED_METHODS", "group_risks", "risk_matrix", "stack_models", "train_stacked"]
 
-STACKED_METHODS = ("erm", "groupdro", "groupdro_heads", "medro")
+STACKED_METHODS = ("erm", "groupdro", "groupdro_heads", "medro", "medro_groups")
 
 
 def group_risks(logits: Any, y: Any, g: Any, n_groups: int):
@@ -263,7 +263,8 @@ def train_stacked(
     ----------
     models : list of MultiHeadNet
         ``B`` freshly initialised models of one shape: ``m = 1`` head (``"erm"``,
-        ``"groupdro"``) or ``m = n_groups`` heads (``"groupdro_heads"``, ``"medro"``).
+        ``"groupdro"``) or ``m = n_groups`` heads (``"groupdro_heads"``, ``"medro"``,
+        ``"medro_groups"``).
     x : Tensor[n, d]
     y, g : LongTensor[n]
         Labels and group ids in ``[0, n_groups)``.
@@ -272,7 +273,9 @@ def train_stacked(
         ``η_Λ``, steps, Adam's step and weight decay, ``record_every``, shared by the runs
         (default ``TrainSettings()``; its ``hidden`` and ``feat_dim`` are the models').
     method : str or sequence of B str
-        ``"erm"``, ``"groupdro"``, ``"groupdro_heads"`` or ``"medro"``, for all runs or per run.
+        ``"erm"``, ``"groupdro"``, ``"groupdro_heads"``, ``"medro"`` or ``"medro_groups"``
+        (Eq. 6 with the cell weights tied to group weights, ``λ_ij = q_j / m``), for all runs
+        or per run.
     variant : str or sequence of B str
         ``"paper"`` or ``"code"`` (MEDRO's loss), for all runs or per run.
     gamma : float or sequence of B floats (>= 0)
@@ -343,6 +346,10 @@ def _blocks_loss(blocks: list, adv: list, R: Any, losses: Any, gam: Any, n_prese
         elif mth == "groupdro_heads":
             adv[k] = _eg_rows(adv[k], r.mean(1), eta)
             loss = (adv[k].to(r.dtype)[:, None, :] * r).sum(2).mean(1)
+        elif mth == "medro_groups":  # Eq. 6 with λ_ij = q_j / m: an adversary over groups
+            diag = torch.diagonal(r, dim1=1, dim2=2).sum(1)
+            adv[k] = _eg_rows(adv[k], r.mean(1), eta)
+            loss = diag + gam[lo:hi] * (adv[k].to(r.dtype) * r.mean(1)).sum(1)
         else:
             adv[k] = _eg_rows(adv[k], r, eta)  # each run: λ ← λ exp(η R̂), / Σ its m² cells
             diag = torch.diagonal(r, dim1=1, dim2=2).sum(1)

@@ -29,6 +29,7 @@ LABELS = {
     "groupdro_heads": "GroupDRO, m heads (T7)",
     "medro": "MEDRO (paper, γ = 0.5)",
     "medro_code": "MEDRO (code, γ = 1)",
+    "medro_groups": "MEDRO, adversary over groups",
     "medro_gate": "MEDRO + gate",
     "medro_chosen": "MEDRO, chosen on val",
     "medro_gate_train": "MEDRO + gate fitted on train",

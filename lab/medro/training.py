@@ -33,7 +33,7 @@ from .settings import as_settings
 
 __all__ = ["METHODS", "TrainResult", "check_data", "train", "train_runs"]
 
-METHODS = ("erm", "groupdro", "groupdro_heads", "medro")
+METHODS = ("erm", "groupdro", "groupdro_heads", "medro", "medro_groups")
 
 
 @dataclass
@@ -78,7 +78,10 @@ def train(
     Parameters
     ----------
     data : WaterDigits
-    method : {"erm", "groupdro", "groupdro_heads", "medro"}
+    method : {"erm", "groupdro", "groupdro_heads", "medro", "medro_groups"}
+        ``"medro_groups"``: Eq. 6 with the cell weights tied to group weights,
+        ``λ_ij = q_j / m`` (the heads, the diagonal term and the cross risks kept, the adversary
+        over the ``m`` groups instead of the ``m²`` cells): MEDRO without its key ingredient.
     settings : TrainSettings, optional
         ``η_Λ``, steps, Adam's step and weight decay, the featurizer's widths, ``record_every``
         (default ``TrainSettings()``); ``**changes`` replace some of its fields.
@@ -105,6 +108,7 @@ def train(
 
 def _step_loss(method, variant, gamma, logits, y, R, present, adv, eta):
     """One step's adversary update and loss: ``(loss, new adversary)``."""
+    import torch
     import torch.nn.functional as F
 
     if method == "erm":
@@ -115,6 +119,9 @@ def _step_loss(method, variant, gamma, logits, y, R, present, adv, eta):
     if method == "groupdro_heads":
         q = eg_update_unchecked(adv, R.mean(0), eta)
         return (q.to(R.dtype)[None, :] * R).sum(1).mean(), q
+    if method == "medro_groups":  # Eq. 6 with λ_ij = q_j / m: an adversary over groups
+        q = eg_update_unchecked(adv, R.mean(0), eta)
+        return torch.diagonal(R).sum() + gamma * (q.to(R.dtype) * R.mean(0)).sum(), q
     W = eg_update_unchecked(adv, R, eta)  # λ ← λ exp(η R̂), / Σ over m² cells
     return medro_objective_unchecked(R, W, gamma, variant, present), W
 
