@@ -21,6 +21,7 @@ CONVERTED: tuple[str, ...] = (
     "lp_sufficiency",
     "wflows",
     "actor_critic",
+    "medro",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)

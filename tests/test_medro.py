@@ -476,3 +476,17 @@ def test_official_parity_rejects_bad_arguments(tmp_path):
         medro.official_parity(variant="both")
     with pytest.raises(ValueError, match="gamma"):
         medro.official_parity(gamma=-1.0)
+
+
+def test_the_lessons_worked_example():
+    """book/medro/index.md's example: one step of Algorithm 1 on a 2 x 2 problem, by hand."""
+    W0 = torch.full((2, 2), 0.25, dtype=torch.float64)
+    R = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+    W1 = medro.eg_update(W0, R, 2.0)
+    assert round(float(W1[0, 1]), 3) == 0.711 and round(float(W1[0, 0]), 3) == 0.096
+    assert round(float(medro.medro_objective(R, W1, gamma=0.5)), 3) == 0.356
+    equal = medro.eg_update(W0, torch.tensor([[0.0, 1.0], [0.0, 1.0]]), 2.0)  # equal heads
+    cols = equal.sum(0)
+    groupdro = medro.update_pair_weights(torch.full((2,), 0.5), torch.tensor([0.0, 1.0]), 2.0)
+    assert torch.allclose(cols.float(), groupdro.float(), atol=1e-7)
+    assert [round(float(c), 3) for c in cols] == [0.119, 0.881]
