@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -87,6 +89,23 @@ def test_v_update_matches_reference_and_ekf_in_1d():
     hs = [prob.grad(ekf["theta"][k - 1], k) for k in range(1, 6)]
     v = koala.koalapp_v_update(ekf["v_true"][2], hs[2], hs[3], ekf["S"][2], 0.1)
     np.testing.assert_allclose(v, ekf["v_true"][3], rtol=1e-12)
+
+
+def test_the_worked_example_of_the_lesson_page():
+    """book/koala/index.md, "A worked example": two KOALA++ steps on L = theta^2 / 2 by hand."""
+    theta0, hp = np.array([2.0]), dict(sigma0=0.5, q=0.5, r=4.0, lr=1.0)
+    loss, grad = (lambda t: 0.5 * float(t @ t)), (lambda t: t.copy())
+    out = koala.koalapp(theta0, loss, grad, steps=2, **hp)
+    np.testing.assert_allclose(out["v"][:, 0], [1.0, 0.75], rtol=1e-14)  # v_1, v_2
+    np.testing.assert_allclose(out["g"][:, 0], [2.0, 1.5], rtol=1e-14)  # g_k = v_k + Q H_k
+    np.testing.assert_allclose(out["S"], [8.0, 6.25], rtol=1e-14)  # S_k = H_k g_k + R
+    np.testing.assert_allclose(out["theta"][:, 0], [2.0, 1.5, 1.23], rtol=1e-14)
+    # the first step's recursion alone, from the phantom start v_0 = sigma0 H_1, S_0 = 8
+    v1 = koala.koalapp_v_update(np.array([1.0]), np.array([2.0]), np.array([2.0]), 8.0, 0.5)
+    np.testing.assert_allclose(v1, [1.0], rtol=1e-14)
+    # the full-covariance EKF (P_0 = sigma0) takes the same steps
+    ekf = koala.ekf_full(theta0, loss, grad, 0.5, 0.5, 4.0, 2)
+    np.testing.assert_allclose(ekf["theta"][:, 0], [2.0, 1.5, 1.23], rtol=1e-14)
 
 
 # ------------------------------------------------------------------ tracking (n = 10)
@@ -343,22 +362,28 @@ def test_equation_labels_are_blocks_not_paper_numbers():
         assert not re.search(r"eqs?\. \(?\d", src), f"{mod.__name__} cites an equation number"
         assert not re.search(r"\\tag\{\d", src), f"{mod.__name__} tags an equation with a number"
     ref = open(importlib.import_module("lab.koala.reference").__file__).read()
-    for label in ("(EKF)", "(recursion)", "(closure)", "(update)", "(init)"):
-        assert label in ref and label.strip("()") in koala.__doc__, label
+    page = (Path(__file__).resolve().parents[1] / "book" / "koala" / "index.md").read_text()
+    for label in ("koala-ekf", "koala-recursion", "koala-closure", "koala-update"):
+        assert label in koala.__doc__, label
+    for label in ("koala-ekf", "koala-recursion", "koala-lambda", "koala-closure",
+                  "koala-v-update", "koala-update", "koala-init", "koalav"):  # fmt: skip
+        assert f"eq. ({label})" in ref, f"reference.py cites ({label})"
+        assert f"$$ ({label})" in page, f"the lesson page displays ({label})"
 
 
 def test_reference_calls_the_v_update(monkeypatch):
-    """koalapp runs the recursion through koalapp_v_update (written once)."""
+    """koalapp runs the recursion through the v update (written once, checked once: the
+    walked path calls the unchecked kernel that koalapp_v_update validates for)."""
     from lab.koala import reference
 
     calls = []
-    real = reference.koalapp_v_update
+    real = reference._koalapp_v_update
 
     def counted(*args, **kw):
         calls.append(args)
         return real(*args, **kw)
 
-    monkeypatch.setattr(reference, "koalapp_v_update", counted)
+    monkeypatch.setattr(reference, "_koalapp_v_update", counted)
     prob = koala.NoisyQuadratic(n=4, kappa=10.0, seed=1)
     out = koala.koalapp(prob.start(), prob.loss, prob.grad, steps=6, r=0.5)
     assert len(calls) == 6  # phantom start: the recursion runs from the first step

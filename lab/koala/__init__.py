@@ -12,21 +12,21 @@ of the poster, the predecessor's code and the abstract; not the paper's result t
 not its equation numbering. The update equations below were re-derived from the extended
 Kalman filter and agree term by term with the authors' optimizer; the first-step ("phantom")
 initialisation and the measurement-noise estimate (an EMA of the mean *squared* per-sample
-loss, started at 1) follow that code. The equations are therefore labelled by block (EKF,
-recursion, closure, update), not by the paper's numbers; the reference kernels carry the same
-labels.
+loss, started at 1) follow that code. The equations are therefore labelled by block (koala-ekf,
+koala-recursion, koala-closure, koala-update), not by the paper's numbers; the lesson page
+(book/koala/index.md) displays them with these labels and the reference kernels cite them.
 
 ## Training as filtering
 
-The weights $\theta$ are a hidden state that drifts, $\theta_k = \theta_{k-1} + w_k$,
-$w_k \sim N(0, QI)$, and each mini-batch loss is a noisy measurement of the target 0,
+The weights $\theta$ are a hidden state that drifts, $\theta_k = \theta_{k-1} + \epsilon_k$,
+$\epsilon_k \sim N(0, QI)$, and each mini-batch loss is a noisy measurement of the target 0,
 $0 = L_k(\theta_k) + \nu_k$, $\nu_k \sim N(0, R_k)$. Linearising with the row vector
 $H_k = \nabla L_k(\theta_{k-1})$, the extended Kalman filter reads
 
 $$\hat P_k = P_{k-1} + QI,\quad S_k = H_k \hat P_k H_k^\top + R_k,\quad
 K_k = \hat P_k H_k^\top / S_k,$$
 $$\theta_k = \theta_{k-1} - \eta\, K_k L_k(\theta_{k-1}),\quad
-P_k = \hat P_k - K_k H_k \hat P_k. \tag{EKF}$$
+P_k = \hat P_k - K_k H_k \hat P_k. \tag{koala-ekf}$$
 
 `ekf_full` runs it with the full $n\times n$ matrix $P$ (the exact reference).
 
@@ -39,25 +39,25 @@ $\sigma \leftarrow \sigma - \sigma^2 \max_l \lVert H_l\rVert^2 / S_l$ (`koalav`,
 
 ## KOALA++: propagate $v_k = H_k P_{k-1}$ only
 
-The step needs only $H_k \hat P_k = v_k + Q H_k$. Inserting the covariance update of (EKF)
+The step needs only $H_k \hat P_k = v_k + Q H_k$. Inserting the covariance update of (koala-ekf)
 into $v_k$ gives the exact recursion
 
 $$v_k = H_k P_{k-2} + Q H_k - \lambda_k (v_{k-1} + Q H_{k-1}),\qquad
-\lambda_k = \frac{H_k v_{k-1}^\top + Q\, H_k H_{k-1}^\top}{S_{k-1}}. \tag{recursion}$$
+\lambda_k = \frac{H_k v_{k-1}^\top + Q\, H_k H_{k-1}^\top}{S_{k-1}}. \tag{koala-recursion}$$
 
 The unknown $H_k P_{k-2}$ is closed with the minimum-Frobenius-norm matrix $P$ that satisfies
 $H_{k-1} P = v_{k-1}$ (vanilla), or that and $P = P^\top$ (symmetric). With
 $x = \lVert H_{k-1}\rVert^2$, $y = H_{k-1} v_{k-1}^\top$, $a = H_k H_{k-1}^\top$,
 $c = H_k v_{k-1}^\top$:
 
-$$H_k P_{k-2} \approx \alpha_k v_{k-1} + w_k H_{k-1},\qquad \alpha_k = a/x,\qquad
-w_k = c/x - a y / x^2 \ (\text{0 for vanilla}). \tag{closure}$$
+$$H_k P_{k-2} \approx \alpha_k v_{k-1} + \beta_k H_{k-1},\qquad \alpha_k = a/x,\qquad
+\beta_k = c/x - a y / x^2 \ (\text{0 for vanilla}). \tag{koala-closure}$$
 
-$$v_k = (\alpha_k - \lambda_k) v_{k-1} + Q (H_k - \lambda_k H_{k-1}) + w_k H_{k-1},\quad
+$$v_k = (\alpha_k - \lambda_k) v_{k-1} + Q (H_k - \lambda_k H_{k-1}) + \beta_k H_{k-1},\quad
 g_k = v_k + Q H_k,\quad S_k = H_k g_k^\top + R_k,$$
 $$\theta_k = \theta_{k-1} - \eta\, \tilde L_k\, g_k^\top / S_k,\qquad
 \tilde L_k = L_k + \tfrac12 \mathrm{wd} \lVert\theta\rVert^2,\quad H_k \ni \mathrm{wd}\,\theta.
-\tag{update}$$
+\tag{koala-update}$$
 
 Every parameter tensor is filtered on its own (layer-wise; block-diagonal $P$ across tensors),
 so $\theta$, $H_k$, $v_k$ and the $\lVert\theta\rVert^2$ of $\tilde L_k$ are those of one tensor.
@@ -98,12 +98,13 @@ per-sample loss of the batch), $R_0 = 1$, or a fixed `r`.
 | ``reference.py`` | numpy float64: ``ekf_full`` (EKF), ``koalapp_v_update`` (recursion + closure), ``koalapp`` (the whole method, calling ``koalapp_v_update``), ``koalav``, ``adam`` |
 | ``fast.py`` | torch: ``koalapp_foreach_`` (multi-tensor; on CPU host-side flags and ``torch._foreach_*`` ops, on CUDA one flat buffer without host syncs), ``init_state``, the per-tensor loop |
 | ``optim.py`` | ``KoalaPP``, ``KoalaV`` (``torch.optim.Optimizer``), ``loss_statistics`` |
+| ``evidence.py`` | what each claim records (measured value, card text, measured rival, diagnosis), built from the drivers' results: the notebooks record a claim in one line |
 | ``problems.py`` | ``NoisyQuadratic``, the test problem of notebook 1 |
 | ``training.py`` | ``DigitsSettings`` (the frozen settings of one digits run, checked once) and ``train_digits``: the digits MLP of notebook 2 with any of the five optimizers (memoised in process) |
 | ``batched.py`` | ``train_digits_seeds``: the same runs for many seeds in one batch (stacked weights), what ``seed_runs(batched=True)`` calls |
 | ``results.py`` | what the drivers return and the figures draw: ``TrainRun``, ``QuadraticPaths``, ``PATH_METHODS`` |
 | ``experiments.py`` | the notebooks' drivers: ``run_quadratic``, ``quadratic_paths``, ``tracking_error``, ``covariance_replay``; ``seed_runs`` and ``final_accuracies`` (over seeds, through ``lab.core.sweep``), ``official_parity`` (the authors' optimizers, replayed from ``lab/core/official/koala_official.json``), ``step_times`` (the step alone, as the benchmark times it; shown, never a claim's measurement), ``state_floats`` |
-| ``figures.py`` | plotly figures for the widgets; they take results (``results.py``) only |
+| ``figures.py`` | plotly figures for the widgets and matplotlib figures of the notebooks; they take results (``results.py``) only |
 | ``counting.py`` | ``step_counts`` (``StepCounts``): the work and memory traffic of one optimizer step, counted per aten op by ``OpCounter`` (a ``TorchDispatchMode``; on the meta device, so a dense-covariance EKF of a 1.9M-weight MLP is counted without allocating): the cost the claim ``koala/step-cost`` decides on |
 
 See: book/koala/01-kalman-view.ipynb

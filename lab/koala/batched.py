@@ -144,19 +144,21 @@ def _train_seeds(s: DigitsSettings, seeds, dev) -> list[TrainRun]:
     W1, b1, W2, b2 = params
     crit = torch.nn.CrossEntropyLoss(reduction="none")
 
-    def per_sample(X, y):  # (n, rows) losses of every seed's network
+    def logits(X):  # (n, rows, 10) outputs of every seed's network
         h = torch.tanh(torch.baddbmm(b1.unsqueeze(1), X, W1.transpose(1, 2)))
-        out = torch.baddbmm(b2.unsqueeze(1), h, W2.transpose(1, 2))
-        return crit(out.reshape(-1, 10), y.reshape(-1)).view(y.shape), out
+        return torch.baddbmm(b2.unsqueeze(1), h, W2.transpose(1, 2))
+
+    def per_sample(X, y):  # (n, rows) losses of every seed's network
+        return crit(logits(X).reshape(-1, 10), y.reshape(-1)).view(y.shape)
 
     def evaluate():
         with torch.no_grad():
-            loss = per_sample(Xtr, ytr)[0].mean(1)
-            acc = (per_sample(Xte, yte)[1].argmax(-1) == yte).to(tdtype).mean(1)
+            loss = per_sample(Xtr, ytr).mean(1)
+            acc = (logits(Xte).argmax(-1) == yte).to(tdtype).mean(1)  # no test loss needed
         return loss.double().cpu().numpy(), acc.double().cpu().numpy()
 
     def batch_loss(idx):
-        return per_sample(Xtr[seed_rows, idx], ytr[seed_rows, idx])[0]
+        return per_sample(Xtr[seed_rows, idx], ytr[seed_rows, idx])
 
     cd = torch.float64 if tdtype == torch.float64 else torch.float32
     step = _SeedsStep(s, params, n, dev, cd)
@@ -269,23 +271,29 @@ def _koalapp_seeds_(params, states, loss, R, lr, hp, symmetric):
             st.update(v=torch.zeros_like(H), h_prev=torch.zeros_like(H),
                       S=torch.ones_like(loss), init=torch.zeros_like(loss, dtype=torch.bool))  # fmt: skip
         new = ~st["init"]
-        Vp = torch.where(new[:, None], sigma0 * H, st["v"])  # (init) v_0 = sigma0 H_1
-        Hp = torch.where(new[:, None], H, st["h_prev"])  # (init) H_0 = H_1
+        if bool(new.any()):  # a first step for some seed (after it, the masks select the state)
+            Vp = torch.where(new[:, None], sigma0 * H, st["v"])  # (koala-init) v_0 = sigma0 H_1
+            Hp = torch.where(new[:, None], H, st["h_prev"])  # (koala-init) H_0 = H_1
+        else:
+            Vp, Hp = st["v"], st["h_prev"]
         x, y = (Hp * Hp).sum(1), (Hp * Vp).sum(1)  # ||H_{k-1}||^2, H_{k-1} v_{k-1}^T
         a, c = (H * Hp).sum(1), (H * Vp).sum(1)  # H_k H_{k-1}^T, H_k v_{k-1}^T
         gg, pp = (G * G).sum(1), (Pf * Pf).sum(1)  # skip rule, weight decay
-        Sp = torch.where(new, y + q * x + R, st["S"])  # (init) S_0 = H_1 (v_0 + Q H_1)^T + R
-        lam = (c + q * a) / Sp  # (recursion) lambda_k
-        alpha = a / x  # (closure) alpha_k
-        w = c / x - a * y / (x * x) if symmetric else torch.zeros_like(x)  # (closure) w_k
-        v = (alpha - lam)[:, None] * Vp + (w - q * lam)[:, None] * Hp + q * H  # (recursion)
-        g = v + q * H  # (update) g_k = H_k P_hat_k
-        S = (H * g).sum(1) + R  # (update) S_k
+        Sp = torch.where(new, y + q * x + R, st["S"])  # (koala-init) S_0 = H_1 (v_0 + Q H_1)^T + R
+        lam = (c + q * a) / Sp  # (koala-recursion) lambda_k
+        alpha = a / x  # (koala-closure) alpha_k
+        w = c / x - a * y / (x * x) if symmetric else torch.zeros_like(x)  # (koala-closure) beta_k
+        v = (alpha - lam)[:, None] * Vp + (w - q * lam)[:, None] * Hp + q * H  # (koala-recursion)
+        g = v + q * H  # (koala-update) g_k = H_k P_hat_k
+        S = (H * g).sum(1) + R  # (koala-update) S_k
         active = gg >= eps * eps  # skip rule: keep the old state
         scale = torch.where(active, -lr * (loss + 0.5 * wd * pp) / S, torch.zeros_like(S))
         p.data.add_((scale[:, None] * g).view_as(p).to(p.dtype))
         if bool((active & (S <= 0)).any()):
             raise FloatingPointError("KOALA++: S_k <= 0 for some tensor (as KoalaPP on CPU)")
+        if bool(active.all()):  # every seed steps: no mask to apply
+            st.update(v=v, h_prev=H, S=S, init=torch.ones_like(active))
+            continue
         st["v"] = torch.where(active[:, None], v, st["v"])
         st["h_prev"] = torch.where(active[:, None], H, st["h_prev"])
         st["S"] = torch.where(active, S, st["S"])

@@ -191,7 +191,7 @@ class StepCounts:
 
 
 def _ekf_step_(params, covs, *, loss: float, q: float, r: float, lr: float) -> None:
-    """One full-covariance EKF step per tensor (eq. (EKF) with a dense ``P``), in place."""
+    """One full-covariance EKF step per tensor (eq. (koala-ekf) with a dense ``P``), in place."""
     import torch
 
     with torch.no_grad():

@@ -32,6 +32,7 @@ __all__ = [
     "quadratic_paths",
     "tracking_error",
     "covariance_replay",
+    "first_nonpositive_s",
     "final_accuracies",
     "seed_runs",
     "OFFICIAL_FIXTURE",
@@ -213,6 +214,39 @@ def covariance_replay(
     out["rel_koalav"] = np.linalg.norm(g_v - g_true, axis=1) / np.linalg.norm(g_true, axis=1)
     out["angle_koalav"] = _angle_deg(g_v, g_true)
     return out
+
+
+def first_nonpositive_s(
+    problem: NoisyQuadratic,
+    *,
+    steps: int = 40,
+    sigma0: float = 1.0,
+    q: float = 1e-3,
+    r: float = 0.5,
+) -> int | None:
+    """The first step at which KOALA++'s ``S_k <= 0`` on ``problem`` (where `koalapp` raises:
+    the closure lost positive definiteness), or None if it runs ``steps`` steps.
+
+    See: book/koala/01-kalman-view.ipynb
+    """
+    if not isinstance(problem, NoisyQuadratic):
+        raise TypeError(f"problem must be a NoisyQuadratic (got {type(problem).__name__})")
+    steps = check_int("steps", steps, 1, problem.max_steps)
+
+    def fails(k: int) -> bool:
+        try:
+            koalapp(problem.start(), problem.loss, problem.grad, steps=k, sigma0=sigma0, q=q, r=r)
+        except FloatingPointError:
+            return True
+        return False
+
+    if not fails(steps):
+        return None
+    lo, hi = 0, steps  # runs of lo steps pass, runs of hi steps fail: bisect the first failure
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fails(mid) else (mid, hi)
+    return hi
 
 
 # ---------------------------------------------------------------------------------------------
@@ -469,7 +503,7 @@ def step_times(
 
 
 def _dense_ekf_step(params, dev):
-    """eq. (EKF) per tensor, with a dense covariance ``P`` per tensor (``n x n``)."""
+    """eq. (koala-ekf) per tensor, with a dense covariance ``P`` per tensor (``n x n``)."""
     import torch
 
     covs = [0.1 * torch.eye(p.numel(), device=dev) for p in params]

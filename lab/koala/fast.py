@@ -1,8 +1,8 @@
 """The fast path of KOALA++'s step: torch kernels over a list of tensors (CPU or CUDA).
 
 `KoalaPP` calls one of two kernels per parameter group, with the same state and the same
-equations as `lab.koala.reference.koalapp` (the labels ``(recursion)``,
-``(closure)``, ``(update)``, ``(init)`` are the reference's):
+equations as `lab.koala.reference.koalapp` (the labels ``(koala-recursion)``,
+``(koala-closure)``, ``(koala-update)``, ``(koala-init)`` are the lesson page's):
 
 * `koalapp_foreach_`, the multi-tensor path, with two code paths: on CPU the state is updated in
   place by ``torch._foreach_*`` ops with the per-tensor scalars as vectors and the rare cases
@@ -255,29 +255,29 @@ def _koalapp_flat_(
     Sp_old = torch.stack([s["S"] for s in states]).to(cd)
     new = torch.stack([s["initialized"] for s in states]) < 0.5  # (m,) not yet initialised
     new_e = expand(new)
-    Vp = torch.where(new_e, sigma0 * H, Vp_old)  # (init) v_0 = sigma0 H_1 where new
-    Hp = torch.where(new_e, H, Hp_old)  # (init) H_0 = H_1 where new
+    Vp = torch.where(new_e, sigma0 * H, Vp_old)  # (koala-init) v_0 = sigma0 H_1 where new
+    Hp = torch.where(new_e, H, Hp_old)  # (koala-init) H_0 = H_1 where new
     x, y = dot(Hp, Hp), dot(Hp, Vp)  # x = ||H_{k-1}||^2, y = H_{k-1} v_{k-1}^T
     a, c = dot(H, Hp), dot(H, Vp)  # a = H_k H_{k-1}^T, c = H_k v_{k-1}^T
     gg, pp = dot(G, G), dot(Pf, Pf)  # ||grad||^2 (skip rule), ||theta||^2 (weight decay)
-    Sp = torch.where(new, y + q * x + R, Sp_old)  # (init) S_0 = H_1 (v_0 + Q H_1)^T + R
-    lam = (c + q * a) / Sp  # (recursion) lambda_k
-    alpha = a / x  # (closure) alpha_k
-    w = (c / x - a * y / (x * x)) if symmetric else torch.zeros_like(x)  # (closure) w_k
-    v = segmul_(alpha - lam, Vp.clone())  # (recursion) (alpha_k - lambda_k) v_{k-1}
+    Sp = torch.where(new, y + q * x + R, Sp_old)  # (koala-init) S_0 = H_1 (v_0 + Q H_1)^T + R
+    lam = (c + q * a) / Sp  # (koala-recursion) lambda_k
+    alpha = a / x  # (koala-closure) alpha_k
+    w = (c / x - a * y / (x * x)) if symmetric else torch.zeros_like(x)  # (koala-closure) beta_k
+    v = segmul_(alpha - lam, Vp.clone())  # (koala-recursion) (alpha_k - lambda_k) v_{k-1}
     v.add_(segmul_(w - q * lam, Hp.clone())).add_(H, alpha=q)  # + (w - Q lam) H_{k-1} + Q H_k
     if init == "prior":
         v = torch.where(new_e, sigma0 * H, v)  # v_1 = sigma0 H_1 where new
-    g = torch.add(v, H, alpha=q)  # (update) g_k = v_k + Q H_k = H_k P_hat_k
-    S = dot(H, g) + R  # (update) S_k = H_k g_k^T + R_k
+    g = torch.add(v, H, alpha=q)  # (koala-update) g_k = v_k + Q H_k = H_k P_hat_k
+    S = dot(H, g) + R  # (koala-update) S_k = H_k g_k^T + R_k
     active = gg >= eps * eps  # skip rule ||grad|| < eps: keep the old state
-    L_t = loss + 0.5 * weight_decay * pp  # (update) per-tensor L~_k with weight decay
+    L_t = loss + 0.5 * weight_decay * pp  # (koala-update) per-tensor L~_k with weight decay
     scale = torch.where(active, -lr * L_t / S, torch.zeros_like(S))
     act_e = expand(active)
     v_new = torch.where(act_e, v, Vp_old)
     h_new = torch.where(act_e, H, Hp_old)
     S_new = torch.where(active, S, Sp_old)
-    delta = segmul_(scale, g)  # (update) -eta L~_k g_k / S_k (g is not needed afterwards)
+    delta = segmul_(scale, g)  # (koala-update) -eta L~_k g_k / S_k (g is not needed afterwards)
     deltas = [d.view_as(p).to(p.dtype) for d, p in zip(delta.split(sizes), params, strict=True)]
     torch._foreach_add_(list(params), deltas)
     torch._foreach_copy_([s["v"] for s in states], list(v_new.split(sizes)))
@@ -335,10 +335,10 @@ def _koalapp_multi_(
     m = len(Vs)
     x, y, a, c = _dots(Hps + Hps + Hs + Hs, Hps + Vs + Hps + Vs).numpy().reshape(4, m)
     # x = ||H_{k-1}||^2, y = H_{k-1} v_{k-1}^T, a = H_k H_{k-1}^T, c = H_k v_{k-1}^T
-    lam = (c + q * a) / Sp  # (recursion) lambda_k
-    alpha = a / x  # (closure) alpha_k
-    w = (c / x - a * y / (x * x)) if symmetric else np.zeros_like(x)  # (closure) w_k
-    # (recursion) in place: v_k = (alpha - lam) v_{k-1} + (w - Q lam) H_{k-1} + Q H_k
+    lam = (c + q * a) / Sp  # (koala-recursion) lambda_k
+    alpha = a / x  # (koala-closure) alpha_k
+    w = (c / x - a * y / (x * x)) if symmetric else np.zeros_like(x)  # (koala-closure) beta_k
+    # (koala-recursion) in place: v_k = (alpha - lam) v_{k-1} + (w - Q lam) H_{k-1} + Q H_k
     torch._foreach_mul_(Vs, (alpha - lam).tolist())  # exact: float32 values held as doubles
     torch._foreach_addcmul_(Vs, Hps, list(torch.from_numpy(w - q * lam).unbind()))
     torch._foreach_add_(Vs, Hs, alpha=q)
@@ -346,14 +346,16 @@ def _koalapp_multi_(
         for H, v, first in zip(Hs, Vs, new, strict=True):
             if first:  # v_1 = sigma0 H_1 (no phantom update)
                 v.copy_(H).mul_(sigma0)
-    # (update) g_k = H_k P_hat_k = v_k + Q H_k, never formed: S_k = H_k v_k^T + Q ||H_k||^2 + R
+    # (koala-update) g_k = H_k P_hat_k = v_k + Q H_k, never formed: S_k = H_k v_k^T + Q ||H_k||^2 + R
     if wd:
         hv, hh, pp = _dots(Hs + Hs + Ps, Vs + Hs + Ps).numpy().reshape(3, m)
     else:
         hv, hh = _dots(Hs, Vs).numpy(), gg
     S = hv + q * hh + nd(R)
-    L_t = nd(loss) + 0.5 * wd * pp if wd else nd(loss)  # (update) L~_k
-    step = torch.from_numpy(-lr * L_t / S)  # (update) theta_k = theta_{k-1} - lr L~_k g_k / S_k
+    L_t = nd(loss) + 0.5 * wd * pp if wd else nd(loss)  # (koala-update) L~_k
+    step = torch.from_numpy(
+        -lr * L_t / S
+    )  # (koala-update) theta_k = theta_{k-1} - lr L~_k g_k / S_k
     shaped = [[t.view_as(p) for t, p in zip(ts, params, strict=True)] for ts in (Vs, Hs)]
     torch._foreach_addcmul_(params, shaped[0], list(step.unbind()))
     torch._foreach_addcmul_(params, shaped[1], list((q * step).unbind()))
@@ -379,22 +381,24 @@ def koalapp_loop_(
         theta = p.reshape(-1).to(cd)
         H = G + weight_decay * theta if weight_decay else G  # H_k incl. weight decay
         first = float(st["initialized"]) < 0.5
-        if first:  # (init) phantom: v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
+        if (
+            first
+        ):  # (koala-init) phantom: v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
             _phantom_(H, st, q, sigma0, R)
         v, h_prev, S_prev = st["v"], st["h_prev"], st["S"]  # v is updated in place
         x, y = torch.dot(h_prev, h_prev), torch.dot(h_prev, v)
         a, c = torch.dot(H, h_prev), torch.dot(H, v)
-        lam = (c + q * a) / S_prev  # (recursion) lambda_k
-        alpha = a / x  # (closure) alpha_k
-        w = c / x - a * y / (x * x) if symmetric else torch.zeros_like(x)  # (closure) w_k
-        # (recursion): v_k = (alpha - lam) v_{k-1} + (w - Q lam) H_{k-1} + Q H_k
+        lam = (c + q * a) / S_prev  # (koala-recursion) lambda_k
+        alpha = a / x  # (koala-closure) alpha_k
+        w = c / x - a * y / (x * x) if symmetric else torch.zeros_like(x)  # (koala-closure) beta_k
+        # (koala-recursion): v_k = (alpha - lam) v_{k-1} + (w - Q lam) H_{k-1} + Q H_k
         v.mul_(alpha - lam).addcmul_(h_prev, w - q * lam).add_(H, alpha=q)
         if first and init == "prior":
             v.copy_(H).mul_(sigma0)  # v_1 = sigma0 H_1
-        # (update) g_k = v_k + Q H_k (not formed), S_k = H_k g_k^T + R
+        # (koala-update) g_k = v_k + Q H_k (not formed), S_k = H_k g_k^T + R
         S = torch.dot(H, v) + q * torch.dot(H, H) + R
         L_t = loss + 0.5 * weight_decay * torch.dot(theta, theta) if weight_decay else loss
-        step = -lr * L_t / S  # (update) theta_k = theta_{k-1} - lr L~_k g_k / S_k
+        step = -lr * L_t / S  # (koala-update) theta_k = theta_{k-1} - lr L~_k g_k / S_k
         p.addcmul_(v.view_as(p), step).addcmul_(H.view_as(p), q * step)
         h_prev.copy_(H)
         st["S"] = S

@@ -2,16 +2,17 @@
 
 Each statement sits beside the block of the method it implements. The paper's equation
 numbers were not read (the chapter was written from the authors' code, README and poster;
-see the package docstring), so the ``# eq. (...)`` comments name blocks instead of numbers:
+see the package docstring), so the ``# eq. (...)`` comments cite the labels of the lesson page
+(book/koala/index.md), which name blocks instead of numbers:
 
-* ``(EKF)``: the extended Kalman filter on the scalar-loss measurement (target 0);
-* ``(recursion)``: the exact recursion ``v_k = H_k P_{k-2} + Q H_k - lambda_k (v_{k-1} +
+* ``(koala-ekf)``: the extended Kalman filter on the scalar-loss measurement (target 0);
+* ``(koala-recursion)``: the exact recursion ``v_k = H_k P_{k-2} + Q H_k - lambda_k (v_{k-1} +
   Q H_{k-1})`` for ``v_k = H_k P_{k-1}``;
-* ``(closure)``: the least-squares estimate ``H_k P_{k-2} ~ alpha_k v_{k-1} + w_k H_{k-1}``
-  (vanilla: ``w_k = 0``);
-* ``(update)``: the KOALA++ step ``g_k = v_k + Q H_k``, ``S_k``, ``theta_k``;
-* ``(init)``: the first step of the authors' code (the "phantom" covariance update);
-* ``(KOALA-V)``: the scalar-covariance filter of the predecessor.
+* ``(koala-closure)``: the least-squares estimate ``H_k P_{k-2} ~ alpha_k v_{k-1} + beta_k
+  H_{k-1}`` (vanilla: ``beta_k = 0``);
+* ``(koala-update)``: the KOALA++ step ``g_k = v_k + Q H_k``, ``S_k``, ``theta_k``;
+* ``(koala-init)``: the first step of the authors' code (the "phantom" covariance update);
+* ``(koalav)``: the scalar-covariance filter of the predecessor.
 
 ``# deviation:`` marks where we differ from the authors' code.
 
@@ -163,23 +164,23 @@ def _ekf_full(theta, fns, P, Q, Rs, *, lr, phantom) -> dict[str, np.ndarray]:
     loss_fn, grad_fn = fns
     I = np.eye(theta.size)
 
-    if phantom:  # eq. (init) covariance-only update with H_1, no state step
+    if phantom:  # eq. (koala-init) covariance-only update with H_1, no state step
         H = np.asarray(grad_fn(theta, 1), dtype=np.float64)
-        P_hat = P + Q * I  # eq. (EKF) predict
-        S = H @ P_hat @ H + Rs[0]  # eq. (EKF) innovation variance
-        K = P_hat @ H / S  # eq. (EKF) gain
-        P = P_hat - np.outer(K, H @ P_hat)  # eq. (EKF) covariance update
+        P_hat = P + Q * I  # eq. (koala-ekf) predict
+        S = H @ P_hat @ H + Rs[0]  # eq. (koala-ekf) innovation variance
+        K = P_hat @ H / S  # eq. (koala-ekf) gain
+        P = P_hat - np.outer(K, H @ P_hat)  # eq. (koala-ekf) covariance update
 
     thetas, Ps, vs, Ss, losses = [theta.copy()], [P.copy()], [], [], []
     for k in range(1, len(Rs) + 1):
         H = np.asarray(grad_fn(theta, k), dtype=np.float64)  # H_k = grad L_k(theta_{k-1})
         L = float(loss_fn(theta, k))
         vs.append(H @ P)  # v_k = H_k P_{k-1} (the quantity KOALA++ tracks)
-        P_hat = P + Q * I  # eq. (EKF) predict: P_hat_k = P_{k-1} + Q I
-        S = float(H @ P_hat @ H) + Rs[k - 1]  # eq. (EKF) S_k = H_k P_hat_k H_k^T + R_k
-        K = P_hat @ H / S  # eq. (EKF) K_k = P_hat_k H_k^T / S_k
-        theta = theta - lr * K * L  # eq. (EKF) theta_k = theta_{k-1} - eta K_k L_k (target 0)
-        P = P_hat - np.outer(K, H @ P_hat)  # eq. (EKF) P_k = P_hat_k - K_k H_k P_hat_k
+        P_hat = P + Q * I  # eq. (koala-ekf) predict: P_hat_k = P_{k-1} + Q I
+        S = float(H @ P_hat @ H) + Rs[k - 1]  # eq. (koala-ekf) S_k = H_k P_hat_k H_k^T + R_k
+        K = P_hat @ H / S  # eq. (koala-ekf) K_k = P_hat_k H_k^T / S_k
+        theta = theta - lr * K * L  # eq. (koala-ekf) theta_k = theta_{k-1} - eta K_k L_k (target 0)
+        P = P_hat - np.outer(K, H @ P_hat)  # eq. (koala-ekf) P_k = P_hat_k - K_k H_k P_hat_k
         P = 0.5 * (P + P.T)  # keep exact symmetry against round-off
         thetas.append(theta.copy())
         Ps.append(P.copy())
@@ -233,18 +234,23 @@ def koalapp_v_update(
     S_prev = check_positive("S_prev", S_prev)
     Q = check_positive("Q", Q, allow_zero=True)
     symmetric = check_bool("symmetric", symmetric)
+    return _koalapp_v_update(v_prev, h_prev, h, S_prev, Q, symmetric)
+
+
+def _koalapp_v_update(v_prev, h_prev, h, S_prev, Q, symmetric) -> np.ndarray:
+    """`koalapp_v_update` on checked arguments: the recursion closed by least squares."""
     x = h_prev @ h_prev  # x = ||H_{k-1}||^2
     if x == 0.0:
         raise ValueError("h_prev must be nonzero (the closure divides by ||H_{k-1}||^2)")
     y = h_prev @ v_prev  # y = H_{k-1} v_{k-1}^T
     a = h @ h_prev  # a = H_k H_{k-1}^T
     c = h @ v_prev  # c = H_k v_{k-1}^T
-    lam = (c + Q * a) / S_prev  # eq. (recursion) lambda_k = (c + Q a) / S_{k-1}
-    alpha = a / x  # eq. (closure) alpha_k = a / x
-    w = (c / x - a * y / x**2) if symmetric else 0.0  # eq. (closure) w_k; 0 for vanilla
-    # eq. (recursion) with (closure): v_k = (alpha_k - lambda_k) v_{k-1} + Q (H_k - lambda_k H_{k-1})
-    #                                   + w_k H_{k-1}
-    return (alpha - lam) * v_prev + Q * (h - lam * h_prev) + w * h_prev
+    lam = (c + Q * a) / S_prev  # eq. (koala-lambda) lambda_k = (c + Q a) / S_{k-1}
+    alpha = a / x  # eq. (koala-closure) alpha_k = a / x
+    beta = (c / x - a * y / x**2) if symmetric else 0.0  # eq. (koala-closure) beta_k; vanilla: 0
+    # eq. (koala-v-update), i.e. eq. (koala-recursion) closed by (koala-closure):
+    #   v_k = (alpha_k - lambda_k) v_{k-1} + Q (H_k - lambda_k H_{k-1}) + beta_k H_{k-1}
+    return (alpha - lam) * v_prev + Q * (h - lam * h_prev) + beta * h_prev
 
 
 def koalapp(
@@ -320,21 +326,23 @@ def _koalapp(theta, fns, Rs, *, lr, sigma0, Q, wd, symmetric, init) -> dict[str,
     for k in range(1, len(Rs) + 1):
         R = Rs[k - 1]
         H = np.asarray(grad_fn(theta, k), dtype=np.float64) + wd * theta  # H_k incl. wd theta
-        L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)  # eq. (update) L~_k
+        L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)  # eq. (koala-update) L~_k
         if v_prev is None and init == "prior":
             v = sigma0 * H  # v_1 = H_1 P_0 with P_0 = sigma0 I (no phantom update)
         else:
             if (
                 v_prev is None
-            ):  # eq. (init) v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
+            ):  # eq. (koala-init) v_0 = sigma0 H_1, H_0 = H_1, S_0 = H_1 (v_0 + Q H_1)^T + R
                 v_prev, h_prev = sigma0 * H, H.copy()
                 S_prev = float(h_prev @ (v_prev + Q * h_prev)) + R
-            v = koalapp_v_update(v_prev, h_prev, H, S_prev, Q, symmetric)  # eq. (recursion)
-        g = v + Q * H  # eq. (update) g_k = v_k + Q H_k = H_k P_hat_k
-        S = float(H @ g) + R  # eq. (update) S_k = H_k g_k^T + R_k
+            v = _koalapp_v_update(v_prev, h_prev, H, S_prev, Q, symmetric)  # eq. (koala-v-update)
+        g = v + Q * H  # eq. (koala-update) g_k = v_k + Q H_k = H_k P_hat_k
+        S = float(H @ g) + R  # eq. (koala-update) S_k = H_k g_k^T + R_k
         if not S > 0:  # deviation: the authors' code steps on; we stop (never step uphill)
             raise FloatingPointError(f"S_k = {S:g} <= 0 at step {k}: the closure lost PSD")
-        theta = theta - lr * L * g / S  # eq. (update) theta_k = theta_{k-1} - eta L~_k g_k^T / S_k
+        theta = (
+            theta - lr * L * g / S
+        )  # eq. (koala-update) theta_k = theta_{k-1} - eta L~_k g_k^T / S_k
         v_prev, h_prev, S_prev = v, H, S  # store v_k, H_k, S_k
         thetas.append(theta.copy())
         vs.append(v)
@@ -392,11 +400,11 @@ def koalav(
     for k in range(1, steps + 1):
         H = np.asarray(grad_fn(theta, k), dtype=np.float64) + wd * theta
         L = float(loss_fn(theta, k)) + 0.5 * wd * float(theta @ theta)
-        sigma = sigma + Q  # eq. (KOALA-V) predict: P_hat = (sigma + Q) I
+        sigma = sigma + Q  # eq. (koalav) predict: P_hat = (sigma + Q) I
         hh = float(H @ H)
-        S = sigma * hh + Rs[k - 1]  # eq. (KOALA-V) S = sigma ||H||^2 + R
-        theta = theta - lr * L * sigma * H / S  # eq. (KOALA-V) K = sigma H^T / S
-        sigma = sigma - sigma**2 * hh / S  # eq. (KOALA-V) P = P_hat - sigma^2 ||H||^2 / S
+        S = sigma * hh + Rs[k - 1]  # eq. (koalav) S = sigma ||H||^2 + R
+        theta = theta - lr * L * sigma * H / S  # eq. (koalav) K = sigma H^T / S
+        sigma = sigma - sigma**2 * hh / S  # eq. (koalav) P = P_hat - sigma^2 ||H||^2 / S
         thetas.append(theta.copy())
         sigmas.append(sigma)
         losses.append(L)
