@@ -319,6 +319,19 @@ def test_alignment_study_without_hessians_keeps_the_gradient_errors():
         cs.AlignmentSettings(trials=1, hessians="no", **kw)
 
 
+def test_alignment_study_without_newton_steps_keeps_the_hessian_errors():
+    X, y, _, _ = cs.digits_split()
+    s = cs.AlignmentSettings(pool_size=60, budget=10, K=3, sigma=0.2, eval_draws=2, trials=2)
+    full = cs.alignment_study(X, y, s)
+    hess = cs.alignment_study(X, y, s.replace(trials=3, newton=False))
+    for m in cs.METHODS:  # the first trials are the same pools, selections and draws
+        assert np.array_equal(hess.hess[m][:2], full.hess[m])
+        assert np.array_equal(hess.grad[m][:2], full.grad[m])
+        assert np.isnan(hess.newton[m]).all()
+    with pytest.raises(TypeError, match="newton"):
+        cs.AlignmentSettings(newton="no")
+
+
 def test_alignment_study_memoises_the_fit_on_the_data():
     from lab.coreset import experiments as ex
 

@@ -100,6 +100,9 @@ See: book/coreset/01-facility-location.ipynb
 - ``ablation.py``: ``perturbation_ablation``, the paper's Table 2 at our size (notebook 2).
 - ``toy.py``: ``toy_problem`` and ``toy_selection``, the 2-D toy problem of notebook 1.
 - ``figures.py``: results to figures (draws only).
+- ``claims.py``: the chapter's registered claims (``CLAIMS``) and deviations.
+- ``evidence.py``: what each claim records (value, card text, measured rival or diagnosis),
+  built from the drivers' results.
 """
 
 import lazy_loader as _lazy

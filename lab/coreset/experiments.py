@@ -128,8 +128,8 @@ def alignment_study(
     ``budget`` (CRAIG and posterior per class, as the official code) and scores them with the
     errors of ``alignment_errors`` (fresh posterior draws, the same for the three).
     ``hessians=False`` scores the gradient error and the share only (``hess`` and ``newton``
-    NaN), a tenth of the cost; trial ``t`` draws the same pool, selections and posterior draws
-    either way, so its gradient errors are the same.
+    NaN), a tenth of the cost; ``newton=False`` skips the Newton steps; trial ``t`` draws the
+    same pool, selections and posterior draws either way, so its errors are the same.
 
     Parameters
     ----------
@@ -215,13 +215,12 @@ def _shared_errors(W, pool: tuple, sel: dict, s: AlignmentSettings, seed: int) -
     out = {}
     for m, (idx, _) in sel.items():
         HS = logreg_hessian(W, X[idx], y[idx], gams[m])
+        out[m] = {"grad": grad[m], "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H))}
+        if not s.newton:
+            out[m].update(newton=np.nan, rank=0)
+            continue
         N, NS, rank = newton_steps(H, gfull, HS, gams[m] @ g[idx], newton="range", l2=1e-2)
-        out[m] = {
-            "grad": grad[m],
-            "hess": float(np.linalg.norm(HS - H) / np.linalg.norm(H)),
-            "newton": float(np.linalg.norm(NS - N) / np.linalg.norm(N)),
-            "rank": rank,
-        }
+        out[m].update(newton=float(np.linalg.norm(NS - N) / np.linalg.norm(N)), rank=rank)
     return out
 
 

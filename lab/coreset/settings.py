@@ -206,6 +206,9 @@ class AlignmentSettings:
     seed : int (>= 0)
     hessians : bool
         Score the Hessian and Newton-step errors too (``False``: the gradient error only).
+    newton : bool
+        With ``hessians``, score the Newton-step error too (``False``: the Hessian error
+        without the eigendecompositions the Newton steps need, a third of the cost).
 
     See: book/coreset/02-label-noise.ipynb
     """
@@ -220,6 +223,7 @@ class AlignmentSettings:
     eval_draws: int = 8
     seed: int = 0
     hessians: bool = True
+    newton: bool = True
 
     def __post_init__(self) -> None:
         set_field(self, "noise", float(check_range("noise", self.noise, 0.0, 1.0)))
@@ -232,6 +236,7 @@ class AlignmentSettings:
         set_field(self, "eval_draws", check_int("eval_draws", self.eval_draws, 1))
         set_field(self, "seed", check_int("seed", self.seed, 0))
         set_field(self, "hessians", check_bool("hessians", self.hessians))
+        set_field(self, "newton", check_bool("newton", self.newton))
 
     def replace(self, **changes: Any) -> AlignmentSettings:
         """A copy with some fields changed (validated again, once)."""
