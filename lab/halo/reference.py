@@ -21,9 +21,9 @@ The transform itself, :func:`fwht` (the numpy butterflies; torch tensors run
 
 Rotations are ``fwht`` applications (``XH`` is computed as ``fwht(X)``, i.e. ``R = H_mᵀ`` on
 the right, which is the same orthogonal trick for any Hadamard matrix). The equation labels
-below (``# eq. (Y)``, ``# eq. (E_X)``, ``# eq. (G)``; ``# eq. (FWHT)`` for the butterflies) are
-the level table of the chapter page: the paper's
-main-text equations were not read verbatim (reconstructed from the official code).
+below (``# eq. (halo-y)``, ``# eq. (halo-ex)``, ``# eq. (halo-g)``; ``# eq. (halo-fwht)`` for
+the butterflies) are the labelled equations of the chapter's lesson page (book/halo/index.md):
+the paper's main-text equations were not read verbatim (reconstructed from the official code).
 
 The autograd layer that runs these products inside training is
 :class:`lab.halo.layer.HaloLinear` (tested against :func:`halo_products`).
@@ -115,7 +115,7 @@ def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
     K, P = split_size(n)
     y = rows.reshape(len(rows), K, P).copy()
     h = 1
-    while h < P:  # eq. (FWHT): one butterfly stage per stride h = 1, 2, ..., P/2
+    while h < P:  # eq. (halo-fwht): one butterfly stage per stride h = 1, 2, ..., P/2
         v = y.reshape(len(rows), K, P // (2 * h), 2, h)
         a, b = v[..., 0, :].copy(), v[..., 1, :]
         v[..., 0, :] += b  # a + b
@@ -132,7 +132,7 @@ def fwht(x, dim: int = -1, normalized: bool = True, *, inverse: bool = False):
 
 def butterfly_stages(x) -> list[np.ndarray]:
     """The vector after 0, 1, ..., ``log2 n`` unnormalized butterfly stages of :func:`fwht`
-    (eq. (FWHT), one stage at a time: what notebook 2's widget steps through).
+    (eq. (halo-fwht), one stage at a time: what notebook 2's widget steps through).
 
     See: book/halo/02-fwht-kernel.ipynb
     """
@@ -142,7 +142,7 @@ def butterfly_stages(x) -> list[np.ndarray]:
         raise ValueError(f"x must be a vector of power-of-two length (got shape {v.shape})")
     out = [v.copy()]
     h = 1
-    while h < n:  # eq. (FWHT): stride h = 1, 2, ..., n/2
+    while h < n:  # eq. (halo-fwht): stride h = 1, 2, ..., n/2
         w = v.reshape(n // (2 * h), 2, h)
         a, b = w[:, 0].copy(), w[:, 1].copy()
         w[:, 0], w[:, 1] = a + b, a - b  # (a, b) -> (a + b, a - b)
@@ -316,19 +316,20 @@ def halo_products(
 
     if level == 0:
         qX, qW = Q(X), Q(W)
-        Y = qX @ qW.T  # eq. (Y) HALO-0: Q(X) Q(W)ᵀ
-        E_X = Q(E) @ qW  # eq. (E_X) Q(E_Y) Q(W)
-        G = Q(E).T @ qX  # eq. (G) Q(E_Y)ᵀ Q(X)
+        Y = qX @ qW.T  # eq. (halo-y) HALO-0: Q(X) Q(W)ᵀ
+        E_X = Q(E) @ qW  # eq. (halo-ex) Q(E_Y) Q(W)
+        G = Q(E).T @ qX  # eq. (halo-g) Q(E_Y)ᵀ Q(X)
         return {"Y": Y, "E_X": E_X, "G": G}
     qXH, qWH = Q(H(X)), Q(H(W))
-    Y = qXH @ qWH.T  # eq. (Y) HALO-1/2: Q(XH) Q(WH)ᵀ, H Hᵀ = I cancels inside
+    Y = qXH @ qWH.T  # eq. (halo-y) HALO-1/2: Q(XH) Q(WH)ᵀ, H Hᵀ = I cancels inside
     if level == 1:
-        E_X = H(Q(E) @ qWH, inverse=True)  # eq. (E_X) HALO-1: [Q(E_Y) Q(WH)] Hᵀ
+        E_X = H(Q(E) @ qWH, inverse=True)  # eq. (halo-ex) HALO-1: [Q(E_Y) Q(WH)] Hᵀ
     else:
         b = E.shape[0]
         bp = next_hadamard_size(b)  # deviation: tokens zero-padded to a Hadamard size
         Ep = torch.nn.functional.pad(E, (0, 0, 0, bp - b))
         inner = Q(H(Ep, dim=0)) @ qWH  # Q(H_b E_Y) Q(WH)
-        E_X = H(H(inner, dim=0, inverse=True)[:b], inverse=True)  # eq. (E_X) HALO-2: H_bᵀ [...] Hᵀ
-    G = H(Q(E).T @ qXH, inverse=True)  # eq. (G) [Q(E_Y)ᵀ Q(XH)] Hᵀ
+        back = H(inner, dim=0, inverse=True)[:b]  # H_bᵀ [...], the padded tokens dropped
+        E_X = H(back, inverse=True)  # eq. (halo-ex) HALO-2: H_bᵀ [Q(H_b E_Y) Q(WH)] Hᵀ
+    G = H(Q(E).T @ qXH, inverse=True)  # eq. (halo-g) [Q(E_Y)ᵀ Q(XH)] Hᵀ
     return {"Y": Y, "E_X": E_X, "G": G}
