@@ -573,3 +573,16 @@ def test_widget_drivers_are_memoised_and_figures_only_draw():
     assert cs.digits_alignment(settings=s) is st
     assert len(figures.alignment_figure(st, s).data) == 9
     assert experiments.digits_alignment.store and len(experiments.digits_alignment.store) == 1
+
+
+def test_the_lessons_worked_example():
+    """book/coreset/index.md, "A worked example": four points on a line, B = 2, the far one
+    mislabeled: medoids 1 and 3, weights 3 and 1, weighted noisy share 1/4 (half the medoids)."""
+    D = cs.pairwise_distances([[0.0], [1.0], [2.0], [10.0]])
+    S = D.max() - D
+    assert S.sum(axis=0).tolist() == [27.0, 29.0, 29.0, 13.0]  # the first pick's F({j})
+    idx, gamma = cs.greedy_facility_location(D, 2)
+    assert idx.tolist() == [1, 3] and gamma.tolist() == [3, 1]
+    gains = np.maximum(S - S[:, 1:2], 0).sum(axis=0)  # the second pick's gains
+    assert gains.tolist() == [1.0, 0.0, 2.0, 9.0]
+    assert cs.noisy_share([False, False, False, True], idx, gamma) == 0.25

@@ -43,6 +43,8 @@ from .figures import (
     alignment_figure,
     training_figure,
     proxy_plane,
+    sweep_figure,
+    ablation_figure,
 )
 from .labels import (
     random_coreset,

@@ -21,6 +21,8 @@ __all__ = [
     "alignment_figure",
     "training_figure",
     "proxy_plane",
+    "sweep_figure",
+    "ablation_figure",
 ]
 
 COLOURS = {
@@ -237,3 +239,64 @@ def _share_panel(fig, selection) -> None:
         1,
         2,
     )
+
+
+def sweep_figure(sweep: dict, noises, steps: int):
+    """Clean test accuracy (mean ± std over seeds) and the coresets' weighted noisy share against
+    the label-noise ratio, one line per method (matplotlib; ``sweep`` from ``noise_sweep``).
+
+    See: book/coreset/03-training-under-noise.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(sweep, dict) or "craig" not in sweep:
+        raise TypeError(f"sweep must be noise_sweep's dict of arrays (got {type(sweep).__name__})")
+    noises = np.asarray(noises, dtype=float)
+    methods = [m for m in ("random", "craig", "posterior", "full") if m in sweep]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for off, m in zip(np.linspace(-0.012, 0.012, len(methods)), methods, strict=True):
+        acc = sweep[m]
+        axes[0].errorbar(noises + off, acc.mean(1), yerr=acc.std(1), marker="o", capsize=3,
+                         color=COLOURS[m], label=m)  # fmt: skip
+        if m != "full":
+            share = sweep[f"share/{m}"].mean(1)
+            axes[1].plot(noises, share, marker="o", color=COLOURS[m], label=m)
+    axes[1].plot(noises, noises * 0.9, ls=":", c="k", label="expected pool share")
+    axes[0].set_xlabel("label-noise ratio")
+    axes[0].set_ylabel(f"clean test accuracy after {steps} steps")
+    axes[1].set_xlabel("label-noise ratio")
+    axes[1].set_ylabel("weighted share mislabeled in the coresets")
+    for ax in axes:
+        ax.legend()
+    n = sweep["craig"].shape[1]
+    fig.suptitle(f"digits MLP with BatchNorm, mean ± std over {n} seeds")
+    fig.tight_layout()
+    return fig
+
+
+def ablation_figure(abl, abl_sig, names: dict):
+    """Clean accuracy of posterior coresets per perturbed block and σ (bars: mean ± std; dots:
+    seeds), from ``perturbation_ablation`` (``abl``: the blocks, ``abl_sig``: BN only over σ);
+    ``names`` maps a block to its label (matplotlib).
+
+    See: book/coreset/02-label-noise.ipynb
+    """
+    import matplotlib.pyplot as plt
+
+    for name, value in (("abl", abl), ("abl_sig", abl_sig)):
+        _expect(name, value, ("wheres", "sigmas", "seeds", "acc"))
+    labels = [f"{names[w]}\nσ={s:g}" for w in abl.wheres for s in abl.sigmas]
+    labels += [f"{names['norm']}\nσ={s:g}" for s in abl_sig.sigmas if s not in abl.sigmas]
+    rows = [abl.acc[i, j] for i in range(len(abl.wheres)) for j in range(len(abl.sigmas))]
+    rows += [abl_sig.acc[0, j] for j, s in enumerate(abl_sig.sigmas) if s not in abl.sigmas]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    ax.bar(x, [r.mean() for r in rows], yerr=[r.std() for r in rows], capsize=3, color="0.75")
+    for k in range(len(abl.seeds)):
+        ax.plot(x, [r[k] for r in rows], ".", c="k", alpha=0.6)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylim(0.7, 0.9)
+    ax.set_ylabel("clean test accuracy")
+    ax.set_title("posterior coresets at 50% noise: which block carries the noise (dots: seeds)")
+    fig.tight_layout()
+    return fig
