@@ -422,3 +422,69 @@ def test_drift_sessions_default_seeds_follow_the_seed_shift(monkeypatch):
     assert drift_seeds() == omiso.DRIFT_SEEDS
     monkeypatch.setenv("LAB_SEED_SHIFT", "1000")
     assert drift_seeds() == tuple(s + 1000 for s in omiso.DRIFT_SEEDS)
+
+
+# ------------------------------------------------------------------------------------------
+# settings and the claims' evidence
+# ------------------------------------------------------------------------------------------
+
+
+def test_session_batch_broadcasts_and_validates_once():
+    b = SessionBatch([0, 0, 1], ["omiso", "miso", "static"], drift=0.01, target=[0.5, 1.0])
+    assert len(b) == 3 and b.drift == (0.01,) * 3 and b.target == ((0.5, 1.0),) * 3
+    assert b.world(2) == {"kappa": 1.0, "drift": 0.01, "a_auto": 0.6, "adapt": 0.0, "ramp": 0.0}
+    with pytest.raises(ValueError, match="a_auto"):
+        SessionBatch([0], a_auto=1.5)
+    with pytest.raises(ValueError, match="kappa"):
+        SessionBatch([0, 1], kappa=[1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="seeds"):
+        SessionBatch("01")
+    with pytest.raises(ValueError, match="dims"):
+        run_sessions(SessionBatch([0], q=2), SessionSettings(dims=(0, 3)))
+    assert SessionSettings(dims=[1, 2]).dims == (1, 2)
+
+
+def test_state_explains_outcome_pairs_to_the_r2_difference():
+    from lab.omiso import evidence
+
+    rng = np.random.default_rng(0)
+    zq = rng.normal(size=(30, 4))
+    d = {"z_post": zq, "n_fit": 10}
+    e1, e0 = rng.random(20), rng.random(20) + 0.5
+    rec = evidence.state_explains_outcome(d, e1, e0)
+    sst = ((zq[10:, :2] - zq[10:, :2].mean(0)) ** 2).sum()
+    assert np.isclose(rec["measured"], 1 - e1.sum() / sst)
+    ctrl = rec["control"]
+    assert np.isclose(ctrl.measured, 1 - e0.sum() / sst)
+    assert np.isclose(np.mean(ctrl.paired), rec["measured"] - ctrl.measured)
+
+
+def test_drift_pairs_and_gains_read_the_table():
+    from lab.omiso import evidence
+
+    rng = np.random.default_rng(1)
+    drifts = omiso.DRIFTS
+    table = {m: 1.0 + rng.random((len(drifts), 5)) for m in omiso.METHODS}
+    table["random"] += 1.0
+    pairs = evidence.drift_pairs(table, drifts, {})
+    assert set(pairs) == {(d, m) for d in drifts for m in ("static", "miso", "random")}
+    rec = evidence.state_gain(table, drifts)
+    assert np.isclose(rec["measured"], 1 - table["static"][0].mean() / table["miso"][0].mean())
+    assert np.isclose(
+        rec["control"].measured, 1 - table["static"][3].mean() / table["miso"][3].mean()
+    )
+    rls = table["static"][2] * 1.01
+    rec = evidence.online_gain(pairs[(0.02, "static")], table, drifts, rls)
+    np.testing.assert_allclose(rec["control"].paired, np.log(rls) - np.log(table["omiso"][2]))
+
+
+def test_worked_example_of_the_lesson():
+    """book/omiso/index.md, "A worked example": one Kalman step from the prior equals the batch
+    ridge fit on that trial, W = (2/3, 2/3), P = [[2, -1], [-1, 2]] / 3."""
+    m = omiso.StimResponseModel(1, 1, lam=1.0, q_proc=0.0).update(0, np.array([1.0]), [2.0])
+    np.testing.assert_allclose(m.W[0], [[2 / 3, 2 / 3]], atol=1e-15)
+    np.testing.assert_allclose(m.P[0], np.array([[2.0, -1.0], [-1.0, 2.0]]) / 3, atol=1e-15)
+    batch = omiso.StimResponseModel(1, 1, lam=1.0).fit(np.ones((1, 1)), np.zeros(1, int), [[2.0]])
+    np.testing.assert_allclose(batch.W, m.W, atol=1e-15)
+    np.testing.assert_allclose(m.predict(np.array([-1.0]))[0], [0.0], atol=1e-15)
+    np.testing.assert_allclose(m.predict(np.array([1.0]))[0], [4 / 3], atol=1e-15)

@@ -88,6 +88,8 @@ Deviation (flagged): the Poisson rate is capped at 40 spikes per window and coun
 | ``models.py`` | ``StimResponseModel`` (eqs. 2-4), ``MiSOBaseline`` (eq. 5), ``RandomChoice``, ``make_method`` |
 | ``experiments.py`` | drivers: ``compare_methods`` (numpy or torch), the memoised sessions behind the widgets (``state_dependence``, ``target_view``, ``drift_curves``) |
 | ``fast.py`` | torch: ``run_sessions`` (a ``SessionBatch`` batched, CPU or CUDA, same random streams), split along the session's stages |
+| ``claims.py`` | ``CLAIMS``: the chapter's registered claims (rules, seeds, sizes, rivals) and its deviations |
+| ``evidence.py`` | what each claim records (value, card text, measured rival), from the notebooks' runs |
 | ``figures.py`` | results to figures (matplotlib panels, plotly widgets); draws drivers' results only |
 
 See: book/omiso/03-closing-the-loop.ipynb

@@ -27,14 +27,20 @@ from lab.omiso.settings import (
     TARGET_ANGLES,
     SessionBatch,
     SessionSettings,
+    check_dims,
 )
 
 __all__ = [
     "compare_methods",
+    "design_statistics",
+    "state_models",
+    "held_out_errors",
     "state_dependence",
     "target_sessions",
     "target_view",
     "drift_sessions",
+    "drift_table",
+    "static_pairs",
     "drift_curves",
     "omiso_drift_errors",
     "precompute_drift_figure",
@@ -109,6 +115,89 @@ def compare_methods(
     return df
 
 
+def design_statistics(seeds: Any, n_windows: int = 2000, count_seed: int = 1) -> dict:
+    """The simulator's statistics against its design values: latent variance, variance of
+    one-trial changes and lag-1 autocorrelation (each session of ``seeds``, no drift, averaged
+    over the sessions), the Fano factor of the counts and the largest channel-mean gap
+    (``n_windows`` windows of session ``count_seed``), and the s.d. of the post-stimulation
+    noise (500 stimulation trials of that session).
+
+    See: book/omiso/01-simulated-array.ipynb
+    """
+    from lab.omiso.array import S_DECAY, S_DRIVE, Z_FAST
+
+    n_windows = check_int("n_windows", n_windows, 10)
+
+    def latent(seed: int) -> dict:
+        sim = UtahArraySim(seed=seed, drift=0.0)
+        Z = np.stack([sim.pre(record=False)[0] for _ in range(n_windows)])
+        ac = np.mean([np.corrcoef(Z[1:, k], Z[:-1, k])[0, 1] for k in range(sim.q)])
+        return {"var": Z.var(0).mean(), "dvar": np.diff(Z, axis=0).var(0).mean(), "ac": ac}
+
+    runs = sweep(latent, None, seeds=seeds, desc="simulator statistics")
+    slow = S_DRIVE**2 / (1 - S_DECAY**2)  # stationary variance of the slow state
+    out = {
+        "var_theory": slow + Z_FAST**2,
+        "ac_theory": S_DECAY * slow / (slow + Z_FAST**2),
+        "dvar_theory": 2 * slow * (1 - S_DECAY) + 2 * Z_FAST**2,
+        "n_sessions": len(runs.seeds),
+        "n_windows": n_windows,
+    }
+    for key in ("var", "dvar", "ac"):
+        out[key] = float(runs.values(key).mean())
+    sim = UtahArraySim(seed=count_seed, drift=0.0)
+    Z, Y = np.empty((n_windows, sim.q)), np.empty((n_windows, sim.n_channels))
+    for t in range(n_windows):
+        Z[t], Y[t] = sim.pre()
+    rate = sim.rates(Z)
+    out["fano"] = float(((Y - rate) ** 2).sum() / rate.sum())
+    out["mean_gap"] = float(np.abs(Y.mean(0) - rate.mean(0)).max() / rate.mean())
+    resid = []
+    for t in range(500):
+        z_pre, _ = sim.pre(record=False)
+        mean = sim.response_mean(z_pre, t % sim.n_patterns)
+        resid.append(sim.stim(t % sim.n_patterns, record=False)[0] - mean)
+    out["post_sd"] = float(np.std(resid))
+    return out
+
+
+@memo(maxsize=4)
+def state_models(seed: int = 0, n_train: int = 1500) -> dict:
+    """The training block of one session (:func:`run_session`), the state-aware and the
+    state-agnostic response models (eq. 2) fitted on its first two thirds: ``z_pre``, ``u``,
+    ``z_post`` (n_train, ...), ``n_fit``, ``aware``, ``agnostic``.
+
+    See: book/omiso/02-inverting-the-model.ipynb
+    """
+    from lab.omiso.models import StimResponseModel
+
+    sim = UtahArraySim(seed=seed)
+    log = run_session(sim, "omiso", SessionSettings(n_train=n_train))
+    Zp, U, Zq = log.train["z_pre"], log.train["u"], log.train["z_post"]
+    n_fit = 2 * n_train // 3
+    fit = (Zp[:n_fit], U[:n_fit], Zq[:n_fit])
+    q, n_pat = Zp.shape[1], sim.n_patterns
+    aware = StimResponseModel(n_pat, q, state_aware=True).fit(*fit)
+    agnostic = StimResponseModel(n_pat, q, state_aware=False).fit(*fit)
+    return {"z_pre": Zp, "u": U, "z_post": Zq, "n_fit": n_fit, "aware": aware, "agnostic": agnostic}
+
+
+def held_out_errors(d: dict, model: Any, dims: tuple = (0, 1)) -> np.ndarray:
+    """Squared prediction errors of ``model`` on the held-out trials of :func:`state_models`'
+    result ``d`` (after its first ``n_fit``), summed over ``dims``.
+
+    See: book/omiso/02-inverting-the-model.ipynb
+    """
+    if not isinstance(d, dict) or any(k not in d for k in ("z_pre", "u", "z_post", "n_fit")):
+        raise TypeError(f"d must be state_models' result (a dict), got {type(d).__name__}")
+    if not callable(getattr(model, "predict", None)):
+        raise TypeError(f"model must have a callable .predict (got {type(model).__name__})")
+    K = [int(k) for k in check_dims(dims, d["z_pre"].shape[1])]
+    n = d["n_fit"]
+    pred = np.stack([model.predict(z)[u] for z, u in zip(d["z_pre"][n:], d["u"][n:], strict=True)])
+    return ((d["z_post"][n:, K] - pred[:, K]) ** 2).sum(1)
+
+
 # ------------------------------------------------------------------------------------------
 # the memoised sessions behind the widgets (figures.py draws them)
 # ------------------------------------------------------------------------------------------
@@ -147,14 +236,16 @@ def target_sessions(
     n_train: int = 1000,
     n_test: int = 200,
     device: str | None = None,
+    methods: tuple = ("omiso", "miso"),
 ) -> dict:
-    """Closed-loop sessions of OMiSO and MiSO for targets on a circle (one batched run).
+    """Closed-loop sessions of ``methods`` (default OMiSO and MiSO) for targets on a circle
+    (one batched run; rows ordered target by target, then method).
 
     See: book/omiso/02-inverting-the-model.ipynb
     """
     th = np.radians(np.asarray(angles, dtype=float))
     tg = radius * np.stack([np.cos(th), np.sin(th)], 1)
-    methods = ["omiso", "miso"]
+    methods = [check_choice("methods[i]", m, METHODS) for m in methods]
     targets = np.repeat(tg, len(methods), 0)
     batch = SessionBatch([seed] * len(targets), methods * len(tg), target=targets)
     settings = SessionSettings(n_train=n_train, n_test=n_test)
@@ -258,6 +349,73 @@ def _drift_run(q_proc: float, seeds: tuple, n_test: int, device: str | None) -> 
     )
     out = run_sessions(batch, SessionSettings(n_test=n_test), device=device)
     return {"rows": rows, **out}
+
+
+def drift_table(seeds: tuple, q_proc: float = DRIFT_Q) -> dict:
+    """The mean closed-loop error of each session of :func:`drift_sessions` on ``seeds`` (a
+    sequence of distinct seeds, e.g. ``lab.seeds(*range(8))``): method -> array
+    (len(DRIFTS), len(seeds)).
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    from lab.core.checks import check_ints
+
+    res = drift_sessions(q_proc, check_ints("seeds", seeds, 0))
+    return {
+        m: np.array(
+            [
+                [
+                    res["errors"][i].mean()
+                    for i, r in enumerate(res["rows"])
+                    if r[0] == d and r[2] == m
+                ]
+                for d in DRIFTS
+            ]
+        )
+        for m in METHODS
+    }
+
+
+def static_pairs(pair_seeds: dict, seeds: tuple, table: dict, device: Any = None) -> dict:
+    """OMiSO against the static model on more sessions: drift -> (log mean error of the
+    static model, of OMiSO) over ``pair_seeds[drift]``, whose first sessions are ``seeds``
+    (read from ``table``, :func:`drift_table`'s result); the others run here, 24 seeds per
+    batch (a batch's memory grows with its sessions).
+
+    See: book/omiso/03-closing-the-loop.ipynb
+    """
+    if not isinstance(pair_seeds, dict) or not set(pair_seeds) <= set(DRIFTS):
+        raise TypeError(
+            f"pair_seeds must map drift levels of {DRIFTS} to seeds (got {pair_seeds!r})"
+        )
+    seeds = _seed_tuple(seeds)
+    if not isinstance(table, dict) or any(m not in table for m in ("static", "omiso")):
+        raise TypeError(f"table must be drift_table's result (got {type(table).__name__})")
+    if not all(tuple(s[: len(seeds)]) == seeds for s in pair_seeds.values()):
+        raise ValueError("pair_seeds must start with the table's seeds for every drift")
+    more = [(d, s) for d, ss in pair_seeds.items() for s in ss[len(seeds) :]]
+    extra = np.concatenate(
+        [np.empty(0)]
+        + [
+            run_sessions(
+                SessionBatch(
+                    [s for _, s in part for _ in range(2)],
+                    ["static", "omiso"] * len(part),
+                    drift=[d for d, _ in part for _ in range(2)],
+                ),
+                device=device,
+            )["errors"].mean(1)
+            for part in (more[k : k + 24] for k in range(0, len(more), 24))
+        ]
+    )
+    out = {}
+    for d in pair_seeds:
+        i, j = DRIFTS.index(d), [2 * k for k, (dk, _) in enumerate(more) if dk == d]
+        out[d] = (
+            np.log(np.r_[table["static"][i], extra[j]]),
+            np.log(np.r_[table["omiso"][i], extra[np.add(j, 1)]]),
+        )
+    return out
 
 
 @memo(maxsize=64)

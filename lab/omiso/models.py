@@ -144,18 +144,20 @@ class StimResponseModel:
         u = check_int("u", u, 0, self.n_patterns - 1)
         z_pre = check_array("z_pre", z_pre, shape=(self.q,))
         z_post = check_array("z_post", z_post, shape=(self.q,))
-        if not self.online:
-            return self
+        if self.online:
+            self._kalman_update(u, self.phi(z_pre), z_post)
+        return self
+
+    def _kalman_update(self, u: int, x: np.ndarray, z_post: np.ndarray) -> None:
+        """Eq. (4) on checked arguments: the Kalman step of pattern ``u`` with features ``x``."""
         if self.q_proc > 0:
-            self.P += self.q_proc * np.eye(self.d)  # P_u <- P_u + Q I for all u
-        x = self.phi(z_pre)
+            self.P += self.q_proc * np.eye(self.d)  # eq. (4): P_v <- P_v + Q I for all v
         P = self.P[u]
         Px = P @ x
-        k = Px / (self.sigma2 + x @ Px)  # gain
-        self.W[u] += np.outer(z_post - self.W[u] @ x, k)  # W <- W + (z_post - W x) k^T
-        P = P - np.outer(k, Px)  # P <- P - k x^T P
-        self.P[u] = 0.5 * (P + P.T)
-        return self
+        k = Px / (self.sigma2 + x @ Px)  # eq. (4): the gain k
+        self.W[u] += np.outer(z_post - self.W[u] @ x, k)  # eq. (4): W_u <- W_u + (z - W_u x) k^T
+        P = P - np.outer(k, Px)  # eq. (4): P_u <- P_u - k x^T P_u
+        self.P[u] = 0.5 * (P + P.T)  # kept symmetric against rounding
 
 
 class MiSOBaseline:

@@ -289,13 +289,13 @@ def _closed_loop(sim, model, plan, fa_map, settings: SessionSettings, target) ->
     zp = np.empty((n_test, q))
     zq = np.empty((n_test, q))
     for t in range(n_test):
-        z_pre = M @ (sim.pre()[1] - fa.mu)
+        z_pre = M @ (sim.pre()[1] - fa.mu)  # eq. (1): the state before stimulation
         if is_random or plan["explore_draw"][t] < settings.epsilon:
-            u = int(plan["explore_u"][t])
+            u = int(plan["explore_u"][t])  # epsilon-greedy: a random pattern
         else:
-            u = int(model.choose(z_pre, target, dims))  # eq. (3)
-        z_post = M @ (sim.stim(u)[1] - fa.mu)
-        errors[t] = np.linalg.norm(z_post[dims] - target)
+            u = int(model.choose(z_pre, target, dims))  # eq. (3): the inverse
+        z_post = M @ (sim.stim(u)[1] - fa.mu)  # eq. (1): the outcome
+        errors[t] = np.linalg.norm(z_post[dims] - target)  # the distance to the target
         model.update(u, z_pre, z_post)  # eq. (4) / (5), the tried pattern only
         choices[t], zp[t], zq[t] = u, z_pre, z_post
     return SessionLog(errors, choices, zp, zq, target, fa)
