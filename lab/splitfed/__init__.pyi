@@ -28,6 +28,7 @@ from .experiments import (
     DigitsRun,
     StragglerStudy,
     simulate_digits,
+    simulate_digits_seeds,
     straggler_runs,
     paired_times,
     fedavg_rounds,
@@ -35,9 +36,13 @@ from .experiments import (
     retime,
     fedavg_first_order,
 )
+from .fast import (
+    simulate_seeds,
+)
 from .figures import (
     spsa_figure,
     tau_figure,
+    saturation_figure,
     cut_heatmap,
     straggler_figure,
     gantt_figure,

@@ -111,21 +111,54 @@ def tau_slope(runs: dict, target: float) -> float:
     return float(np.polyfit(np.log(taus), np.log([rounds_to(runs[t], target) for t in taus]), 1)[0])
 
 
+def _ci(values) -> dict:
+    """The mean over seeds and its 95% Student-t interval (what ``claims.ci_*`` read)."""
+    from lab.core.rates import mean_ci
+
+    m = mean_ci(np.asarray(values, dtype=float))
+    return {"estimate": m.mean, "lo": m.low, "hi": m.high, "se": m.se, "n": m.n}
+
+
+def _by_seed(name: str, runs: Any, taus: tuple) -> list:
+    """The seeds of ``runs`` (``{tau: {seed: History}}``, the same seeds for every ``tau``)."""
+    if not isinstance(runs, dict) or any(not isinstance(runs.get(t), dict) for t in taus):
+        raise TypeError(
+            f"{name} must map {list(taus)} to {{seed: History}} (simulate_digits_seeds)"
+        )
+    seeds = list(runs[taus[0]])
+    for t in taus:
+        if list(runs[t]) != seeds or len(seeds) < 2:
+            raise ValueError(
+                f"{name}: every τ needs the same seeds, at least 2 (got {list(runs[t])})"
+            )
+        _runs(f"{name}[{t}]", runs[t], tuple(seeds))
+    return seeds
+
+
 def tau_speedup_evidence(runs: dict, target: float, d_c: int, d: int) -> dict:
-    """``tau-speedup``: the slope of rounds-to-target against τ (Cor. 4.2's −1)."""
-    _runs("runs", runs, (1, 2, 4, 8))
-    slope = tau_slope(runs, target)
-    rtt = [rounds_to(runs[t], target) for t in (1, 2, 4, 8)]
+    """``tau-speedup``: the slope of rounds-to-target against τ (Cor. 4.2's −1), over seeds.
+
+    ``runs`` maps τ = 1, 2, 4, 8 to ``{seed: History}``; each seed gives one slope (over the τ
+    that reach ``target``) and the record is their mean with its 95% interval."""
+    taus = (1, 2, 4, 8)
+    seeds = _by_seed("runs", runs, taus)
+    slopes = [tau_slope({t: runs[t][s] for t in taus}, target) for s in seeds]
+    ci = _ci(slopes)
+    rtt = [[rounds_to(runs[t][s], target) for t in taus] for s in seeds]
+    per_seed = "; ".join(
+        f"seed {s}: {' / '.join('–' if r is None else str(r) for r in row)}"
+        for s, row in zip(seeds, rtt, strict=True)
+    )
     return {
-        "measured": slope,
-        "text": f"slope {slope:.2f}; rounds to loss {target}: "
-        + " / ".join(str(r) for r in rtt)
-        + " for τ = 1 / 2 / 4 / 8",
+        "measured": ci,
+        "text": f"slope {ci['estimate']:.2f} [{ci['lo']:.2f}, {ci['hi']:.2f}] over {len(seeds)} "
+        f"seeds (per seed {_slash(slopes, '{:.2f}')}); rounds to loss {target} for τ = 1 / 2 / 4 "
+        f"/ 8 ({runs[1][seeds[0]].eval_round[-1]} rounds, – never): {per_seed}",
         "diagnosis": claims.diagnosis(
             "deviation",
             f"the client holds d_c = {d_c} of d = {d} parameters, where Cor. 4.2 asks "
             f"d_c = √d/τ = {np.sqrt(d):.0f}/τ: the client's zeroth-order block, which τ does "
-            f"not speed up, sets the pace (slope {slope:.2f} instead of −1)",
+            f"not speed up, sets the pace (slope {ci['estimate']:.2f} instead of −1)",
             deviation="client-heavy-split",
         ),
     }
@@ -172,25 +205,34 @@ def best_by(h: History, r: int) -> float:
 
 
 def saturation_evidence(runs_big: dict) -> dict:
-    """``saturation``: best loss τ = 32 over τ = 8 at a fixed server step."""
-    _runs("runs_big", runs_big, (8, 32))
-    rounds = runs_big[8].eval_round[-1]
-    best = {t: float(np.nanmin(h.loss)) for t, h in runs_big.items()}
-    last = {t: h.loss[-1] for t, h in runs_big.items()}
-    horizons = [rounds // 4, rounds // 2, rounds]
-    prefix = [best_by(runs_big[32], r) / best_by(runs_big[8], r) for r in horizons]
+    """``saturation``: best loss τ = 32 over τ = 8 at a fixed server step, over seeds.
+
+    ``runs_big`` maps τ = 8 and 32 to ``{seed: History}``; the record is the mean of the
+    per-seed ratios with its 95% interval."""
+    seeds = _by_seed("runs_big", runs_big, (8, 32))
+    rounds = runs_big[8][seeds[0]].eval_round[-1]
+    best = {t: [float(np.nanmin(runs_big[t][s].loss)) for s in seeds] for t in (8, 32)}
+    last = {t: [runs_big[t][s].loss[-1] for s in seeds] for t in (8, 32)}
+    ratios = [b32 / b8 for b32, b8 in zip(best[32], best[8], strict=True)]
+    ci = _ci(ratios)
+    horizons = [rounds * k // 8 for k in range(2, 9)]  # a quarter of the run to its end
+    prefix = [
+        float(np.mean([best_by(runs_big[32][s], r) / best_by(runs_big[8][s], r) for s in seeds]))
+        for r in horizons
+    ]
     return {
-        "measured": best[32] / best[8],
-        "text": f"fixed η_s, {rounds} rounds: best loss {_slash(best[t] for t in (8, 32))} and "
-        f"final loss {_slash((last[t] for t in (8, 32)), '{:.3g}')} for τ = 8 / 32",
+        "measured": ci,
+        "text": f"fixed η_s, {rounds} rounds, {len(seeds)} seeds: best-loss ratio τ = 32 / τ = 8 "
+        f"{ci['estimate']:.2f} [{ci['lo']:.2f}, {ci['hi']:.2f}] (per seed {_slash(ratios, '{:.2f}')}"
+        f"); final loss τ = 8 {_slash(last[8], '{:.3g}')}, τ = 32 {_slash(last[32], '{:.3g}')}",
         "diagnosis": claims.diagnosis(
             "scale",
-            "the best-loss ratio τ = 32 / τ = 8 climbs with the run's length ({}) while τ = 32 "
-            "turns unstable (final loss {:.3g} after a best of {:.3f}): the variance terms of "
+            "the mean best-loss ratio τ = 32 / τ = 8 climbs with the run's length ({}) while "
+            "τ = 32 turns unstable (final loss {} after a best of {}): the variance terms of "
             "eq. (8) show as late divergence, not as a plateau".format(
                 ", ".join(f"{v:.2f} at {r}" for v, r in zip(prefix, horizons, strict=True)),
-                last[32],
-                best[32],
+                _slash(last[32], "{:.3g}"),
+                _slash(best[32], "{:.3f}"),
             ),
             sizes=horizons,
             values=prefix,

@@ -26,6 +26,7 @@ __all__ = [
     "DigitsRun",
     "StragglerStudy",
     "simulate_digits",
+    "simulate_digits_seeds",
     "straggler_runs",
     "paired_times",
     "fedavg_rounds",
@@ -128,6 +129,58 @@ def simulate_digits(settings: DigitsRun, device: Any = None) -> History:
     if not isinstance(settings, DigitsRun):
         raise TypeError(f"settings must be a DigitsRun (got {type(settings).__name__})")
     return _simulate_digits(settings, str(resolve_device(device)))
+
+
+def _seeded(settings: DigitsRun, seed: int) -> DigitsRun:
+    return settings.replace(seed=seed, model_seed=seed, data_seed=seed)
+
+
+@disk_memo
+def _simulate_digits_seeds(settings: DigitsRun, seeds: tuple, device: str) -> list:
+    from . import fast
+
+    runs = []
+    for seed in seeds:
+        one = _seeded(settings, seed)
+        data, client_net, server_net, eval_fn = _digits(one)
+        runs.append((client_net, server_net, data["clients"], one.cfg, eval_fn))
+    return fast.simulate_seeds(runs, device=device, backend=settings.backend)
+
+
+def simulate_digits_seeds(settings: DigitsRun, seeds: Any, device: Any = None) -> dict:
+    """``settings`` run once per seed, all seeds in the same tensor operations (cached on disk).
+
+    Seed ``s`` sets the run's draws, the initial model and the data split (``cfg.seed``,
+    ``model_seed`` and ``data_seed`` all ``s``), so seed ``s``'s run is the one
+    :func:`simulate_digits` computes for those settings, to rounding.
+
+    Parameters
+    ----------
+    settings : DigitsRun
+        The run (a fixed ``tau``: no adaptive ``tau``, delays or ``stop_loss``).
+    seeds : sequence of int
+        Distinct seeds (the notebook's ``lab.seeds(...)``).
+    device : str or torch.device, optional
+        Where to run (default: ``lab.device()``).
+
+    Returns
+    -------
+    dict
+        ``{seed: History}`` in the order of ``seeds``.
+
+    See: book/splitfed/02-unbalanced-updates.ipynb
+    """
+    from lab.core.runtime import resolve_device
+
+    if not isinstance(settings, DigitsRun):
+        raise TypeError(f"settings must be a DigitsRun (got {type(settings).__name__})")
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers (got {type(seeds).__name__})")
+    seeds = tuple(check_int("seeds", s, 0) for s in seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct integers >= 0, at least one (got {seeds})")
+    hists = _simulate_digits_seeds(settings, seeds, str(resolve_device(device)))
+    return dict(zip(seeds, hists, strict=True))
 
 
 @dataclass(frozen=True)

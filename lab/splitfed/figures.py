@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["spsa_figure", "tau_figure", "cut_heatmap", "straggler_figure", "gantt_figure"]
+__all__ = [
+    "spsa_figure",
+    "tau_figure",
+    "saturation_figure",
+    "cut_heatmap",
+    "straggler_figure",
+    "gantt_figure",
+]
 
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 
@@ -142,6 +149,42 @@ def tau_figure(runs: dict[int, Any], tau: int, x: str = "round"):
     fig.update_yaxes(title_text="cross-entropy", row=1, col=1)
     fig.update_yaxes(title_text="accuracy", row=1, col=2)
     fig.update_layout(height=380, title=f"MU-SplitFed τ = {tau} against vanilla SplitFed (τ = 1)")
+    return fig
+
+
+def saturation_figure(runs: dict[int, Any]):
+    """Training loss against rounds at a fixed server step: one line per seed and ``tau``.
+
+    Parameters
+    ----------
+    runs : dict
+        ``tau -> {seed: History}`` (:func:`lab.splitfed.simulate_digits_seeds`).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    See: book/splitfed/02-unbalanced-updates.ipynb
+    """
+    import plotly.graph_objects as go
+
+    _check_kind("runs", runs, dict, "a dict tau -> {seed: History}")
+    fig = go.Figure()
+    for k, t in enumerate(sorted(runs)):
+        _check_kind(f"runs[{t}]", runs[t], dict, "a dict seed -> History")
+        for j, (seed, h) in enumerate(runs[t].items()):
+            loss = np.asarray(h.loss, dtype=float)
+            fig.add_trace(
+                go.Scatter(
+                    x=h.eval_round, y=np.where(np.isfinite(loss), loss, np.nan), mode="lines",
+                    name=f"τ = {t}", legendgroup=str(t), showlegend=j == 0,
+                    line=dict(color=COLORS[k % len(COLORS)], dash=["solid", "dash", "dot"][j % 3]),
+                    hovertext=f"seed {seed}",
+                )
+            )  # fmt: skip
+    fig.update_yaxes(type="log", title_text="training loss (log scale)")
+    fig.update_xaxes(title_text="round t")
+    fig.update_layout(height=380, title="A fixed server step η_s: τ = 8 against τ = 32, per seed")
     return fig
 
 
