@@ -91,7 +91,7 @@ def training_case(bench, R, steps, device):
         n_ref = min(R, 3)
         t0 = time.perf_counter()
         for s in range(n_ref):
-            hist = ga.train_heads(mu, 1.0, steps, 0.1, 1024, s)
+            hist = ga.train_heads(mu, ga.TrainSettings(steps=steps), s)
             if s == 0:
                 err0 = ga.centroid_error(hist.Theta, mu)
         case.record(
@@ -101,9 +101,9 @@ def training_case(bench, R, steps, device):
             error=err0,
             note=f"mean over {n_ref} runs timed once",
         )
-        ga.fast.train_heads(mu, 1.0, 2, 0.1, 1024, seeds=R, device=device)  # warm-up
+        ga.fast.train_heads(mu, ga.TrainSettings(steps=2), R, device=device)  # warm-up
         t0 = time.perf_counter()
-        heads = ga.fast.train_heads(mu, 1.0, steps, 0.1, 1024, seeds=R, device=device)
+        heads = ga.fast.train_heads(mu, ga.TrainSettings(steps=steps), R, device=device)
         if device != "cpu":
             torch.cuda.synchronize()
         t_fast = time.perf_counter() - t0
@@ -119,8 +119,8 @@ def training_case(bench, R, steps, device):
         case.metric(
             "fast_min_alignment", float(min(ga.alignment(h.cpu().numpy(), mu) for h in heads))
         )
-        ga.fit_baselines(mu, n=2000, steps=2)  # warm-up (imports, thread pools)
-        res = ga.fit_baselines(mu, 1.0, 10_000, 0, steps=steps)
+        ga.fit_baselines(mu, ga.TrainSettings(steps=2), n=2000)  # warm-up (imports, threads)
+        res = ga.fit_baselines(mu, ga.TrainSettings(steps=steps), 0)
         for name, label in (("k-means", "sklearn KMeans"), ("EM", "sklearn GaussianMixture (EM)")):
             case.record(
                 "peer",

@@ -22,7 +22,7 @@ def mu():
 
 @pytest.fixture(scope="module")
 def trained(mu):
-    return ga.train_heads(mu, 1.0, 300, 0.1, 1024, 0, lam=1.0)
+    return ga.train_heads(mu, ga.TrainSettings(), 0, lam=1.0)
 
 
 def _numeric_grad(Theta, X, lam, score, h=1e-6):
@@ -142,7 +142,7 @@ def test_training_aligns_with_centroids(mu, trained):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_training_seeds(mu, seed):
-    h = ga.train_heads(mu, 1.0, 300, 0.1, 1024, seed)
+    h = ga.train_heads(mu, ga.TrainSettings(), seed)
     assert h.alignment[-1] > 0.999
 
 
@@ -150,22 +150,23 @@ def test_general_centroids_distance_score_beats_dot():
     rng = np.random.default_rng(1)
     U = rng.normal(size=(2, 10))
     means = 3 * U / np.linalg.norm(U, axis=1, keepdims=True) + 1.0
-    dot = ga.train_heads(means, 1.0, 300, 0.1, 1024, 0, score="dot")
-    dist = ga.train_heads(means, 1.0, 300, 0.1, 1024, 0, score="distance")
+    dot = ga.train_heads(means, ga.TrainSettings(), 0, score="dot")
+    dist = ga.train_heads(means, ga.TrainSettings(), 0, score="distance")
     e_dot, e_dist = ga.centroid_error(dot.Theta, means), ga.centroid_error(dist.Theta, means)
     assert ga.alignment(dist.Theta, means) > 0.999
     assert e_dist < 0.15 and e_dot > 2 * e_dist
 
 
 def test_large_lambda_is_a_lloyd_fixed_point(mu):
-    h = ga.train_heads(mu, 1.0, 300, 0.1, 1024, 0, lam=50.0)
+    h = ga.train_heads(mu, ga.TrainSettings(), 0, lam=50.0)
     X, _ = ga.sample_gmm(200_000, mu, 1.0, 11)
     assert ga.lloyd_fixed_point_residual(h.Theta, X) < 0.1
 
 
 def test_determinism(mu):
-    a = ga.train_heads(mu, 1.0, 20, 0.1, 64, 3)
-    b = ga.train_heads(mu, 1.0, 20, 0.1, 64, 3)
+    short = ga.TrainSettings(steps=20, batch=64)
+    a = ga.train_heads(mu, short, 3)
+    b = ga.train_heads(mu, short, 3)
     np.testing.assert_array_equal(a.path, b.path)
     X1, z1 = ga.sample_gmm(10, mu, 1.0, 5)
     X2, z2 = ga.sample_gmm(10, mu, 1.0, 5)
@@ -196,11 +197,8 @@ def test_pair_train_heads(mu, score):
     with small_problem_threads(1):
         fast = ga.fast.train_heads(
             mu,
-            1.0,
-            steps,
-            0.1,
-            batch,
-            seeds=2,
+            ga.TrainSettings(steps=steps, batch=batch),
+            2,
             lam=[1.0, 2.0],
             score=score,
             Theta0=T0,
@@ -208,15 +206,14 @@ def test_pair_train_heads(mu, score):
             device="cpu",
         )
     for r, lam in enumerate([1.0, 2.0]):
-        ref = ga.train_heads(
-            mu, 1.0, steps, 0.1, batch, 0, lam=lam, score=score, Theta0=T0[r], samples=S[r]
-        )
+        settings = ga.TrainSettings(steps=steps, batch=batch)
+        ref = ga.train_heads(mu, settings, 0, lam=lam, score=score, Theta0=T0[r], samples=S[r])
         np.testing.assert_allclose(fast[r].numpy(), ref.Theta, atol=1e-8)
 
 
 def test_batched_torch_learns(mu):
     with small_problem_threads(1):
-        out = ga.fast.train_heads(mu, 1.0, 300, 0.1, 256, seeds=4, device="cpu", seed=1)
+        out = ga.fast.train_heads(mu, ga.TrainSettings(batch=256), 4, device="cpu", seed=1)
     assert out.shape == (4, 2, 10) and out.dtype == torch.float32
     assert min(ga.alignment(o.numpy(), mu) for o in out) > 0.99
 
@@ -261,7 +258,7 @@ def test_in_context_u_curve():
 
 
 def test_heads_match_sklearn_kmeans_and_em(mu):
-    res = ga.fit_baselines(mu, 1.0, 10_000, 0)
+    res = ga.fit_baselines(mu, ga.TrainSettings(), 0)
     heads = res["attention"]["centers"]
     for name in ("k-means", "EM"):
         assert ga.centroid_error(heads, res[name]["centers"]) < 0.1
@@ -303,11 +300,15 @@ def test_bad_input(mu):
     with pytest.raises(ValueError, match="score"):
         ga.risk_grad(mu, X, 1.0, "cosine")
     with pytest.raises(ValueError, match="means"):
-        ga.train_heads(mu[:1], 1.0, 10)
+        ga.train_heads(mu[:1])
     with pytest.raises(TypeError, match="steps"):
-        ga.train_heads(mu, 1.0, 1.5)
+        ga.TrainSettings(steps=1.5)
     with pytest.raises(ValueError, match="lr"):
-        ga.train_heads(mu, 1.0, 10, lr=-1)
+        ga.TrainSettings(lr=-1)
+    with pytest.raises(TypeError, match="settings"):
+        ga.train_heads(mu, {"steps": 10})
+    with pytest.raises(TypeError, match="unknown"):
+        ga.TrainSettings().replace(step=3)
 
 
 @pytest.mark.cuda
@@ -317,7 +318,7 @@ def test_cuda_fast_paths_match(mu):  # pragma: no cover - GPU only
     ref = ga.identity_attention(X, 0.2)
     out = ga.fast.identity_attention(torch.tensor(X, dtype=torch.float32, device="cuda"), 0.2)
     np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-4)
-    heads = ga.fast.train_heads(mu, 1.0, 300, 0.1, 1024, seeds=8, device="cuda")
+    heads = ga.fast.train_heads(mu, ga.TrainSettings(), 8, device="cuda")
     assert min(ga.alignment(h.cpu().numpy(), mu) for h in heads) > 0.999
 
 
@@ -453,13 +454,36 @@ def test_temperature_curves_match_temperature_curve():
 
 
 def test_widget_drivers_live_in_experiments():
-    """cached_run and context_data are memoised drivers (figures only draw)."""
+    """training_run and context_data are memoised drivers (figures only draw)."""
     from lab.gmm_attention import experiments, figures
 
-    run = ga.cached_run(4, 3.0, 1.0, "dot", True, 5, 0)
-    assert ga.cached_run(4, 3.0, 1.0, "dot", True, 5, 0) is run and run.means.shape == (2, 4)
+    run = ga.training_run(4, 3.0, 1.0, "dot", True, 5, 0)
+    assert ga.training_run(4, 3.0, 1.0, "dot", True, 5, 0) is run and run.means.shape == (2, 4)
     X, z = experiments.context_data(3, 8, 2, 3.0, 0)
     assert X.shape[:2] == (3, 8) and experiments.context_data(3, 8, 2, 3.0, 0)[0] is X
-    assert not hasattr(figures, "cached_run") or figures.cached_run is ga.cached_run
+    assert not hasattr(figures, "training_run")
     with pytest.raises((ValueError, TypeError)):
-        ga.cached_run(1)
+        ga.training_run(1)
+    fig = figures.temperature_figure(ga.temperature_view(0.3, 1, 16, 2, 3.0))
+    assert len(fig.data) == 13
+    with pytest.raises(TypeError, match="view"):
+        figures.temperature_figure({"beta": 0.3})
+
+
+def test_figures_take_results_only():
+    """figures.py imports no driver or kernel of the chapter (a widget is f(g(settings)))."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(ga.__file__).parent / "figures.py").read_text())
+    local = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert local == [], local
+
+
+def test_seed_runs_sweep_matches_single_runs(mu):
+    short = ga.TrainSettings(steps=10, batch=32)
+    runs, s = ga.seed_runs(mu, short, (0, 1), n_mc=100)
+    assert s.values("alignment").tolist() == [runs[0].alignment[-1], runs[1].alignment[-1]]
+    np.testing.assert_array_equal(runs[1].Theta, ga.train_heads(mu, short, 1).Theta)
+    by_score = ga.score_errors(mu, short, (0,))
+    assert by_score.values("error", score="dot")[0] == ga.centroid_error(runs[0].Theta, mu)

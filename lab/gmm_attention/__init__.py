@@ -88,13 +88,17 @@ no equation, theorem or figure number of the paper is cited anywhere in ``lab.gm
 ``reference.py``          numpy float64 kernels: ``head_attention`` (M1-M2), ``risk`` (M3),
                           ``risk_grad`` (M4), ``population_risk_symmetric`` (M5),
                           ``train_heads``, ``identity_attention`` (M6), ``in_context_error``
+``settings.py``           ``TrainSettings``: the training protocol (σ, SGD), validated once
 ``fast.py``               torch (CPU/CUDA): ``train_heads`` (batched), ``identity_attention``
 ``attention.py``          the layers as ``torch.nn.Module``: ``HeadAttention``,
                           ``IdentityAttention``
-``experiments.py``        drivers: ``kmeans_batched``, ``in_context_kmeans_error``,
-                          ``fit_baselines`` (scikit-learn), ``layer_sweep``, ``cached_run``,
-                          ``temperature_curves`` (memoised: what the widgets read)
-``figures.py``            results to figures (plotly for the widgets, matplotlib panels)
+``experiments.py``        drivers: ``seed_runs``, ``score_errors`` (seed sweeps),
+                          ``kmeans_batched``, ``in_context_kmeans_error``, ``fit_baselines``
+                          (scikit-learn), ``layer_sweep``, ``landscape``; the widgets' data
+                          ``training_run``/``training_view``, ``temperature_curves``/
+                          ``temperature_view`` (memoised)
+``figures.py``            results to figures (plotly for the widgets, matplotlib panels);
+                          imports no driver or kernel
 ========================  ===================================================================
 
 Reference kernels are numpy float64; the fast paths (``fast.train_heads``,

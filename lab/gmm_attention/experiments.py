@@ -14,6 +14,7 @@ import numpy as np
 
 from lab.core.checks import check_array, check_bool, check_int, check_positive
 from lab.core.memo import memo
+from lab.core.sweep import sweep
 
 from .mixture import (
     alignment,
@@ -24,16 +25,25 @@ from .mixture import (
     symmetric_means,
 )
 from .reference import (
+    TRAIN,
     TrainHistory,
     identity_attention,
     in_context_error,
+    monte_carlo_risk,
     own_cluster_means,
+    population_risk_symmetric,
     train_heads,
 )
+from .settings import TrainSettings, check_settings
 
 __all__ = [
     "chapter_means",
-    "cached_run",
+    "training_run",
+    "training_view",
+    "seed_runs",
+    "landscape",
+    "temperature_view",
+    "score_errors",
     "temperature_curve",
     "temperature_curves",
     "CURVE_BETAS",
@@ -191,19 +201,17 @@ def in_context_kmeans_error(X: Any, z: Any, K: int | None = None, seed: int = 0)
 
 def fit_baselines(
     means: Any,
-    sigma: float = 1.0,
-    n: int = 10_000,
+    settings: TrainSettings = TRAIN,
     seed: int = 0,
     *,
+    n: int = 10_000,
     lam: float = 1.0,
     score: str = "dot",
-    steps: int = 300,
-    lr: float = 0.1,
-    batch: int = 1024,
 ) -> dict[str, dict[str, Any]]:
     """Estimate the centroids three ways and time them.
 
-    * ``"attention"``: :func:`train_heads` (``steps`` x ``batch`` fresh samples);
+    * ``"attention"``: :func:`train_heads` (``settings.steps`` x ``settings.batch`` fresh
+      samples);
     * ``"k-means"``: ``sklearn.cluster.KMeans(K, n_init=3)`` on ``n`` samples;
     * ``"EM"``: ``sklearn.mixture.GaussianMixture(K, covariance_type="spherical")`` on the
       same ``n`` samples.
@@ -219,16 +227,17 @@ def fit_baselines(
     from sklearn.mixture import GaussianMixture
 
     means = check_means(means)
+    settings = check_settings(settings)
     K = means.shape[0]
     n = check_int("n", n, K)
     seed = check_int("seed", seed, 0, 2**32 - 1)
-    X, _ = sample_gmm(n, means, sigma, seed + 1)
+    X, _ = sample_gmm(n, means, settings.sigma, seed + 1)
     out: dict[str, dict[str, Any]] = {}
 
     t0 = time.perf_counter()
-    hist = train_heads(means, sigma, steps, lr, batch, seed, lam=lam, score=score)
+    hist = train_heads(means, settings, seed, lam=lam, score=score)
     out["attention"] = {"centers": hist.Theta, "seconds": time.perf_counter() - t0}
-    out["attention"]["samples"] = steps * batch
+    out["attention"]["samples"] = settings.steps * settings.batch
 
     t0 = time.perf_counter()
     km = KMeans(n_clusters=K, n_init=3, random_state=seed).fit(X)
@@ -264,7 +273,7 @@ def chapter_means(d: int = 10, separation: float = 3.0, symmetric: bool = True) 
 
 
 @memo(maxsize=64)
-def cached_run(
+def training_run(
     d: int = 10,
     separation: float = 3.0,
     lam: float = 1.0,
@@ -273,13 +282,80 @@ def cached_run(
     steps: int = 300,
     seed: int = 0,
 ) -> TrainHistory:
-    """:func:`lab.gmm_attention.train_heads` on :func:`chapter_means`, memoised (so a slider
-    over the training step costs one run).
+    """:func:`lab.gmm_attention.train_heads` on :func:`chapter_means` with the chapter's
+    protocol (σ = 1, step 0.1, batches of 1024), memoised (so a slider over the training step
+    costs one run).
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     means = chapter_means(d, separation, symmetric)
-    return train_heads(means, 1.0, steps, 0.1, 1024, seed, lam=lam, score=score)
+    settings = TRAIN.replace(steps=check_int("steps", steps, 0, 10_000_000))
+    return train_heads(means, settings, seed, lam=lam, score=score)
+
+
+#: unlabeled samples drawn under the training figure (seed 7, never seen by the heads)
+VIEW_SAMPLES, VIEW_SEED = 300, 7
+
+
+def training_view(
+    separation: float = 3.0,
+    lam: float = 1.0,
+    d: int = 10,
+    score: str = "dot",
+    symmetric: bool = True,
+    seed: int = 0,
+) -> tuple[TrainHistory, np.ndarray, np.ndarray]:
+    """What :func:`lab.gmm_attention.figures.training_figure` draws: the 300-step
+    :func:`training_run` and 300 unlabeled samples of its mixture ``(run, X, z)``.
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    run = training_run(
+        int(d), float(separation), float(lam), score, bool(symmetric), 300, int(seed)
+    )
+    X, z = sample_gmm(VIEW_SAMPLES, run.means, 1.0, VIEW_SEED)
+    return run, X, z
+
+
+def seed_runs(
+    means: Any, settings: TrainSettings, seeds: Any, *, lam: float = 1.0, n_mc: int = 100_000
+) -> tuple[dict[int, TrainHistory], Any]:
+    """One training run per seed through :func:`lab.core.sweep.sweep`: the runs and a
+    :class:`~lab.core.sweep.Sweep` of ``alignment`` (final), ``norm_error`` (worst
+    ``| ||θ_h|| / mean ||μ|| − 1 |``) and ``risk`` (:func:`monte_carlo_risk` of the final heads
+    on ``n_mc`` samples, seed 2).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    means = check_means(means)
+    settings = check_settings(settings)
+    n_mc = check_int("n_mc", n_mc, 2)
+    mu_norm = float(np.mean(np.linalg.norm(means, axis=1)))
+    runs: dict[int, TrainHistory] = {}
+
+    def one(seed: int) -> dict[str, float]:
+        run = runs[seed] = train_heads(means, settings, seed, lam=lam)
+        norms = np.linalg.norm(run.Theta, axis=1)
+        return {
+            "alignment": float(run.alignment[-1]),
+            "norm_error": float(np.max(np.abs(norms / mu_norm - 1))),
+            "risk": monte_carlo_risk(run.Theta, means, settings.sigma, lam, n=n_mc, seed=2)[0],
+        }
+
+    return runs, sweep(one, None, seeds=tuple(seeds), desc="seeds")
+
+
+def landscape(mu_norm: float = 3.0, d: int = 10, lam: float = 1.0, t_max: float = 5.0):
+    """The exact symmetric risk ``R(t, φ)`` (eq. M5) on a 200 × 100 grid of ``t`` in
+    ``[0, t_max]`` and ``φ`` in ``[0, π/2]`` (σ = 1): ``(t, phi, R)`` with ``R`` of shape
+    ``(100, 200)``.
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    t = np.linspace(0.0, check_positive("t_max", t_max), 200)
+    phi = np.linspace(0.0, np.pi / 2, 100)
+    R = population_risk_symmetric(t[None, :], phi[:, None], mu_norm, 1.0, d, lam)
+    return t, phi, R
 
 
 @memo(maxsize=32)
@@ -359,3 +435,50 @@ def temperature_curves(L: int = 64, K: int = 2, separation: float = 3.0, n_layer
     n_layers = check_int("n_layers", n_layers, 1, 50)
     stack = _layer_stack(L, K, float(separation))
     return CURVE_BETAS, stack.curve(n_layers), stack.raw
+
+
+def temperature_view(
+    beta: float = 0.2, n_layers: int = 1, L: int = 64, K: int = 2, separation: float = 3.0
+) -> dict[str, Any]:
+    """What :func:`lab.gmm_attention.figures.temperature_figure` draws: sequence 0 of the
+    curve's fixed sequences before (``X0``, labels ``z0``) and after ``n_layers`` identity
+    layers (``Y0``), the error curve (``betas``, ``errors``, ``raw``) of
+    :func:`temperature_curves` and the error at ``beta`` (``error``); plus the settings.
+
+    See: book/gmm_attention/02-temperature-and-baselines.ipynb
+    """
+    beta = check_positive("beta", beta, allow_zero=True)
+    n_layers = check_int("n_layers", n_layers, 1, 50)
+    L = check_int("L", L, 8, 2048)
+    K = check_int("K", K, 2, 5)
+    X, z = context_data(CURVE_SEQUENCES, L, K, float(separation), 0)
+    betas, errs, raw = temperature_curves(L, K, float(separation), n_layers)
+    return {
+        "beta": beta,
+        "n_layers": n_layers,
+        "K": K,
+        "X0": X[0],
+        "z0": z[0],
+        "Y0": identity_attention(X[0], beta, n_layers),
+        "betas": betas,
+        "errors": errs,
+        "raw": raw,
+        "error": in_context_error(X, z, beta, n_layers),
+    }
+
+
+def score_errors(means: Any, settings: TrainSettings, seeds: Any, *, lam: float = 1.0):
+    """:func:`centroid_error` of heads trained with each score of eq. (M1), over ``seeds``
+    (:func:`lab.core.sweep.sweep`, output ``"error"``, grid ``score`` in ``("dot",
+    "distance")``).
+
+    See: book/gmm_attention/01-heads-find-centroids.ipynb
+    """
+    means = check_means(means)
+    settings = check_settings(settings)
+
+    def one(score: str, seed: int) -> dict[str, float]:
+        heads = train_heads(means, settings, seed, lam=lam, score=score).Theta
+        return {"error": centroid_error(heads, means)}
+
+    return sweep(one, {"score": ["dot", "distance"]}, seeds=tuple(seeds), desc="scores")

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive
-
-from .experiments import cached_run, context_data, temperature_curves
-from .mixture import sample_gmm
-from .reference import SCORES, identity_attention, in_context_error, population_risk_symmetric
+from lab.core.checks import check_array, check_int
 
 __all__ = [
     "HEAD_COLOURS",
@@ -59,31 +55,26 @@ def plane_basis(means: np.ndarray, path: np.ndarray) -> np.ndarray:
     return np.stack([e1, e2])
 
 
-def training_figure(
-    step: int = 300,
-    separation: float = 3.0,
-    lam: float = 1.0,
-    d: int = 10,
-    score: str = "dot",
-    symmetric: bool = True,
-    seed: int = 0,
-):
+def training_figure(view, step: int = 300):
     """Two panels of one training run at ``step``: the heads' paths in the plane of the
-    centroids (over 300 unlabeled samples), and alignment / head norms against the step.
+    centroids (over unlabeled samples), and alignment / head norms against the step.
 
-    The number of traces never changes (for the static twin over ``step``).
+    ``view`` is ``(run, X, z)`` of :func:`lab.gmm_attention.experiments.training_view`. The
+    number of traces never changes (for the static twin over ``step``).
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    step = check_int("step", step, 0, 300)
-    score = check_choice("score", score, SCORES)
-    run = cached_run(int(d), float(separation), float(lam), score, bool(symmetric), 300, int(seed))
+    if not (isinstance(view, tuple) and len(view) == 3 and hasattr(view[0], "path")):
+        raise TypeError(
+            "view must be (run, X, z) of lab.gmm_attention.experiments.training_view "
+            f"(got {type(view).__name__})"
+        )
+    run, X, z = view
+    step = check_int("step", step, 0, int(run.steps[-1]))
     means = run.means
     B = plane_basis(means, run.path)
-    X, z = sample_gmm(300, means, 1.0, 7)
     Xp, Mp = X @ B.T, means @ B.T
     Pp = run.path @ B.T  # (R, H, 2)
     k = int(np.searchsorted(run.steps, step))
@@ -95,7 +86,30 @@ def training_figure(
         subplot_titles=("heads in the plane of the centroids", "alignment and head norms"),
         horizontal_spacing=0.12,
     )
-    for c in range(means.shape[0]):
+    _plane_panel(fig, Xp, z, Mp, Pp, k)
+    _history_panel(fig, run, step)
+    lim = 1.15 * max(np.abs(Xp).max(), np.abs(Pp).max())
+    fig.update_xaxes(title_text="coordinate along μ₁ − μ₂", range=[-lim, lim], row=1, col=1)
+    fig.update_yaxes(title_text="second coordinate", range=[-lim, lim], row=1, col=1)
+    fig.update_xaxes(title_text="SGD step", range=[0, 300], row=1, col=2)
+    fig.update_yaxes(title_text="cosine / norm ratio", range=[-1.05, 1.25], row=1, col=2)
+    mu_norm = float(np.mean(np.linalg.norm(means, axis=1)))
+    fig.update_layout(
+        title_text=(
+            f"step {step}: alignment {run.alignment[k]:.3f}, "
+            f"head norms {', '.join(f'{v:.2f}' for v in run.norms[k])} (‖μ‖ = {mu_norm:.2f})"
+        ),
+        height=470,
+        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
+    )
+    return fig
+
+
+def _plane_panel(fig, Xp, z, Mp, Pp, k):
+    """Left panel of :func:`training_figure`: samples, centroids, head paths up to record k."""
+    import plotly.graph_objects as go
+
+    for c in range(Mp.shape[0]):
         sel = z == c
         fig.add_trace(
             go.Scatter(
@@ -144,6 +158,13 @@ def training_figure(
             1,
             1,
         )
+
+
+def _history_panel(fig, run, step):
+    """Right panel of :func:`training_figure`: alignment and head norms against the step."""
+    import plotly.graph_objects as go
+
+    means = run.means
     s = run.steps
     fig.add_trace(
         go.Scatter(x=s, y=run.alignment, mode="lines", line=dict(color="black"), name="alignment"),
@@ -175,20 +196,6 @@ def training_figure(
         1,
         2,
     )
-    lim = 1.15 * max(np.abs(Xp).max(), np.abs(Pp).max())
-    fig.update_xaxes(title_text="coordinate along μ₁ − μ₂", range=[-lim, lim], row=1, col=1)
-    fig.update_yaxes(title_text="second coordinate", range=[-lim, lim], row=1, col=1)
-    fig.update_xaxes(title_text="SGD step", range=[0, 300], row=1, col=2)
-    fig.update_yaxes(title_text="cosine / norm ratio", range=[-1.05, 1.25], row=1, col=2)
-    fig.update_layout(
-        title_text=(
-            f"step {step}: alignment {run.alignment[k]:.3f}, "
-            f"head norms {', '.join(f'{v:.2f}' for v in run.norms[k])} (‖μ‖ = {mu_norm:.2f})"
-        ),
-        height=470,
-        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
-    )
-    return fig
 
 
 def symmetric_coordinates(path: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,45 +215,36 @@ def symmetric_coordinates(path: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray,
     return t, np.arccos(np.clip(cos, 0.0, 1.0))
 
 
-def landscape_axes(ax, mu_norm=3.0, d=10, lam=1.0, t_max=5.0, n_t=200, n_phi=100):
-    """Draw the exact risk ``R(t, phi)`` (eq. M5) as a heatmap on a matplotlib axis.
-
-    Returns ``(t_grid, phi_grid, R)``.
+def landscape_axes(ax, t, phi, R):
+    """Draw the exact risk ``R(t, phi)`` (eq. M5; :func:`lab.gmm_attention.experiments.landscape`)
+    as a heatmap on a matplotlib axis.
 
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     if not hasattr(ax, "pcolormesh"):
         raise TypeError(f"ax must be a matplotlib Axes (got {type(ax).__name__})")
-    t = np.linspace(0.0, t_max, n_t)
-    phi = np.linspace(0.0, np.pi / 2, n_phi)
-    R = population_risk_symmetric(t[None, :], phi[:, None], mu_norm, 1.0, d, lam)
     im = ax.pcolormesh(t, np.degrees(phi), R, shading="auto", cmap="viridis")
     ax.contour(t, np.degrees(phi), R, levels=12, colors="white", linewidths=0.5, alpha=0.6)
     ax.grid(False)
     ax.figure.colorbar(im, ax=ax, label="population risk R(t, φ)")
     ax.set(xlabel="head norm t", ylabel="angle φ to μ (degrees)")
-    return t, phi, R
+    return ax
 
 
-def temperature_figure(
-    beta: float = 0.2, n_layers: int = 1, L: int = 64, K: int = 2, separation: float = 3.0
-):
+def temperature_figure(view: dict):
     """Two panels: one sequence before and after ``n_layers`` identity-attention layers at
     inverse temperature ``beta`` (plane of its first two centroids), and the in-context error
-    against ``beta`` with the current ``beta`` marked.
+    against ``beta`` with the current ``beta`` marked. ``view`` is
+    :func:`lab.gmm_attention.experiments.temperature_view`.
 
     See: book/gmm_attention/02-temperature-and-baselines.ipynb
     """
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    beta = check_positive("beta", beta, allow_zero=True)
-    n_layers = check_int("n_layers", n_layers, 1, 50)
-    L = check_int("L", L, 8, 2048)
-    K = check_int("K", K, 2, 5)
-    X, z = context_data(100, L, K, float(separation), 0)
-    X0, z0 = X[0], z[0]
-    Y0 = identity_attention(X0, beta, n_layers)
+    if not isinstance(view, dict) or "Y0" not in view:
+        raise TypeError("view must be the dict of lab.gmm_attention.experiments.temperature_view")
+    beta, n_layers, K = view["beta"], view["n_layers"], view["K"]
+    X0, z0, Y0 = view["X0"], view["z0"], view["Y0"]
     # plane of the first two centroid directions of sequence 0
     c = np.stack([X0[z0 == k].mean(axis=0) for k in range(2)])
     e1 = c[0] - c[1]
@@ -258,8 +256,7 @@ def temperature_figure(
     e2 /= np.linalg.norm(e2)
     Bm = np.stack([e1, e2])
     Xp, Yp = X0 @ Bm.T, Y0 @ Bm.T
-    betas, errs, raw = temperature_curves(L, K, float(separation), n_layers)
-    err_now = in_context_error(X[:100], z[:100], beta, n_layers)
+    betas, errs, raw, err_now = view["betas"], view["errors"], view["raw"], view["error"]
 
     fig = make_subplots(
         rows=1,
@@ -267,6 +264,31 @@ def temperature_figure(
         subplot_titles=("one sequence: tokens → outputs", "error to own in-context centroid"),
         horizontal_spacing=0.12,
     )
+    _sequence_panel(fig, Xp, Yp, z0, K)
+    _curve_panel(fig, betas, errs, raw, beta, err_now)
+    lim = 1.1 * np.abs(Xp).max()
+    fig.update_xaxes(range=[-lim, lim], title_text="along c₁ − c₂", row=1, col=1)
+    fig.update_yaxes(range=[-lim, lim], title_text="second direction", row=1, col=1)
+    fig.update_xaxes(type="log", title_text="inverse temperature β", row=1, col=2)
+    fig.update_yaxes(
+        type="log",
+        title_text="mean squared distance",
+        range=[np.log10(0.8 * min(errs.min(), err_now)), np.log10(1.3 * max(errs.max(), raw))],
+        row=1,
+        col=2,
+    )
+    fig.update_layout(
+        title_text=f"β = {beta:.3g}, {n_layers} layer(s): error {err_now:.2f} (raw tokens {raw:.2f})",
+        height=450,
+        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
+    )
+    return fig
+
+
+def _sequence_panel(fig, Xp, Yp, z0, K):
+    """Left panel of :func:`temperature_figure`: tokens and outputs of one sequence."""
+    import plotly.graph_objects as go
+
     for k in range(5):
         sel = z0 == k
         col = CLUSTER_COLOURS[k]
@@ -294,6 +316,12 @@ def temperature_figure(
             1,
             1,
         )
+
+
+def _curve_panel(fig, betas, errs, raw, beta, err_now):
+    """Right panel of :func:`temperature_figure`: the error curve and the current β."""
+    import plotly.graph_objects as go
+
     fig.add_trace(
         go.Scatter(
             x=betas, y=errs, mode="lines+markers", marker=dict(size=4), name="identity attention"
@@ -323,20 +351,3 @@ def temperature_figure(
         1,
         2,
     )
-    lim = 1.1 * np.abs(Xp).max()
-    fig.update_xaxes(range=[-lim, lim], title_text="along c₁ − c₂", row=1, col=1)
-    fig.update_yaxes(range=[-lim, lim], title_text="second direction", row=1, col=1)
-    fig.update_xaxes(type="log", title_text="inverse temperature β", row=1, col=2)
-    fig.update_yaxes(
-        type="log",
-        title_text="mean squared distance",
-        range=[np.log10(0.8 * min(errs.min(), err_now)), np.log10(1.3 * max(errs.max(), raw))],
-        row=1,
-        col=2,
-    )
-    fig.update_layout(
-        title_text=f"β = {beta:.3g}, {n_layers} layer(s): error {err_now:.2f} (raw tokens {raw:.2f})",
-        height=450,
-        legend=dict(orientation="h", y=-0.2, font=dict(size=10)),
-    )
-    return fig

@@ -26,6 +26,9 @@ from lab.core.checks import (
 from lab.core.progress import progress
 
 from .mixture import alignment, check_means, check_seed, check_theta, sample_gmm
+from .settings import TrainSettings, check_settings
+
+TRAIN = TrainSettings()  # the chapter's default protocol
 
 __all__ = [
     "SCORES",
@@ -273,20 +276,13 @@ class TrainHistory:
 
 def train_heads(
     means: Any,
-    sigma: float = 1.0,
-    steps: int = 300,
-    lr: float = 0.1,
-    batch: int = 1024,
+    settings: TrainSettings = TRAIN,
     seed: int | None = 0,
     *,
     lam: float = 1.0,
     score: str = "dot",
-    heads: int | None = None,
-    init_scale: float = 0.1,
     Theta0: Any = None,
-    record_every: int = 1,
     samples: Any = None,
-    show_progress: bool = False,
 ) -> TrainHistory:
     """Train the (reconstructed) head layer by SGD on fresh unlabeled mixture samples.
 
@@ -297,32 +293,18 @@ def train_heads(
     ----------
     means : array-like, shape (K, d)
         True centroids (used to draw data and to measure alignment, never as labels).
-    sigma : float
-        Noise level (> 0).
-    steps : int
-        SGD steps (>= 0).
-    lr : float
-        Step size (> 0).
-    batch : int
-        Fresh samples per step (>= 1).
+    settings : TrainSettings
+        The data stream and SGD (σ, steps, step size, batch, heads, initial scale, recording).
     seed : int, optional
         Seeds the initialisation and the sample stream.
     lam : float
-        Inverse temperature of the heads (> 0).
+        Inverse temperature λ of the heads (> 0), eq. (M1).
     score : {"dot", "distance"}
         Eq. (M1). Use ``"distance"`` when the centroids are not symmetric about the origin.
-    heads : int, optional
-        Number of heads ``H >= 2`` (default: ``K``).
-    init_scale : float
-        ``Theta0 = init_scale * N(0, I)`` (>= 0); independent heads break the symmetry.
     Theta0 : array-like, shape (H, d), optional
-        Explicit initialisation (overrides ``init_scale``).
-    record_every : int
-        Record the heads every this many steps (the last step is always recorded).
+        Explicit initialisation (overrides ``settings.init_scale``).
     samples : array-like, shape (steps, batch, d), optional
         Use these minibatches instead of drawing (for cross-checks with the fast path).
-    show_progress : bool
-        Show a progress bar.
 
     Returns
     -------
@@ -332,50 +314,58 @@ def train_heads(
     See: book/gmm_attention/01-heads-find-centroids.ipynb
     """
     means = check_means(means)
-    K, d = means.shape
-    sigma = check_positive("sigma", sigma)
-    steps = check_int("steps", steps, 0, 10_000_000)
-    lr = check_positive("lr", lr)
-    batch = check_int("batch", batch, 1)
+    settings = check_settings(settings)
+    d = means.shape[1]
     seed = check_seed(seed)
     lam = check_positive("lam", lam)
     score = check_choice("score", score, SCORES)
-    H = K if heads is None else check_int("heads", heads, 2)
-    init_scale = check_positive("init_scale", init_scale, allow_zero=True)
-    record_every = check_int("record_every", record_every, 1)
-    rng = np.random.default_rng(seed)
-    if Theta0 is None:
-        Theta = init_scale * rng.standard_normal((H, d))  # small independent random heads
-    else:
-        Theta = check_theta(Theta0, d).copy()
-        H = Theta.shape[0]
+    if Theta0 is not None:
+        Theta0 = check_theta(Theta0, d)
     if samples is not None:
-        samples = check_array("samples", samples, shape=(steps, batch, d))
+        samples = check_array("samples", samples, shape=(settings.steps, settings.batch, d))
+    return _train_heads(means, settings, seed, lam, score, Theta0, samples)
 
+
+def _sgd(means, settings, rng, lam, score, Theta, samples):
+    """The SGD loop of :func:`train_heads` (unchecked): ``(steps, path, risks)``."""
     rec_steps, path, risks = [0], [Theta.copy()], [np.nan]
-    for k in progress(range(1, steps + 1), desc="SGD", disable=not show_progress or None):
-        X = samples[k - 1] if samples is not None else sample_gmm(batch, means, sigma, rng)[0]
+    s = settings
+    for k in progress(range(1, s.steps + 1), desc="SGD", disable=not s.show_progress or None):
+        X = samples[k - 1] if samples is not None else sample_gmm(s.batch, means, s.sigma, rng)[0]
         G = risk_grad(Theta, X, lam, score)
-        if k % record_every == 0 or k == steps:
+        if k % s.record_every == 0 or k == s.steps:
             rec_steps.append(k)
             risks.append(risk(Theta, X, lam, score))  # risk at the iterate the batch saw
-        Theta = Theta - lr * G  # SGD step on eq. (M3)
-        if k % record_every == 0 or k == steps:
+        Theta = Theta - s.lr * G  # SGD step on eq. (M3)
+        if k % s.record_every == 0 or k == s.steps:
             path.append(Theta.copy())
+    return rec_steps, path, risks
+
+
+def _train_heads(means, settings, seed, lam, score, Theta0, samples) -> TrainHistory:
+    """:func:`train_heads` on validated arguments."""
+    K, d = means.shape
+    H = K if settings.heads is None else settings.heads
+    rng = np.random.default_rng(seed)
+    if Theta0 is None:
+        Theta = settings.init_scale * rng.standard_normal((H, d))  # small independent heads
+    else:
+        Theta = Theta0.copy()
+    rec_steps, path, risks = _sgd(means, settings, rng, lam, score, Theta, samples)
     path_arr = np.stack(path)
     return TrainHistory(
-        Theta=Theta,
+        Theta=path_arr[-1].copy(),
         path=path_arr,
         steps=np.asarray(rec_steps),
         risk=np.asarray(risks),
         alignment=np.array([alignment(P, means) for P in path_arr]),
         norms=np.linalg.norm(path_arr, axis=2),
         means=means,
-        sigma=sigma,
+        sigma=settings.sigma,
         lam=lam,
         score=score,
-        lr=lr,
-        batch=batch,
+        lr=settings.lr,
+        batch=settings.batch,
         seed=seed,
     )
 
