@@ -487,3 +487,34 @@ def test_seed_runs_sweep_matches_single_runs(mu):
     np.testing.assert_array_equal(runs[1].Theta, ga.train_heads(mu, short, 1).Theta)
     by_score = ga.score_errors(mu, short, (0,))
     assert by_score.values("error", score="dot")[0] == ga.centroid_error(runs[0].Theta, mu)
+
+
+# ---------------------------------------------------------------------------------------------
+# the claims' rivals (lab.gmm_attention.rivals) and the registry
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kmeans_rival_finds_the_centroids(mu):
+    s = ga.rivals.kmeans_seed_runs(mu, 1.0, (0, 1), n=2000, n_mc=1000)
+    assert s.values("alignment").min() > 0.999
+    assert s.values("norm_error").max() < 0.1
+    assert np.all(s.values("risk") < 11.0)  # near the minimum ~10 (d σ² + a little)
+
+
+def test_own_mean_heads_beat_raw_tokens_and_lloyd_steps_improve():
+    X, z = ga.sample_in_context(20, 32, 5, 3.0, 2, 1.0, 4)
+    per = ga.rivals.own_mean_heads_errors(X, z, 1.0)
+    raw = np.array([ga.in_context_error(X[b], z[b], 0.0, n_layers=0) for b in range(20)])
+    assert per.shape == (20,) and per.mean() < raw.mean()
+    e1, e5 = ga.rivals.lloyd_error(X, z, 2, 0, 1), ga.rivals.lloyd_error(X, z, 2, 0, 5)
+    assert e5 < e1
+    with pytest.raises(TypeError, match="steps"):
+        ga.rivals.lloyd_error(X, z, 2, 0, 1.5)
+
+
+def test_registry_names_a_rival_or_why_not_for_every_claim():
+    from lab.gmm_attention.claims import CLAIMS
+
+    assert CLAIMS.notebooks() == ("01", "02")
+    for spec in CLAIMS.specs.values():
+        assert bool(spec.rival) != bool(spec.no_rival), spec.id

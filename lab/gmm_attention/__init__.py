@@ -97,6 +97,9 @@ no equation, theorem or figure number of the paper is cited anywhere in ``lab.gm
                           (scikit-learn), ``layer_sweep``, ``landscape``; the widgets' data
                           ``training_run``/``training_view``, ``temperature_curves``/
                           ``temperature_view`` (memoised)
+``rivals.py``             the claims' measured rivals: ``kmeans_seed_runs``,
+                          ``own_mean_heads_errors``, ``lloyd_error``
+``claims.py``             ``CLAIMS``: the registry of the chapter's claims
 ``figures.py``            results to figures (plotly for the widgets, matplotlib panels);
                           imports no driver or kernel
 ========================  ===================================================================
