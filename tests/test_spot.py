@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lab import spot
-from lab.spot import figures
+from lab.spot import experiments, figures
 
 TINY = ["SFF", "FHG"]  # 6-state lake for brute-force checks
 
@@ -194,7 +194,7 @@ def test_rsbb_equals_improvement_milp():
 
 
 def test_rsbb_trace_monotone_and_bound_types():
-    G, X, v, st = figures.bnb_problem("lake 6x6", 3)
+    G, X, v, st = experiments.bnb_problem("lake 6x6", 3)
     tr = st.trace
     assert np.all(np.diff(tr[:, 1]) <= 1e-12) and np.all(np.diff(tr[:, 2]) >= -1e-12)
     assert abs(tr[-1, 1] - tr[-1, 2]) < 1e-12 and abs(tr[-1, 2] - v) < 1e-12
@@ -288,10 +288,17 @@ def test_highs_is_quiet(lake, capfd):
 
 
 def test_figures_have_fixed_trace_counts():
-    counts = {len(figures.slip_explorer(s, 2).data) for s in (0.0, 0.2)}
-    counts |= {len(figures.spot_explorer(weights=w).data) for w in ("optimal", "uniform")}
+    Settings = experiments.ExplorerSettings
+    runs = [experiments.explorer_run(Settings("lake 4x4", 2, slip=s)) for s in (0.0, 0.2)]
+    counts = {len(figures.slip_figure(r).data) for r in runs}
+    for w in ("optimal", "uniform"):
+        run = experiments.explorer_run(Settings("lake 4x4 not slippery", 2, w, cart=True))
+        counts.add(len(figures.spot_figure(run).data))
     assert counts == {6}
-    assert {len(figures.bnb_trace_figure(p, "lake 4x4", 3).data) for p in (0, 50, 100)} == {4}
+    stats = experiments.bnb_problem("lake 4x4", 3)[3]
+    assert {len(figures.bnb_trace_figure(stats, p, "lake").data) for p in (0, 50, 100)} == {4}
+    with pytest.raises(TypeError, match="stats"):
+        figures.bnb_trace_figure("lake 4x4")
 
 
 @pytest.mark.slow
@@ -419,16 +426,36 @@ def test_public_kernels_and_figures_validate_their_arguments(lake):
 
 
 def test_explorer_run_is_cached_and_validates():
-    from lab.spot import experiments
-
-    run = experiments.explorer_run("lake 4x4", 1, cart=True)
-    assert run is experiments.explorer_run("lake 4x4", depth=1, cart=True)  # memoised
+    Settings = experiments.ExplorerSettings
+    run = experiments.explorer_run(Settings("lake 4x4", 1, cart=True))
+    assert run is experiments.explorer_run(Settings("lake 4x4", depth=1, cart=True))  # memoised
     assert run.cart is not None and run.result.J <= run.optimum + 1e-12
     assert abs(spot.evaluate(run.mdp, run.result.tree)[0] - run.result.J) < 1e-12
     with pytest.raises(ValueError, match="slip"):
-        experiments.explorer_run("lake 4x4", 1, slip=0.9)
+        Settings("lake 4x4", 1, slip=0.9)
     with pytest.raises(ValueError, match="weights"):
-        experiments.explorer_run("lake 4x4", 1, "nope")
+        Settings("lake 4x4", 1, "nope")
+    with pytest.raises(TypeError, match="settings"):
+        experiments.explorer_run("lake 4x4")
+
+
+def test_settings_validate_once_and_drive_the_notebooks():
+    steps = experiments.StepSettings([["lake 4x4", 2]], 300.0)
+    assert steps.instances == (("lake 4x4", 2),)
+    (row,) = experiments.improvement_steps(steps)
+    assert row.rsbb_value == pytest.approx(experiments.bnb_problem("lake 4x4", 2)[2], abs=1e-12)
+    with pytest.raises(ValueError, match="highs_limit"):
+        experiments.StepSettings((("lake 4x4", 2),), -1.0)
+    with pytest.raises(TypeError, match="instances"):
+        experiments.StepSettings("lake 4x4", 1.0)
+    with pytest.raises(ValueError, match="instances"):
+        experiments.LoopSettings((("lake 4x4", 2),))
+    with pytest.raises(ValueError, match="weights"):
+        experiments.LoopSettings((("lake 8x8", 2),), ("portfolio",))
+    with pytest.raises(ValueError, match="factor"):
+        experiments.LoopSettings((("lake 8x8", 2),), factor=0.0)
+    with pytest.raises(TypeError, match="settings"):
+        experiments.instance_runs(steps)
 
 
 # ------------------------------------------------------------------ ties decided by index

@@ -12,7 +12,9 @@ from .experiments import (
     make_mdp,
     bnb_problem,
     StepComparison,
+    StepSettings,
     compare_improvement_step,
+    improvement_steps,
     TimeToValue,
     time_to_value,
     milp_time_to_value,
@@ -24,14 +26,18 @@ from .experiments import (
     weighting_runs,
     BestTree,
     best_sysadmin_depth2,
+    ExplorerSettings,
     ExplorerRun,
     explorer_run,
+    LoopSettings,
+    InstanceRun,
+    instance_runs,
 )
 from .figures import (
     action_symbols,
     policy_figure,
-    slip_explorer,
-    spot_explorer,
+    slip_figure,
+    spot_figure,
     bnb_trace_figure,
 )
 from .mdp import (

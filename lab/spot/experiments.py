@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -36,7 +35,9 @@ __all__ = [
     "make_mdp",
     "bnb_problem",
     "StepComparison",
+    "StepSettings",
     "compare_improvement_step",
+    "improvement_steps",
     "TimeToValue",
     "time_to_value",
     "milp_time_to_value",
@@ -48,8 +49,12 @@ __all__ = [
     "weighting_runs",
     "BestTree",
     "best_sysadmin_depth2",
+    "ExplorerSettings",
     "ExplorerRun",
     "explorer_run",
+    "LoopSettings",
+    "InstanceRun",
+    "instance_runs",
 ]
 
 LAKE_6X6 = ["SFFFFF", "FHFFHF", "FFFHFF", "HFFFFH", "FFHFFF", "FFFFHG"]
@@ -59,15 +64,20 @@ MDP_CHOICES = ("lake 4x4", "lake 4x4 not slippery", "lake 8x8", "sysadmin 6")
 #: (about 17 s on one idle core): ``(features, thresholds, leaves)``. ``best_sysadmin_depth2``
 #: evaluates it by default and re-enumerates on request; a slow test checks that they agree.
 STORED_SYSADMIN_DEPTH2 = ((1, 0, 5), (0.0, 0.0, 0.0), (0, 1, 5, 4))
+_NAMES = list(MDP_CHOICES) + ["lake 6x6"]
 
 
-@lru_cache(maxsize=32)
 def make_mdp(name: str, slip: float = 1 / 3) -> TabularMDP:
     """One of ``MDP_CHOICES`` or ``"lake 6x6"`` (``slip`` applies to the slippery lakes).
 
     See: book/spot/03-spot-loop.ipynb
     """
-    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
+    check_choice("name", name, _NAMES)
+    return _mdp(name, check_range("slip", slip, 0.0, 0.5))
+
+
+@memo(maxsize=32)
+def _mdp(name: str, slip: float) -> TabularMDP:
     if name == "lake 4x4":
         return frozen_lake("4x4", slip)
     if name == "lake 4x4 not slippery":
@@ -79,17 +89,21 @@ def make_mdp(name: str, slip: float = 1 / 3) -> TabularMDP:
     return sysadmin(6)
 
 
-@lru_cache(maxsize=32)
 def bnb_problem(name: str, depth: int, exact_parse: bool = True):
     """The warm-start improvement subproblem ``G = w* Q*`` of an MDP, solved by ``rsbb``.
 
-    Returns ``(G, X, value, stats)``.
+    Returns ``(G, X, value, stats)`` (memoised).
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
+    check_choice("name", name, _NAMES)
     depth = check_int("depth", depth, 0, 6)
-    exact_parse = check_bool("exact_parse", exact_parse)
-    mdp = make_mdp(name)
+    return _bnb(name, depth, check_bool("exact_parse", exact_parse))
+
+
+@memo(maxsize=32)
+def _bnb(name: str, depth: int, exact_parse: bool):
+    mdp = _mdp(name, 1 / 3)
     V, pi = value_iteration(mdp)
     Q = mdp.R + mdp.gamma * mdp.P @ V
     w = state_weights(mdp, "optimal", optimal_policy=pi)
@@ -131,11 +145,15 @@ def compare_improvement_step(
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
-    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
+    check_choice("name", name, _NAMES)
     depth = check_int("depth", depth, 0, 6)
     highs_limit = check_positive("highs_limit", highs_limit)
     resolve = check_positive("resolve", resolve, allow_zero=True)
-    G, X, _, _ = bnb_problem(name, depth)
+    return _compare_step(name, depth, highs_limit, resolve)
+
+
+def _compare_step(name: str, depth: int, highs_limit: float, resolve: float) -> StepComparison:
+    G, X, _, _ = _bnb(name, depth, True)
     v, _, st = rsbb(G, X, depth)
     limit = max(highs_limit, resolve * st.seconds)
     h = improvement_milp(G, X, depth, time_limit=limit)
@@ -152,6 +170,53 @@ def compare_improvement_step(
     )
 
 
+@dataclass(frozen=True)
+class StepSettings:
+    """The improvement-step comparison of notebook 2, validated once.
+
+    ``instances`` are ``(name, depth)`` pairs; HiGHS gets ``max(highs_limit, resolve * RSBB's
+    time)`` seconds on each (see :func:`compare_improvement_step`).
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+
+    instances: tuple[tuple[str, int], ...]
+    highs_limit: float
+    resolve: float = 12.0
+
+    def __post_init__(self):
+        inst = _check_instances("instances", self.instances)
+        object.__setattr__(self, "instances", inst)
+        object.__setattr__(self, "highs_limit", check_positive("highs_limit", self.highs_limit))
+        resolve = check_positive("resolve", self.resolve, allow_zero=True)
+        object.__setattr__(self, "resolve", resolve)
+
+
+def improvement_steps(settings: StepSettings) -> list[StepComparison]:
+    """:func:`compare_improvement_step` on every instance of ``settings``, in order.
+
+    See: book/spot/02-reduced-space-bnb.ipynb
+    """
+    if not isinstance(settings, StepSettings):
+        raise TypeError(f"settings must be a StepSettings, got {type(settings).__name__}")
+    return [
+        _compare_step(n, d, settings.highs_limit, settings.resolve) for n, d in settings.instances
+    ]
+
+
+def _check_instances(name: str, instances) -> tuple[tuple[str, int], ...]:
+    """A non-empty sequence of ``(MDP name, depth)`` pairs, as a tuple of tuples."""
+    if isinstance(instances, str) or not isinstance(instances, (list, tuple)) or not instances:
+        raise TypeError(f"{name} must be a non-empty sequence of (mdp name, depth) pairs")
+    out = []
+    for pair in instances:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"{name} must hold (mdp name, depth) pairs, got {pair!r}")
+        check_choice(f"{name} mdp name", pair[0], _NAMES)
+        out.append((pair[0], check_int(f"{name} depth", pair[1], 0, 6)))
+    return tuple(out)
+
+
 def weighting_runs(
     mdp: TabularMDP, depth: int, weights: tuple[str, ...] = WEIGHTINGS[:-1]
 ) -> dict[str, SpotResult]:
@@ -165,7 +230,37 @@ def weighting_runs(
         raise TypeError(f"weights must be a non-empty tuple of weightings, got {weights!r}")
     for w in weights:
         check_choice("weights", w, list(WEIGHTINGS))
+    return _weighting_runs(mdp, depth, tuple(weights))
+
+
+def _weighting_runs(mdp, depth, weights) -> dict[str, SpotResult]:
     return {w: spot(mdp, depth, w) for w in weights}
+
+
+@dataclass(frozen=True)
+class ExplorerSettings:
+    """One widget setting of notebooks 1 and 3, validated once.
+
+    ``name`` is one of ``MDP_CHOICES`` or ``"lake 6x6"``; ``slip`` applies to the slippery
+    lakes; ``cart`` also fits the CART (VIPER-style) tree of the same depth.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    name: str = "lake 4x4"
+    depth: int = 2
+    weights: str = "optimal"
+    warm_start: bool = True
+    slip: float = 1 / 3
+    cart: bool = False
+
+    def __post_init__(self):
+        check_choice("name", self.name, _NAMES)
+        object.__setattr__(self, "depth", check_int("depth", self.depth, 0, 6))
+        check_choice("weights", self.weights, list(WEIGHTINGS))
+        object.__setattr__(self, "warm_start", check_bool("warm_start", self.warm_start))
+        object.__setattr__(self, "slip", check_range("slip", self.slip, 0.0, 0.5))
+        object.__setattr__(self, "cart", check_bool("cart", self.cart))
 
 
 @dataclass(frozen=True)
@@ -176,6 +271,7 @@ class ExplorerRun:
     See: book/spot/03-spot-loop.ipynb
     """
 
+    settings: ExplorerSettings
     mdp: TabularMDP
     result: SpotResult
     optimum: float
@@ -183,30 +279,20 @@ class ExplorerRun:
 
 
 @memo
-def explorer_run(
-    name: str,
-    depth: int,
-    weights: str = "optimal",
-    warm_start: bool = True,
-    slip: float = 1 / 3,
-    cart: bool = False,
-) -> ExplorerRun:
-    """``spot(make_mdp(name, slip), depth, weights, warm_start=...)`` with what the widgets
-    draw beside it (cached: the widgets of notebooks 1 and 3 call it on every slider move).
+def explorer_run(settings: ExplorerSettings) -> ExplorerRun:
+    """``spot`` on one widget setting, with what the widgets draw beside it (memoised: the
+    widgets of notebooks 1 and 3 call it on every move).
 
     See: book/spot/03-spot-loop.ipynb
     """
-    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
-    depth = check_int("depth", depth, 0, 6)
-    check_choice("weights", weights, list(WEIGHTINGS))
-    warm_start = check_bool("warm_start", warm_start)
-    slip = check_range("slip", slip, 0.0, 0.5)
-    cart = check_bool("cart", cart)
-    mdp = make_mdp(name, slip)
-    res = spot(mdp, depth, weights, warm_start=warm_start)
+    if not isinstance(settings, ExplorerSettings):
+        raise TypeError(f"settings must be an ExplorerSettings, got {type(settings).__name__}")
+    s = settings
+    mdp = _mdp(s.name, s.slip)
+    res = spot(mdp, s.depth, s.weights, warm_start=s.warm_start)
     V, _ = value_iteration(mdp)
-    J_cart = evaluate(mdp, greedy_tree(mdp, depth))[0] if cart else None
-    return ExplorerRun(mdp, res, float(mdp.p0 @ V), J_cart)
+    J_cart = evaluate(mdp, greedy_tree(mdp, s.depth))[0] if s.cart else None
+    return ExplorerRun(s, mdp, res, float(mdp.p0 @ V), J_cart)
 
 
 @dataclass
@@ -260,6 +346,10 @@ def milp_time_to_value(
         raise ValueError(f"value must be a finite number, got {value!r}")
     seconds = check_positive("seconds", seconds)
     factor = check_positive("factor", factor)
+    return _milp_time_to_value(mdp, depth, value, seconds, factor)
+
+
+def _milp_time_to_value(mdp, depth, value, seconds, factor) -> TimeToValue:
     limit = factor * seconds
     r = omdt_milp(mdp, depth, time_limit=limit)
     val = r.value if np.isfinite(r.value) else -math.inf
@@ -287,7 +377,10 @@ def cart_run(mdp: TabularMDP, depth: int) -> TimedTree:
     See: book/spot/03-spot-loop.ipynb
     """
     mdp = check_mdp(mdp)
-    depth = check_int("depth", depth, 0, 6)
+    return _cart_run(mdp, check_int("depth", depth, 0, 6))
+
+
+def _cart_run(mdp: TabularMDP, depth: int) -> TimedTree:
     t0 = time.perf_counter()
     tree = greedy_tree(mdp, depth)
     J = float(evaluate(mdp, tree)[0])
@@ -341,8 +434,12 @@ def reference_tree(name: str, depth: int) -> TimedTree:
     if (name, depth) not in REFERENCE_TREES:
         known = sorted(d for n, d in REFERENCE_TREES if n == name)
         raise ValueError(f"depth must be one of {known} for {name!r}, got {depth}")
+    return _reference_tree(name, depth)
+
+
+def _reference_tree(name: str, depth: int) -> TimedTree:
     f, th, leaves, _how, _certified = REFERENCE_TREES[(name, depth)]
-    mdp = make_mdp(name)
+    mdp = _mdp(name, 1 / 3)
     t0 = time.perf_counter()
     tree = Tree(depth, list(f), list(th), list(leaves), n_actions=mdp.n_actions)
     J = float(evaluate(mdp, tree)[0])
@@ -354,9 +451,9 @@ def greedy_step(name: str, depth: int) -> tuple[float, float]:
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
-    check_choice("name", name, list(MDP_CHOICES) + ["lake 6x6"])
+    check_choice("name", name, _NAMES)
     depth = check_int("depth", depth, 0, 6)
-    G, X, _, _ = bnb_problem(name, depth)
+    G, X, _, _ = _bnb(name, depth, True)
     t0 = time.perf_counter()
     value, _ = greedy_split_tree(G, X, depth)
     return value, time.perf_counter() - t0
@@ -382,7 +479,7 @@ def best_sysadmin_depth2(enumerate_now: bool = False) -> BestTree:
     See: book/spot/03-spot-loop.ipynb
     """
     enumerate_now = check_bool("enumerate_now", enumerate_now)
-    admin = make_mdp("sysadmin 6")
+    admin = _mdp("sysadmin 6", 1 / 3)
     t0 = time.perf_counter()
     if enumerate_now:
         J, tree = exhaustive_tree(admin, 2)
@@ -391,3 +488,71 @@ def best_sysadmin_depth2(enumerate_now: bool = False) -> BestTree:
         tree = Tree(2, list(f), list(th), list(leaves), n_actions=admin.n_actions)
         J = evaluate(admin, tree)[0]
     return BestTree(float(J), tree, enumerate_now, time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The 64-state time-to-quality comparison of notebook 3, validated once.
+
+    ``instances`` are ``(name, depth)`` pairs with a stored best-known tree
+    (:data:`REFERENCE_TREES`); ``weights`` the weightings the loop runs; the MILP gets
+    ``factor`` times the loop's time.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    instances: tuple[tuple[str, int], ...]
+    weights: tuple[str, ...] = WEIGHTINGS[:-1]
+    factor: float = 10.0
+
+    def __post_init__(self):
+        inst = _check_instances("instances", self.instances)
+        for pair in inst:
+            if pair not in REFERENCE_TREES:
+                raise ValueError(f"instances must be among {sorted(REFERENCE_TREES)}, got {pair!r}")
+        object.__setattr__(self, "instances", inst)
+        w = self.weights
+        if isinstance(w, str) or not isinstance(w, (list, tuple)) or not w:
+            raise TypeError(f"weights must be a non-empty tuple of weightings, got {w!r}")
+        for x in w:
+            check_choice("weights", x, list(WEIGHTINGS[:-1]))
+        object.__setattr__(self, "weights", tuple(w))
+        object.__setattr__(self, "factor", check_positive("factor", self.factor))
+
+
+@dataclass(frozen=True)
+class InstanceRun:
+    """One 64-state instance: the loop per weighting, the MILP at ``factor`` times the loop's
+    time (``ttv``), the CART control timed the same way, the best known tree and ``J*``.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+
+    runs: dict
+    ttv: TimeToValue
+    optimum: float
+    cart: TimedTree
+    cart_ttv: TimeToValue
+    best_known: float
+
+
+def instance_runs(settings: LoopSettings) -> dict[tuple[str, int], InstanceRun]:
+    """:class:`InstanceRun` of every instance of ``settings``, in order.
+
+    See: book/spot/03-spot-loop.ipynb
+    """
+    if not isinstance(settings, LoopSettings):
+        raise TypeError(f"settings must be a LoopSettings, got {type(settings).__name__}")
+    out = {}
+    for name, d in settings.instances:
+        mdp = _mdp(name, 1 / 3)
+        runs = _weighting_runs(mdp, d, settings.weights)
+        ttv = _milp_time_to_value(
+            mdp, d, runs["optimal"].J, runs["optimal"].seconds, settings.factor
+        )
+        optimum = float(mdp.p0 @ value_iteration(mdp)[0])
+        cart = _cart_run(mdp, d)  # the control: timed as the loop is
+        cart_ttv = _milp_time_to_value(mdp, d, cart.J, cart.seconds, settings.factor)
+        best = _reference_tree(name, d).J
+        out[(name, d)] = InstanceRun(runs, ttv, optimum, cart, cart_ttv, best)
+    return out

@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_range
+from lab.core.checks import check_int
 
-from .experiments import LAKE_6X6, MDP_CHOICES, bnb_problem, explorer_run, make_mdp
 from .mdp import TabularMDP, check_mdp
-from .search import WEIGHTINGS
 from .tree import Tree
 
 __all__ = [
     "action_symbols",
     "policy_figure",
-    "slip_explorer",
-    "spot_explorer",
+    "slip_figure",
+    "spot_figure",
     "bnb_trace_figure",
 ]
-
-# re-exported for older callers: they live in ``experiments``
-_REEXPORTED = (LAKE_6X6, MDP_CHOICES, bnb_problem, make_mdp)
 
 _ARROWS = {"left": "←", "down": "↓", "right": "→", "up": "↑"}
 _PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
@@ -92,19 +87,8 @@ def policy_figure(
     mdp = check_mdp(mdp)
     if not isinstance(tree, Tree):
         raise TypeError(f"tree must be a Tree (got {type(tree).__name__})")
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    acts = tree.act(mdp.X)
-    sym = action_symbols(mdp)
-    rows, cols = mdp.layout[:, 0], mdp.layout[:, 1]
-    nr, nc = rows.max() + 1, cols.max() + 1
-    Z = np.full((nr, nc), np.nan)
-    Z[rows, cols] = acts
-    m = mdp.n_actions
-    scale = []
-    for a in range(m):
-        scale += [[a / m, _PALETTE[a % 8]], [(a + 1) / m, _PALETTE[a % 8]]]
     fig = make_subplots(
         rows=1,
         cols=3,
@@ -112,172 +96,145 @@ def policy_figure(
         subplot_titles=("policy on the states", "the tree", "value J"),
         horizontal_spacing=0.06,
     )
-    fig.add_trace(
-        go.Heatmap(
-            z=Z,
-            zmin=-0.5,
-            zmax=m - 0.5,
-            colorscale=scale,
-            showscale=False,
-            hoverinfo="skip",
-            opacity=0.55,
-        ),
-        1,
-        1,
-    )
-    txt = [sym[a] for a in acts]
-    fig.add_trace(
-        go.Scatter(
-            x=cols,
-            y=rows,
-            mode="text",
-            text=txt,
-            textfont={"size": 15},
-            hoverinfo="skip",
-            showlegend=False,
-        ),
-        1,
-        1,
-    )
-    kind = mdp.cell_kind or []
-    special = [s for s, k in enumerate(kind) if k in "HG"]
-    fig.add_trace(
-        go.Scatter(
-            x=cols[special] if special else [],
-            y=rows[special] if special else [],
-            mode="markers",
-            marker={
-                "symbol": "square-open",
-                "size": 26,
-                "line": {"width": 3},
-                "color": ["black" if kind[s] == "H" else "gold" for s in special],
-            },
-            hoverinfo="skip",
-            showlegend=False,
-        ),
-        1,
-        1,
-    )
-    xs, ys, labels, ex, ey = _tree_layout(tree, mdp)
-    fig.add_trace(
-        go.Scatter(
-            x=ex, y=ey, mode="lines", line={"color": "#999"}, hoverinfo="skip", showlegend=False
-        ),
-        1,
-        2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="markers+text",
-            text=labels,
-            textposition="middle center",
-            textfont={"size": [11 if "≤" in lb else 18 for lb in labels]},
-            marker={"size": 36, "color": "rgba(200,200,230,0.5)"},
-            hoverinfo="skip",
-            showlegend=False,
-        ),
-        1,
-        2,
-    )
+    _grid_panel(fig, mdp, tree)
+    _tree_panel(fig, mdp, tree)
     bars = bars or {}
-    fig.add_trace(
-        go.Bar(
-            x=list(bars),
-            y=list(bars.values()),
-            text=[f"{v:.4g}" for v in bars.values()],
-            textposition="outside",
-            marker_color=_PALETTE[: len(bars)],
-            showlegend=False,
-        ),
-        1,
-        3,
-    )
-    lake = bool(mdp.cell_kind)
-    fig.update_yaxes(
-        autorange="reversed",
-        row=1,
-        col=1,
-        showgrid=False,
-        zeroline=False,
-        dtick=1,
-        title_text="row" if lake else "state bits 3-5",
-    )
-    fig.update_xaxes(
-        showgrid=False,
-        zeroline=False,
-        row=1,
-        col=1,
-        dtick=1,
-        title_text="column" if lake else "state bits 0-2",
-    )
-    fig.update_xaxes(visible=False, row=1, col=2, range=[-0.05, 1.05])
-    fig.update_yaxes(visible=False, row=1, col=2, range=[-tree.depth - 0.5, 0.5])
-    top = max(list(bars.values()) + [1e-9])
-    fig.update_yaxes(range=[min(0, min(bars.values(), default=0)), 1.2 * top], row=1, col=3)
+    _value_panel(fig, bars)
+    _style_axes(fig, mdp, tree, bars)
     fig.update_layout(title_text=title, height=420, margin={"t": 70, "b": 50})
     return fig
 
 
-def slip_explorer(slip: float = 1 / 3, depth: int = 2):
-    """Widget of notebook 1: the SPOT-style tree on the 4x4 lake as the ice gets slipperier.
+def _grid_panel(fig, mdp: TabularMDP, tree: Tree) -> None:
+    """Panel 1: the states coloured and labelled by the tree's action, holes and goal marked."""
+    import plotly.graph_objects as go
+
+    acts = tree.act(mdp.X)
+    sym = action_symbols(mdp)
+    rows, cols = mdp.layout[:, 0], mdp.layout[:, 1]
+    Z = np.full((rows.max() + 1, cols.max() + 1), np.nan)
+    Z[rows, cols] = acts
+    m = mdp.n_actions
+    scale = []
+    for a in range(m):
+        scale += [[a / m, _PALETTE[a % 8]], [(a + 1) / m, _PALETTE[a % 8]]]
+    heat = go.Heatmap(
+        z=Z, zmin=-0.5, zmax=m - 0.5, colorscale=scale, showscale=False, hoverinfo="skip"
+    )
+    fig.add_trace(heat.update(opacity=0.55), 1, 1)
+    text = {"mode": "text", "textfont": {"size": 15}, "hoverinfo": "skip", "showlegend": False}
+    fig.add_trace(go.Scatter(x=cols, y=rows, text=[sym[a] for a in acts], **text), 1, 1)
+    kind = mdp.cell_kind or []
+    special = [s for s, k in enumerate(kind) if k in "HG"]
+    marker = {
+        "symbol": "square-open",
+        "size": 26,
+        "line": {"width": 3},
+        "color": ["black" if kind[s] == "H" else "gold" for s in special],
+    }
+    xy = {"x": cols[special] if special else [], "y": rows[special] if special else []}
+    fig.add_trace(
+        go.Scatter(**xy, mode="markers", marker=marker, hoverinfo="skip", showlegend=False), 1, 1
+    )
+
+
+def _tree_panel(fig, mdp: TabularMDP, tree: Tree) -> None:
+    """Panel 2: the tree's effective nodes and edges."""
+    import plotly.graph_objects as go
+
+    xs, ys, labels, ex, ey = _tree_layout(tree, mdp)
+    edges = go.Scatter(x=ex, y=ey, mode="lines", line={"color": "#999"})
+    fig.add_trace(edges.update(hoverinfo="skip", showlegend=False), 1, 2)
+    nodes = go.Scatter(
+        x=xs,
+        y=ys,
+        mode="markers+text",
+        text=labels,
+        textposition="middle center",
+        textfont={"size": [11 if "≤" in lb else 18 for lb in labels]},
+        marker={"size": 36, "color": "rgba(200,200,230,0.5)"},
+    )
+    fig.add_trace(nodes.update(hoverinfo="skip", showlegend=False), 1, 2)
+
+
+def _value_panel(fig, bars: dict[str, float]) -> None:
+    """Panel 3: the values compared (the tree's, the optimum, a baseline's)."""
+    import plotly.graph_objects as go
+
+    bar = go.Bar(
+        x=list(bars),
+        y=list(bars.values()),
+        text=[f"{v:.4g}" for v in bars.values()],
+        textposition="outside",
+        marker_color=_PALETTE[: len(bars)],
+        showlegend=False,
+    )
+    fig.add_trace(bar, 1, 3)
+
+
+def _style_axes(fig, mdp: TabularMDP, tree: Tree, bars: dict[str, float]) -> None:
+    """Axis titles and ranges of the three panels."""
+    lake = bool(mdp.cell_kind)
+    grid = {"showgrid": False, "zeroline": False, "dtick": 1, "row": 1, "col": 1}
+    fig.update_yaxes(autorange="reversed", title_text="row" if lake else "state bits 3-5", **grid)
+    fig.update_xaxes(title_text="column" if lake else "state bits 0-2", **grid)
+    fig.update_xaxes(visible=False, row=1, col=2, range=[-0.05, 1.05])
+    fig.update_yaxes(visible=False, row=1, col=2, range=[-tree.depth - 0.5, 0.5])
+    top = max(list(bars.values()) + [1e-9])
+    fig.update_yaxes(range=[min(0, min(bars.values(), default=0)), 1.2 * top], row=1, col=3)
+
+
+def slip_figure(run):
+    """Widget figure of notebook 1: the SPOT-style tree of an ``experiments.ExplorerRun`` on a
+    slippery lake, beside the unconstrained optimum.
 
     See: book/spot/01-tree-policies.ipynb
     """
-    slip = check_range("slip", slip, 0.0, 0.5)
-    depth = check_int("depth", depth, 0, 3)
-    run = explorer_run("lake 4x4", depth, "optimal", True, slip)
-    res = run.result
+    _check_run(run)
+    res, s = run.result, run.settings
     bars = {"tree": res.J, "optimum": run.optimum}
-    return policy_figure(
-        run.mdp,
-        res.tree,
-        bars,
-        title=f"frozen lake 4x4, slip {slip:.2f} per side, depth {depth}: J = {res.J:.4f}",
-    )
+    title = f"frozen lake 4x4, slip {s.slip:.2f} per side, depth {s.depth}: J = {res.J:.4f}"
+    return policy_figure(run.mdp, res.tree, bars, title=title)
 
 
-def spot_explorer(
-    mdp: str = "lake 4x4 not slippery",
-    depth: int = 2,
-    weights: str = "optimal",
-    warm_start: bool = True,
-):
-    """Widget of notebook 3: SPOT-style tree vs the CART (VIPER-style) tree vs the optimum.
+def spot_figure(run):
+    """Widget figure of notebook 3: the SPOT-style tree of an ``experiments.ExplorerRun``
+    (run with ``cart=True``) vs the CART (VIPER-style) tree vs the optimum.
 
     See: book/spot/03-spot-loop.ipynb
     """
-    check_choice("mdp", mdp, list(MDP_CHOICES))
-    depth = check_int("depth", depth, 1, 3)
-    check_choice("weights", weights, list(WEIGHTINGS[:-1]))
-    run = explorer_run(mdp, depth, weights, bool(warm_start), 1 / 3, cart=True)
-    res = run.result
+    _check_run(run)
+    res, s = run.result, run.settings
     bars = {"SPOT-style": res.J, "CART": run.cart, "optimum": run.optimum}
-    return policy_figure(
-        run.mdp,
-        res.tree,
-        bars,
-        title=f"{mdp}, depth {depth}, weights {weights}: J = {res.J:.4g} "
-        f"({res.iterations} iterations, {res.stop})",
+    title = (
+        f"{s.name}, depth {s.depth}, weights {s.weights}: J = {res.J:.4g} "
+        f"({res.iterations} iterations, {res.stop})"
     )
+    return policy_figure(run.mdp, res.tree, bars, title=title)
 
 
-def bnb_trace_figure(
-    progress: int = 100, grid: str = "lake 8x8", depth: int = 3, exact_parse: bool = True
-):
+def _check_run(run) -> None:
+    if not all(hasattr(run, a) for a in ("settings", "mdp", "result", "optimum", "cart")):
+        raise TypeError(
+            f"run must be an ExplorerRun (from experiments.explorer_run), got {type(run).__name__}"
+        )
+
+
+def bnb_trace_figure(stats, progress: int = 100, label: str = ""):
     """Animation of the branch-and-bound: best open bound and incumbent vs nodes expanded.
 
-    ``progress`` (percent) cuts the trace; 4 traces always (bound, incumbent, two markers).
+    ``stats`` is the search's log (``rsbb(...)[2]``, or ``experiments.bnb_problem(...)[3]``);
+    ``progress`` (percent) cuts the trace; ``label`` names the problem in the title; 4 traces
+    always (bound, incumbent, two markers).
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
     import plotly.graph_objects as go
 
+    if not hasattr(stats, "trace") or not hasattr(stats, "nodes"):
+        raise TypeError(f"stats must be an RSBBStats (got {type(stats).__name__})")
     progress = check_int("progress", progress, 0, 100)
-    check_choice("grid", grid, ["lake 4x4", "lake 6x6", "lake 8x8", "sysadmin 6"])
-    depth = check_int("depth", depth, 2, 3)
-    _, _, val, st = bnb_problem(grid, depth, bool(exact_parse))
+    st = stats
     tr = st.trace
     if len(tr) > 300:  # keep <= 300 points per trace
         tr = tr[np.unique(np.linspace(0, len(tr) - 1, 300).astype(int))]
@@ -324,8 +281,7 @@ def bnb_trace_figure(
     pad = 0.05 * (hi - lo + 1e-12)
     gap = cut[-1, 1] - cut[-1, 2]
     fig.update_layout(
-        title_text=f"{grid}, depth {depth}, {'exact depth-1 parse' if exact_parse else 'state-wise bound only'}:"
-        f" node {int(cut[-1, 0])} of {st.nodes}, gap {gap:.2e}",
+        title_text=f"{label}: node {int(cut[-1, 0])} of {st.nodes}, gap {gap:.2e}",
         xaxis={"title": {"text": "B&B nodes expanded"}, "range": [-0.5, tr[-1, 0] + 0.5]},
         yaxis={"title": {"text": "Σₛ G[s, π(s)]"}, "range": [lo - pad, hi + pad]},
         height=400,

@@ -245,6 +245,11 @@ def rsbb(
         from lab.core.runtime import resolve_device
 
         device = resolve_device(device)
+    return _rsbb(G, X, depth, backend, device, exact_parse, max_nodes)
+
+
+def _rsbb(G, X, depth, backend="numpy", device=None, exact_parse=True, max_nodes=1_000_000):
+    """``rsbb`` on checked inputs (the loop's improvement steps call this)."""
     t0 = time.perf_counter()
     n, m = G.shape
     splits = candidate_splits(X)
@@ -259,63 +264,84 @@ def rsbb(
         stats.trace = np.array([[0, val, val]])
         stats.seconds = time.perf_counter() - t0
         return val, tree, stats
-    n_int = 2**depth - 1
-    n_branch = 2 ** (depth - 1) - 1
-
-    def evaluate_children(children):
-        r = len(children[0])
-        nodes, exact = _frontier(r, depth)
-        if not exact_parse:
-            exact = np.zeros_like(exact)
-        masks = np.zeros((len(children), len(nodes), n), dtype=bool)
-        for c, ch in enumerate(children):
-            rm = _route(right, n, list(ch), n_int)
-            for f, t in enumerate(nodes):
-                if t in rm:
-                    masks[c, f] = rm[t]
-        stats.evaluated += len(children)
-        return bound_frontier(G, right, masks, exact, backend, device)
-
-    root = ()
-    b0, i0 = evaluate_children([root])
-    best_val, best_choices = float(i0[0]), root
-    counter = itertools.count()
-    heap = [(-float(b0[0]), next(counter), root)]
-    trace = [(0, float(b0[0]), best_val)]
-    # full space: product of option counts is data dependent; report the plain K+1 power
-    stats.full_space = (right.shape[0] + 1) ** n_branch
-    upper = float(b0[0])
-    while heap and stats.nodes < max_nodes:
-        negb, _, ch = _pop_first(heap, tol)
-        upper = min(upper, -negb)
-        if -negb <= best_val + PRUNE_TOL:
-            upper = best_val
-            break
-        stats.nodes += 1
-        t = len(ch) + 1
-        M = _route(right, n, list(ch), n_int).get(t, np.zeros(n, dtype=bool))
-        kids = [ch + (k,) for k in _options(right, M)]
-        b, inc = evaluate_children(kids)
-        j = int(first_max(inc, tol))  # the first child within round-off of the best
-        if inc[j] > best_val + tol:  # a new incumbent must beat the old beyond round-off
-            best_val, best_choices = float(inc[j]), kids[j]
-        complete = len(kids[0]) == n_branch
-        for kid, bk in zip(kids, b, strict=True):
-            if complete or bk <= best_val + PRUNE_TOL:
-                stats.pruned += int(not complete)
-                continue
-            heapq.heappush(heap, (-float(bk), next(counter), kid))
-        top = -heap[0][0] if heap else best_val
-        upper = min(upper, max(top, best_val))
-        trace.append((stats.nodes, upper, best_val))
-    if not heap:
-        upper = best_val
-    trace.append((stats.nodes, max(upper, best_val), best_val))
-    stats.trace = np.array(trace, dtype=float)
+    search = _Search(G, right, depth, exact_parse, backend, device, stats)
+    best_choices = search.run(max_nodes, tol)
     tree = _build_tree(G, right, splits, best_choices, depth, m, tol)
     value = float(G[np.arange(n), tree.act(X)].sum())
     stats.seconds = time.perf_counter() - t0
     return value, tree, stats
+
+
+class _Search:
+    """The best-first search over the split choices of levels ``0 .. D-2`` (one ``rsbb`` call)."""
+
+    def __init__(self, G, right, depth, exact_parse, backend, device, stats):
+        self.G, self.right, self.depth = G, right, depth
+        self.exact_parse, self.backend, self.device, self.stats = (
+            exact_parse,
+            backend,
+            device,
+            stats,
+        )
+        self.n = G.shape[0]
+        self.n_int = 2**depth - 1
+        self.n_branch = 2 ** (depth - 1) - 1
+
+    def bound(self, children):
+        """Bounds and completed incumbents of partial trees sharing one frontier."""
+        r = len(children[0])
+        nodes, exact = _frontier(r, self.depth)
+        if not self.exact_parse:
+            exact = np.zeros_like(exact)
+        masks = np.zeros((len(children), len(nodes), self.n), dtype=bool)
+        for c, ch in enumerate(children):
+            rm = _route(self.right, self.n, list(ch), self.n_int)
+            for f, t in enumerate(nodes):
+                if t in rm:
+                    masks[c, f] = rm[t]
+        self.stats.evaluated += len(children)
+        return bound_frontier(self.G, self.right, masks, exact, self.backend, self.device)
+
+    def run(self, max_nodes, tol):
+        """Expand best-first until the best open bound is not above the incumbent."""
+        stats, right, n = self.stats, self.right, self.n
+        root = ()
+        b0, i0 = self.bound([root])
+        best_val, best_choices = float(i0[0]), root
+        counter = itertools.count()
+        heap = [(-float(b0[0]), next(counter), root)]
+        trace = [(0, float(b0[0]), best_val)]
+        # full space: product of option counts is data dependent; report the plain K+1 power
+        stats.full_space = (right.shape[0] + 1) ** self.n_branch
+        upper = float(b0[0])
+        while heap and stats.nodes < max_nodes:
+            negb, _, ch = _pop_first(heap, tol)
+            upper = min(upper, -negb)
+            if -negb <= best_val + PRUNE_TOL:
+                upper = best_val
+                break
+            stats.nodes += 1
+            t = len(ch) + 1
+            M = _route(right, n, list(ch), self.n_int).get(t, np.zeros(n, dtype=bool))
+            kids = [ch + (k,) for k in _options(right, M)]
+            b, inc = self.bound(kids)
+            j = int(first_max(inc, tol))  # the first child within round-off of the best
+            if inc[j] > best_val + tol:  # a new incumbent must beat the old beyond round-off
+                best_val, best_choices = float(inc[j]), kids[j]
+            complete = len(kids[0]) == self.n_branch
+            for kid, bk in zip(kids, b, strict=True):
+                if complete or bk <= best_val + PRUNE_TOL:
+                    stats.pruned += int(not complete)
+                    continue
+                heapq.heappush(heap, (-float(bk), next(counter), kid))
+            top = -heap[0][0] if heap else best_val
+            upper = min(upper, max(top, best_val))
+            trace.append((stats.nodes, upper, best_val))
+        if not heap:
+            upper = best_val
+        trace.append((stats.nodes, max(upper, best_val), best_val))
+        stats.trace = np.array(trace, dtype=float)
+        return best_choices
 
 
 # ----------------------------------------------------------------------------------------
@@ -402,10 +428,20 @@ def spot(
     max_iter = check_int("max_iter", max_iter, 1)
     eps = check_range("eps", eps, 0.0, 1.0)
     check_choice("backend", backend, ["numpy", "torch"])
+    if backend == "torch":
+        from lab.core.runtime import resolve_device
+
+        device = resolve_device(device)
+    return _spot(mdp, depth, weights, warm_start, max_iter, eps, backend, device)
+
+
+def _spot(mdp, depth, weights, warm_start, max_iter, eps, backend, device) -> SpotResult:
+    """``spot`` on checked inputs."""
     t0 = time.perf_counter()
     if weights == "portfolio":
         runs = [
-            spot(mdp, depth, w, warm_start, max_iter, eps, backend, device) for w in WEIGHTINGS[:-1]
+            _spot(mdp, depth, w, warm_start, max_iter, eps, backend, device)
+            for w in WEIGHTINGS[:-1]
         ]
         tie = value_tolerance(mdp)  # equal values up to round-off: the first weighting
         best = runs[int(first_max(np.array([r.J for r in runs]), tie))]
@@ -419,21 +455,9 @@ def spot(
             best.weights,
             best.stop,
         )
-    n, m = mdp.n_states, mdp.n_actions
     V_star, pi_star = value_iteration(mdp)
     tie = value_tolerance(mdp)  # policy values equal up to round-off are ties (mdp.py)
-    nodes = 0
-    if warm_start:
-        Q_star = mdp.R + mdp.gamma * mdp.P @ V_star
-        w = state_weights(mdp, "optimal", eps=eps, optimal_policy=pi_star)
-        _, tree, st = rsbb(w[:, None] * Q_star, mdp.X, depth, backend, device)
-        nodes += st.nodes
-    else:
-        consts = [evaluate(mdp, np.full(n, a))[0] for a in range(m)]
-        a0 = int(first_max(np.array(consts), tie))
-        tree = Tree(
-            depth, [-1] * (2**depth - 1), [0.0] * (2**depth - 1), [a0] * 2**depth, n_actions=m
-        )
+    tree, nodes = _first_tree(mdp, depth, warm_start, eps, V_star, pi_star, backend, device)
     best_J, best_tree, history, seen = -np.inf, tree, [], set()
     stop = "max_iter"
     prev: np.ndarray | None = None
@@ -453,7 +477,7 @@ def spot(
         prev = pi
         Q = mdp.R + mdp.gamma * mdp.P @ V
         w = state_weights(mdp, weights, pi, eps=eps, optimal_policy=pi_star)  # step 2
-        _, tree, st = rsbb(w[:, None] * Q, mdp.X, depth, backend, device)  # step 3
+        _, tree, st = _rsbb(w[:, None] * Q, mdp.X, depth, backend, device)  # step 3
         nodes += st.nodes
     return SpotResult(
         best_tree,
@@ -465,3 +489,18 @@ def spot(
         weights,
         stop,
     )
+
+
+def _first_tree(mdp, depth, warm_start, eps, V_star, pi_star, backend, device):
+    """The loop's start: the best tree for ``Q*`` (warm start) or the best constant action."""
+    n, m = mdp.n_states, mdp.n_actions
+    if warm_start:
+        Q_star = mdp.R + mdp.gamma * mdp.P @ V_star
+        w = state_weights(mdp, "optimal", eps=eps, optimal_policy=pi_star)
+        _, tree, st = _rsbb(w[:, None] * Q_star, mdp.X, depth, backend, device)
+        return tree, st.nodes
+    tie = value_tolerance(mdp)
+    consts = [evaluate(mdp, np.full(n, a))[0] for a in range(m)]
+    a0 = int(first_max(np.array(consts), tie))
+    tree = Tree(depth, [-1] * (2**depth - 1), [0.0] * (2**depth - 1), [a0] * 2**depth, n_actions=m)
+    return tree, 0
