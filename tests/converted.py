@@ -26,6 +26,7 @@ CONVERTED: tuple[str, ...] = (
     "halo",
     "coreset",
     "omiso",
+    "spot",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)

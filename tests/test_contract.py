@@ -133,6 +133,10 @@ def test_records_hold_measured_rivals(slug):
         for c in controls:
             mine = json.dumps(c["measured"], sort_keys=True)
             assert mine != values[cid], f"{slug}/{cid}: control {c['name']!r} is the claim's value"
+            # an exact zero is a floor two unrelated measurements can both hit (a shortfall, a
+            # speed-up that never reaches its target): only a nonzero copy is another claim's value
+            if c["measured"] in (0, [0], None):
+                continue
             others = [k for k, v in values.items() if k != cid and v == mine]
             assert not others, f"{slug}/{cid}: control {c['name']!r} is the value of {others}"
 

@@ -532,3 +532,15 @@ def test_search_ties_go_to_the_first_tree_in_index_order():
         assert abs(vp - v) < 1e-10
         np.testing.assert_array_equal(tp.features, tree.features)
         np.testing.assert_array_equal(tp.leaves, tree.leaves)
+
+
+def test_worked_example():
+    """The lesson page's four-state example (book/spot/index.md, "A worked example")."""
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    G = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 2.0]])
+    right = spot.split_matrix(X)
+    assert G.sum(0).max() == 3.0  # one leaf
+    assert spot.depth1_parse(G, np.ones(4, bool), right) == (4.0, 0)
+    assert G.max(1).sum() == 5.0  # the state-wise bound of the empty depth-2 tree
+    value, tree, _ = spot.rsbb(G, X, 2)
+    assert value == 5.0 and tree.act(X).tolist() == [0, 1, 0, 1]

@@ -51,8 +51,9 @@ code is not public):
 torch ``bound_children``), ``mdp.py`` (tabular MDPs, exact evaluation, occupancy,
 weights), ``tree.py`` (the tree policy and its candidate splits), ``milp.py`` (OMDT and
 improvement MILPs), ``search.py`` (``bound_frontier``, ``rsbb`` and the ``spot`` loop),
-``baselines.py`` (CART tree, greedy top-down step, exhaustive search), ``experiments.py`` (the notebooks'
-drivers), ``figures.py``.
+``baselines.py`` (CART tree, greedy top-down step, exhaustive search), ``experiments.py`` (the
+notebooks' settings and drivers), ``figures.py`` (figures drawn from results), ``claims.py`` (the
+registered claims) and ``evidence.py`` (their records).
 
 See: book/spot/index.md
 """

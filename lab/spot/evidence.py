@@ -110,11 +110,11 @@ def rsbb_exact_evidence(rows: list, first: dict, random_gap: float, n_random: in
     }
 
 
-def _speedup_to_value(r, value: float, seconds: float) -> float | int:
-    """HiGHS's time to RSBB's certified value over the method's time (the count 0 if the method
-    ends below that value: it never reaches it, whatever its time)."""
+def _speedup_to_value(r, value: float, seconds: float) -> float:
+    """HiGHS's time to RSBB's certified value over the method's time (0 if the method ends
+    below that value: it never reaches it, whatever its time)."""
     if value < r.rsbb_value - 1e-9 * max(1.0, abs(r.rsbb_value)):
-        return 0
+        return 0.0
     return r.speedup_at_least * r.rsbb_seconds / seconds
 
 

@@ -211,11 +211,12 @@ def omdt_milp(mdp: TabularMDP, depth: int, time_limit: float = 60.0) -> TreeResu
     A_tree, lo_t, hi_t, idx, splits = _tree_model(mdp.X, depth, m, offset=n * m)
     nv = idx["nv"]
     iz = idx["z"]
-    # flow: sum_a y[s,a] - gamma sum_{s',a} P[s',a,s] y[s',a] = p0(s)
+    # eq. (spot-milp), flow: sum_a y[s,a] - gamma sum_{s',a} P[s',a,s] y[s',a] = p0(s)
     E = sparse.kron(sparse.eye(n), np.ones((1, m)))  # (n, n m): sum over a
     Pf = mdp.P.reshape(n * m, n).T  # (n, n m): P[s', a, s] at column s' m + a
     flow = sparse.hstack([sparse.csr_matrix(E - g * Pf), sparse.csr_matrix((n, nv - n * m))])
-    # big-M: y[s,a] - z[s,a] / (1 - gamma) <= 0 (the tight M; M = 1 would cut off occupancies)
+    # eq. (spot-milp), big-M: y[s,a] - z[s,a] / (1 - gamma) <= 0
+    # (the tight M; M = 1 would cut off occupancies)
     big = sparse.hstack(
         [
             sparse.eye(n * m),

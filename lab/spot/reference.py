@@ -105,7 +105,7 @@ def _first(values: np.ndarray, tol: float) -> int:
 def _parse_sums(G: np.ndarray, mask: np.ndarray, right: np.ndarray):
     """``tot``, ``Lsum``, ``Rsum`` and the split values ``val`` of a node (``None`` without
     candidates): the sums of ``depth1_parse``."""
-    Gm = G * mask[:, None]  # eq. (parse): G 1_M
+    Gm = G * mask[:, None]  # eq. (spot-parse): G 1_M
     tot = Gm.sum(0)  # colsum(G 1_M), (m,)
     if not right.shape[0]:
         return tot, None, None, None
@@ -178,11 +178,11 @@ def bound_children(
     C, Fn, _ = masks.shape
     bound = np.zeros(C)
     inc = np.zeros(C)
-    relax = G.max(1)  # eq. (relaxation): each state takes its own best action
+    relax = G.max(1)  # eq. (spot-bound), state-wise term: each state its own best action
     tol = sum_tolerance(G)
     for c in range(C):
         for f in range(Fn):
-            v = _parse_value(G, masks[c, f], right, tol)  # eq. (parse): exact depth-1 parse
+            v = _parse_value(G, masks[c, f], right, tol)  # eq. (spot-parse): exact depth-1 parse
             inc[c] += v  # incumbent: unfixed nodes "no split", level D-1 parsed
-            bound[c] += v if exact[f] else float(relax[masks[c, f]].sum())  # eq. (bound)
+            bound[c] += v if exact[f] else float(relax[masks[c, f]].sum())  # eq. (spot-bound)
     return bound, inc

@@ -465,7 +465,7 @@ def _spot(mdp, depth, weights, warm_start, max_iter, eps, backend, device) -> Sp
     for _ in range(max_iter):
         iterations += 1
         pi = tree.act(mdp.X)
-        J, V = evaluate(mdp, pi)  # step 1: V_k, Q_k
+        J, V = evaluate(mdp, pi)  # step 1: V_k, Q_k, eq. (spot-value)
         history.append(J)
         if J > best_J + tie:  # the first tree of the best value (a tie is not a gain)
             best_J, best_tree = J, tree
@@ -477,7 +477,8 @@ def _spot(mdp, depth, weights, warm_start, max_iter, eps, backend, device) -> Sp
         prev = pi
         Q = mdp.R + mdp.gamma * mdp.P @ V
         w = state_weights(mdp, weights, pi, eps=eps, optimal_policy=pi_star)  # step 2
-        _, tree, st = _rsbb(w[:, None] * Q, mdp.X, depth, backend, device)  # step 3
+        # step 3, eq. (spot-improve): the best tree for the weighted table
+        _, tree, st = _rsbb(w[:, None] * Q, mdp.X, depth, backend, device)
         nodes += st.nodes
     return SpotResult(
         best_tree,
