@@ -11,8 +11,8 @@ import torch
 import torch.nn as nn
 
 from lab import ace
-from lab.ace.converged import converged_run, load_converged
-from lab.ace.experiments import load_sweep, run_sweep, sweep_mse
+from lab.ace.settings import ToySettings
+from lab.ace.stored_runs import load_long_runs, load_sweep, long_run, run_sweep, sweep_mse
 from lab.core.fixtures import official_fixture
 
 
@@ -207,8 +207,8 @@ def test_bounds_closed_form_and_linear_in_gamma():
 
 # ---------------------------------------------------------------- reductions and determinism
 def test_ace_with_zero_dual_lr_is_unconstrained_bit_for_bit():
-    a = ace.train_toy("unconstrained", N=32, steps=30, record_every=10)
-    b = ace.train_toy("equality", N=32, steps=30, dual_lr=0.0, record_every=10)
+    a = ace.train_toy(ToySettings("unconstrained", N=32, steps=30, record_every=10))
+    b = ace.train_toy(ToySettings("equality", N=32, steps=30, dual_lr=0.0, record_every=10))
     np.testing.assert_array_equal(a["test_mse"], b["test_mse"])
     np.testing.assert_array_equal(a["gamma"], b["gamma"])
 
@@ -236,8 +236,8 @@ def test_gamma_frozen_at_zero_is_strict_bit_for_bit():
 
 
 def test_train_toy_deterministic():
-    a = ace.train_toy("resilient", N=32, eps=0.5, steps=20, record_every=5)
-    b = ace.train_toy("resilient", N=32, eps=0.5, steps=20, record_every=5)
+    a = ace.train_toy(ToySettings("resilient", N=32, eps=0.5, steps=20, record_every=5))
+    b = ace.train_toy(ToySettings("resilient", N=32, eps=0.5, steps=20, record_every=5))
     np.testing.assert_array_equal(a["gamma"], b["gamma"])
     np.testing.assert_array_equal(a["lam"], b["lam"])
     assert np.all(a["lam"] >= 0)
@@ -245,7 +245,7 @@ def test_train_toy_deterministic():
 
 def test_stored_sweep_regenerates():
     stored = load_sweep()
-    short = run_sweep(["strict"], [0.5], [32], [0], show_progress=False)
+    short = run_sweep(["strict"], [0.5], [32], [0])
     key = "strict|0.5|32|0"
     assert abs(short["runs"][key]["test_mse"] - stored["runs"][key]["test_mse"]) < 1e-4
     assert sweep_mse(stored, "strict", 0.5, 32) > 0
@@ -268,7 +268,7 @@ def test_claim_entries_of_the_stored_sweep_regenerate(methods, eps_values, N_val
     """Every stored entry behind a recorded claim of notebook 2 comes back from its command
     (the whole file: ``lab artifacts build ace/sweep``)."""
     stored = load_sweep()
-    fresh = run_sweep(methods, eps_values, N_values, stored["grid"]["seed"], show_progress=False)
+    fresh = run_sweep(methods, eps_values, N_values, stored["grid"]["seed"])
     assert fresh["settings"] == stored["settings"]
     for key, run in fresh["runs"].items():
         old = stored["runs"][key]
@@ -278,7 +278,9 @@ def test_claim_entries_of_the_stored_sweep_regenerate(methods, eps_values, N_val
 
 
 def test_gamma_slopes_first_order_and_restores_gamma():
-    run = ace.train_toy("equality", N=32, eps=0.0, steps=40, record_every=40, test_N=200)
+    run = ace.train_toy(
+        ToySettings("equality", N=32, eps=0.0, steps=40, record_every=40, test_N=200)
+    )
     g0 = [float(g) for g in ace.homotopy(run["model"])]
     sl = ace.gamma_slopes(run, n_fit=100)
     assert [float(g) for g in ace.homotopy(run["model"])] == g0
@@ -288,11 +290,11 @@ def test_gamma_slopes_first_order_and_restores_gamma():
     # the plug-in bounds are loose upper bounds here
     assert np.all(sl.truncation <= sl.truncation_bound)
     with pytest.raises(ValueError, match="strict"):
-        ace.gamma_slopes(ace.train_toy("strict", N=16, steps=2, test_N=20), n_fit=10)
+        ace.gamma_slopes(ace.train_toy(ToySettings("strict", N=16, steps=2, test_N=20)), n_fit=10)
 
 
 def test_input_robustness():
-    run = ace.train_toy("strict", N=16, steps=5, record_every=5, test_N=50)
+    run = ace.train_toy(ToySettings("strict", N=16, steps=5, record_every=5, test_N=50))
     r = ace.input_robustness(run, sigma=1e-9, draws=2)
     assert abs(r.perturbed - r.clean) < 1e-6
     big = ace.input_robustness(run, sigma=1.0, draws=2)
@@ -322,7 +324,13 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="N"):
         ace.swirl_dataset(0, 0.1, 0)
     with pytest.raises(ValueError, match="method"):
-        ace.train_toy("penalty")
+        ToySettings("penalty")
+    with pytest.raises(TypeError, match="settings"):
+        ace.train_toy("equality")
+    with pytest.raises(ValueError, match="eps"):
+        ToySettings(eps=-1.0)
+    with pytest.raises(TypeError, match="unknown setting"):
+        ToySettings().replace(step=3)
     with pytest.raises(ValueError, match="x must be a 2-d"):
         ace.so2_equivariance_error(model, torch.zeros(3))
     with pytest.raises(TypeError, match="model"):
@@ -394,41 +402,68 @@ def test_official_parity_rejects_bad_paths(tmp_path):
 # ----------------------------------------------------------------------------------------
 # The stored long runs (lab/ace/data/converged.json)
 # ----------------------------------------------------------------------------------------
-def test_stored_converged_runs_regenerate_short():
+def test_stored_long_runs_regenerate_short():
     """One stored robustness entry (the strict model, 600 steps) comes back from its command.
 
     Tolerance 5e-3 (relative): 600 float32 steps carry the CPU's rounding into the result; the
     stored entry came back within 8e-4 natively, 3.4e-3 under the AVX2 numerics mode and 7e-4
     under the baseline one (Intel AVX-512 machine), while the entry of the next seed differs by
     6.4% (test MSE) and 1.3% (degradation): a wrong command still fails."""
-    stored = load_converged()
+    stored = load_long_runs()
     key = "robustness|strict|0.5|64|0"
-    fresh = converged_run("robustness", "strict", 0.5, 64, 0)
+    fresh = long_run("robustness", "strict", 0.5, 64, 0)
     for field in ("test_mse", "degradation"):
         np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=5e-3)
         other = stored["runs"]["robustness|strict|0.5|64|1"][field]
         assert abs(other / stored["runs"][key][field] - 1) > 1e-2  # the tolerance can fail
     assert set(stored["runs"]) == {
-        "|".join([k, m, f"{e:g}", str(n), str(s)]) for k, m, e, n, s in ace.converged_jobs()
+        "|".join([k, m, f"{e:g}", str(n), str(s)]) for k, m, e, n, s in ace.long_run_jobs()
     }
 
 
 @pytest.mark.slow
-def test_claim_entries_of_the_stored_converged_runs_regenerate():
+def test_claim_entries_of_the_stored_long_runs_regenerate():
     """Every stored long run comes back from its command (``lab artifacts build ace/converged``)."""
-    stored = load_converged()
-    for job in ace.converged_jobs():
+    stored = load_long_runs()
+    for job in ace.long_run_jobs():
         key = "|".join([job[0], job[1], f"{job[2]:g}", str(job[3]), str(job[4])])
         steps = stored["runs"][key]["steps"] if job[:2] == ("symmetric", "strict") else None
-        fresh = converged_run(*job, steps=steps)
+        fresh = long_run(*job, steps=steps)
         for field in ("test_mse", "test_mse_truncated"):
             np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=1e-3)
 
 
-def test_converged_run_bad_inputs():
+def test_long_run_bad_inputs():
     with pytest.raises(ValueError, match="kind"):
-        converged_run("long", "strict", 0.0, 16, 0)
+        long_run("long", "strict", 0.0, 16, 0)
     with pytest.raises(ValueError, match="method"):
-        converged_run("symmetric", "adam", 0.0, 16, 0)
+        long_run("symmetric", "adam", 0.0, 16, 0)
     with pytest.raises(ValueError, match="steps"):
-        converged_run("symmetric", "strict", 0.0, 16, 0, steps=0)
+        long_run("symmetric", "strict", 0.0, 16, 0, steps=0)
+
+
+# ----------------------------------------------------------------------------------------
+# The run layer: figures draw results, settings are validated once
+# ----------------------------------------------------------------------------------------
+def test_figures_draw_results_only():
+    """figures.py imports no driver or kernel of the chapter; its figures take results."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(ace.figures.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.startswith("lab.ace")}
+    fig = ace.dual_dynamics_figure(ace.scalar_dynamics(eta_d=2.0, aug=0.0, steps=100))
+    assert "spectral radius 1.0000 (undamped)" in fig.layout.title.text
+    cells = ace.cell_runs(load_sweep(), 0.5, 32)
+    assert set(cells) == set(ace.METHODS) and len(cells["strict"]) == 2
+    ace.partial_symmetry_figure(cells, 0.5, 32, source="stored sweep")
+    with pytest.raises(TypeError, match="cells"):
+        ace.partial_symmetry_figure({}, 0.5, 32)
+
+
+def test_sweep_settings_are_the_stored_runs_settings():
+    s = ace.sweep_settings("resilient", N=64, eps=0.5)
+    assert (s.steps, s.lr, s.noise, s.C, s.layers) == (600, 1e-2, 0.05, 16, 3)
+    assert (s.dual_lr, s.rho) == (0.05, 10.0)
+    assert load_sweep()["settings"]["per_method"] == ace.METHOD_SETTINGS

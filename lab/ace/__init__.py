@@ -52,27 +52,30 @@ the non-equivariant branches:
   $|\gamma_i| - u_i$ (the paper's form). The official loop prices $\rho\lVert u\rVert^2$,
   also subtracts $u_i(|\gamma_i| - u_i)$ in the primal loss and feeds each multiplier the
   gradient $-(|\gamma_i| - 2u_i)$: its resilient trajectories differ from ours (the fixture).
-* Equality ACE on the toy is trained for ``CONVERGED_STEPS`` steps before it is truncated on
-  symmetric data (``lab/ace/data/converged.json``), the sweep's runs for 600; the official code
-  trains far longer and reports the truncated model.
+* Equality ACE on the toy is trained for at most ``SYMMETRIC_MAX_STEPS`` steps before it is
+  truncated on symmetric data (``lab/ace/data/converged.json``), the sweep's runs for 600; the
+  official code trains far longer and reports the truncated model.
 
 ## Files
 
-* `reference.py`: numpy references (float64): :func:`dual_step`, :func:`scalar_gda`, the
-  bounds of Theorems 4.1/4.2 (:func:`truncation_bound`, :func:`violation_bound`);
+* `reference.py`: numpy references (float64): :func:`dual_step`, :func:`scalar_gda` and
+  its :func:`gda_spectral_radius`, the bounds of Theorems 4.1/4.2 (:func:`truncation_bound`,
+  :func:`violation_bound`);
 * `fast.py`: the batched equivariance check :func:`equivariance_error` (every sampled group
   element in one forward pass);
 * `layer.py`: :class:`HomotopyLayer` and :func:`homotopy`; `optim.py`: the primal-dual engine
   :class:`ACE` (CPU or CUDA, follows its model's device);
 * `models.py`: the SO(2) toy (vector-neuron layers, MLP branches, the swirl data);
-* `experiments.py`: training, the gaps behind the theorems, the held-out slope in
-  :math:`\bar\gamma`, robustness to input noise, and the stored sweep
-  (`lab artifacts build ace/sweep` rebuilds `lab/ace/data/sweep.json`);
-* `converged.py`: the stored runs longer than a notebook's budget (symmetric data until the
-  constraint is met, robustness over seeds; `lab artifacts build ace/converged` rebuilds
-  `lab/ace/data/converged.json`);
+* `settings.py`: :class:`ToySettings`, one training run's settings, validated once, and
+  :func:`sweep_settings` (those of the stored runs);
+* `experiments.py`: training (:func:`train_toy`), the gaps behind the theorems, the held-out
+  slope in :math:`\bar\gamma`, robustness to input noise, the scalar GDA's dynamics;
+* `stored_runs.py`: the stored runs notebook 2 reads: the sweep (`lab artifacts build ace/sweep`
+  rebuilds `lab/ace/data/sweep.json`) and the runs longer than a notebook's budget (symmetric
+  data until the constraint is met, robustness over seeds; `lab artifacts build ace/converged`
+  rebuilds `lab/ace/data/converged.json`);
 * `official.py`: :func:`official_parity`, our engine replayed on the official-code fixture;
-* `figures.py`: the explorable figures.
+* `figures.py`: the explorable figures (they draw results; they run nothing).
 
 See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 """

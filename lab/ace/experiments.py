@@ -17,12 +17,9 @@ See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,10 +27,16 @@ import torch
 
 from lab.ace.fast import equivariance_error
 from lab.ace.layer import HomotopyLayer, homotopy
-from lab.ace.models import METHODS, make_toy_model, rotation_matrices, swirl_dataset
+from lab.ace.models import make_toy_model, rotation_matrices, swirl_dataset
 from lab.ace.optim import ACE
-from lab.core.checks import check_choice, check_int, check_positive, check_real
-from lab.core.memo import memo
+from lab.ace.reference import (
+    gda_spectral_radius,
+    scalar_gda,
+    truncation_bound_unchecked,
+    violation_bound_unchecked,
+)
+from lab.ace.settings import ToySettings
+from lab.core.checks import check_int, check_positive
 from lab.core.progress import progress
 from lab.core.runtime import smoke_steps
 
@@ -42,16 +45,9 @@ __all__ = [
     "Robustness",
     "gamma_slopes",
     "input_robustness",
-    "METHOD_SETTINGS",
-    "SWEEP_GRID",
-    "SWEEP_PATH",
-    "SWEEP_SETTINGS",
     "layer_constants",
-    "live_cell",
-    "load_sweep",
-    "run_sweep",
+    "scalar_dynamics",
     "so2_equivariance_error",
-    "sweep_mse",
     "train_toy",
     "truncation_gap",
     "violation_gap",
@@ -89,6 +85,22 @@ def so2_equivariance_error(model, x, n: int = 16, seed: int = 0) -> float:
     return equivariance_error(model, x, sampler, rotation_matrices, rotation_matrices, n=n)
 
 
+def scalar_dynamics(eta_d: float = 0.05, aug: float = 0.0, steps: int = 2000) -> dict[str, Any]:
+    """GDA on the scalar problem min (x-2)^2 s.t. x = 0 (``eta_p = 0.05``): the iterates of
+    :func:`~lab.ace.reference.scalar_gda` with the step sizes and the spectral radius of the
+    linear map (:func:`~lab.ace.reference.gda_spectral_radius`), what
+    :func:`~lab.ace.figures.dual_dynamics_figure` draws.
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    eta_d = check_positive("eta_d", eta_d)
+    aug = check_positive("aug", aug, allow_zero=True)
+    steps = check_int("steps", steps, 10)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = scalar_gda(eta_p=0.05, eta_d=eta_d, aug=aug, steps=steps)
+    return {**r, "eta_d": eta_d, "aug": aug, "radius": gda_spectral_radius(0.05, eta_d, aug)}
+
+
 # ----------------------------------------------------------------------------------------
 # Bounds: plug-in constants and measured gaps
 # ----------------------------------------------------------------------------------------
@@ -107,6 +119,10 @@ def layer_constants(model, x) -> dict[str, float]:
     _check_points("x", x)
     if not hasattr(model, "layers") or not hasattr(model, "hidden"):
         raise TypeError("model must be a toy model of make_toy_model (with .layers and .hidden)")
+    return _layer_constants(model, x)
+
+
+def _layer_constants(model, x) -> dict[str, float]:
     M, B = 1.0, 0.0
     with torch.no_grad():
         hs = model.hidden(x)
@@ -138,6 +154,10 @@ def truncation_gap(model, truncated, x) -> np.ndarray:
     _check_model("model", model)
     _check_model("truncated", truncated)
     _check_points("x", x)
+    return _truncation_gap(model, truncated, x)
+
+
+def _truncation_gap(model, truncated, x) -> np.ndarray:
     with torch.no_grad():
         return (model(x) - truncated(x)).norm(dim=-1).cpu().numpy()
 
@@ -149,8 +169,11 @@ def violation_gap(model, x, n: int = 16, seed: int = 0) -> np.ndarray:
     """
     _check_model("model", model)
     _check_points("x", x)
-    n = check_int("n", n, 1)
-    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
+    return _violation_gap(model, x, check_int("n", n, 1), check_int("seed", seed, 0))
+
+
+def _violation_gap(model, x, n: int, seed: int) -> np.ndarray:
+    gen = torch.Generator().manual_seed(seed)
     th = 2 * math.pi * torch.rand(n, generator=gen, dtype=torch.float64)
     R = rotation_matrices(th).to(x.dtype)
     B = x.shape[0]
@@ -164,42 +187,109 @@ def violation_gap(model, x, n: int = 16, seed: int = 0) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 # Training (full batch) for the four methods
 # ----------------------------------------------------------------------------------------
-def _keeps_global_rng(fn):
-    """Run ``fn`` on a fork of torch's global generator: its ``torch.manual_seed`` stays inside."""
+def _so2_error(model, x) -> float:
+    """The recorded equivariance error: 8 rotations, seed 0 (unchecked)."""
+    gen = torch.Generator().manual_seed(0)
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with torch.random.fork_rng(devices=[]):
-            return fn(*args, **kwargs)
+    def sampler(k):
+        return 2 * math.pi * torch.rand(k, generator=gen, dtype=torch.float64)
 
-    return wrapper
+    return equivariance_error(model, x, sampler, rotation_matrices, rotation_matrices, n=8)
 
 
-@_keeps_global_rng
-def train_toy(
-    method: str = "equality",
-    N: int = 64,
-    eps: float = 0.0,
-    steps: int = 600,
-    seed: int = 0,
-    lr: float = 1e-2,
-    dual_lr: float = 1e-2,
-    aug: float = 0.0,
-    rho: float = 1.0,
-    gamma_opt: str = "adam",
-    gamma_lr: float | None = None,
-    dual_opt: str = "sgd",
-    noise: float = 0.05,
-    C: int = 16,
-    layers: int = 3,
-    hidden: int = 32,
-    test_N: int = 1000,
-    record_every: int = 10,
-    stop_gamma: float | None = None,
-    dtype=torch.float32,
-    show_progress: bool = False,
-) -> dict[str, Any]:
-    """Train one toy model on ``swirl_dataset(N, eps, seed)`` and record the dynamics.
+def _setup(s: ToySettings) -> dict[str, Any]:
+    """Data, model, optimisers and (for ACE) the primal-dual engine of one run."""
+    x, y = swirl_dataset(s.N, s.eps, s.seed, noise=s.noise)
+    xt, yt = swirl_dataset(s.test_N, s.eps, s.seed + 1_000_003, noise=0.0)
+    torch.manual_seed(s.seed)
+    model = make_toy_model(s.C, s.layers, homotopy=s.method != "strict", hidden=s.hidden,
+                           seed=s.seed).to(s.dtype)  # fmt: skip
+    gammas = homotopy(model)
+    gids = {id(g) for g in gammas}
+    weights = [p for p in model.parameters() if id(p) not in gids]
+    if not gammas or s.gamma_opt == "adam":
+        opts = [torch.optim.Adam(list(model.parameters()), lr=s.lr)]
+    else:
+        opts = [torch.optim.Adam(weights, lr=s.lr), torch.optim.SGD(gammas, lr=s.sgd_gamma_lr)]
+    ace = None
+    if s.method in ("equality", "resilient"):
+        ace = ACE(model, opts, mode=s.method, dual_lr=s.dual_lr, rho=s.rho, aug=s.aug,
+                  dual_opt=s.dual_opt)  # fmt: skip
+    as_t = lambda a: torch.tensor(a, dtype=s.dtype)  # noqa: E731
+    return {"X": as_t(x), "Y": as_t(y), "Xt": as_t(xt), "Yt": as_t(yt), "model": model,
+            "gammas": gammas, "opts": opts, "ace": ace}  # fmt: skip
+
+
+def _recorder(run: dict[str, Any]):
+    """The histories of a run and the function that appends one point to them."""
+    model, gammas, ace, Xt, Yt = (run[k] for k in ("model", "gammas", "ace", "Xt", "Yt"))
+    L = len(gammas)
+    hist: dict[str, list] = {k: [] for k in ("step", "gamma", "lam", "u", "test_mse", "eq_error")}
+
+    def record(k):
+        with torch.no_grad():
+            hist["step"].append(k)
+            hist["gamma"].append([float(g) for g in gammas] if L else [])
+            hist["lam"].append(ace.lam.tolist() if ace is not None else [0.0] * L)
+            u = ace.u.detach().tolist() if ace is not None and ace.u is not None else [0.0] * L
+            hist["u"].append(u)
+            hist["test_mse"].append(float(((model(Xt) - Yt) ** 2).sum(-1).mean()))
+            hist["eq_error"].append(_so2_error(model, Xt[:200]))
+
+    return hist, record
+
+
+def _train_loop(s: ToySettings, run: dict[str, Any], record, show_progress: bool) -> int:
+    """Full-batch steps until ``s.steps`` (or ``stop_gamma``); returns the last step."""
+    model, gammas, ace, opts, X, Y = (run[k] for k in ("model", "gammas", "ace", "opts", "X", "Y"))
+    record(0)
+    steps = smoke_steps(s.steps)  # LAB_SMOKE=1: a few steps (FULL's code paths on a CPU)
+    it = progress(range(1, steps + 1), desc=s.method, disable=None if show_progress else True)
+    for k in it:
+        loss = ((model(X) - Y) ** 2).sum(-1).mean()
+        if ace is not None:
+            ace.step(loss)
+        else:
+            for o in opts:
+                o.zero_grad(set_to_none=True)
+            loss.backward()
+            for o in opts:
+                o.step()
+        done = s.stop_gamma is not None and k % 100 == 0 and gammas
+        done = done and max(abs(float(g.detach())) for g in gammas) < s.stop_gamma
+        if k % s.record_every == 0 or k == steps or done:
+            record(k)
+        if done:
+            return k
+    return steps
+
+
+def _final(run: dict[str, Any], last: int) -> dict[str, Any]:
+    """The truncated model and the final numbers of a trained run."""
+    model, gammas, ace, Xt, Yt = (run[k] for k in ("model", "gammas", "ace", "Xt", "Yt"))
+    if ace is not None:
+        truncated = ace.truncate()
+    elif gammas:
+        truncated = ACE(model, [torch.optim.SGD(list(model.parameters()), lr=0.0)]).truncate()
+    else:
+        truncated = model
+    with torch.no_grad():
+        mse = float(((model(Xt) - Yt) ** 2).sum(-1).mean())
+        mse_t = float(((truncated(Xt) - Yt) ** 2).sum(-1).mean())
+    final = {
+        "test_mse": mse,
+        "test_mse_truncated": mse_t,
+        "eq_error": _so2_error(model, Xt[:200]),
+        "eq_error_truncated": _so2_error(truncated, Xt[:200]),
+        "gamma": [float(g.detach()) for g in gammas],
+        "steps": int(last),
+    }
+    return {"final": final, "truncated": truncated}
+
+
+def train_toy(settings: ToySettings, *, show_progress: bool = False) -> dict[str, Any]:
+    """Train one toy model as ``settings`` (a :class:`~lab.ace.settings.ToySettings`) says and
+    record the dynamics; torch's global generator is left as it was (the run seeds a fork).
 
     Methods: ``strict`` (equivariant layers only), ``unconstrained`` (homotopy model, gamma
     trained freely), ``equality`` (ACE, Algorithm 1), ``resilient`` (ACE, Algorithm 2).
@@ -215,85 +305,15 @@ def train_toy(
 
     See: book/ace/01-homotopy-and-duals.ipynb
     """
-    method = check_choice("method", method, METHODS)
-    N = check_int("N", N, 1)
-    steps = check_int("steps", steps, 1)
-    lr = check_positive("lr", lr)
-    gamma_opt = check_choice("gamma_opt", gamma_opt, ("adam", "sgd"))
-    gamma_lr = 100 * lr if gamma_lr is None else check_positive("gamma_lr", gamma_lr)
-    record_every = check_int("record_every", record_every, 1)
-    if stop_gamma is not None:
-        stop_gamma = check_positive("stop_gamma", stop_gamma)
-    x, y = swirl_dataset(N, eps, seed, noise=noise)
-    xt, yt = swirl_dataset(test_N, eps, seed + 1_000_003, noise=0.0)
-    X, Y = torch.tensor(x, dtype=dtype), torch.tensor(y, dtype=dtype)
-    Xt, Yt = torch.tensor(xt, dtype=dtype), torch.tensor(yt, dtype=dtype)
-    torch.manual_seed(seed)
-    model = make_toy_model(C, layers, homotopy=method != "strict", hidden=hidden, seed=seed)
-    model = model.to(dtype)
-    gammas = homotopy(model)
-    gids = {id(g) for g in gammas}
-    weights = [p for p in model.parameters() if id(p) not in gids]
-    if not gammas or gamma_opt == "adam":
-        opts = [torch.optim.Adam(list(model.parameters()), lr=lr)]
-    else:
-        opts = [torch.optim.Adam(weights, lr=lr), torch.optim.SGD(gammas, lr=gamma_lr)]
-    ace = None
-    if method in ("equality", "resilient"):
-        ace = ACE(model, opts, mode=method, dual_lr=dual_lr, rho=rho, aug=aug, dual_opt=dual_opt)
-    L = len(gammas)
-    hist: dict[str, list] = {k: [] for k in ("step", "gamma", "lam", "u", "test_mse", "eq_error")}
-
-    def record(k):
-        with torch.no_grad():
-            hist["step"].append(k)
-            hist["gamma"].append([float(g) for g in gammas] if L else [])
-            hist["lam"].append(ace.lam.tolist() if ace is not None else [0.0] * L)
-            u = ace.u.detach().tolist() if ace is not None and ace.u is not None else [0.0] * L
-            hist["u"].append(u)
-            hist["test_mse"].append(float(((model(Xt) - Yt) ** 2).sum(-1).mean()))
-            hist["eq_error"].append(so2_equivariance_error(model, Xt[:200], n=8))
-
-    record(0)
-    steps = smoke_steps(steps)  # LAB_SMOKE=1: a few steps (FULL's code paths on a CPU)
-    it = progress(range(1, steps + 1), desc=method, disable=None if show_progress else True)
-    for k in it:
-        loss = ((model(X) - Y) ** 2).sum(-1).mean()
-        if ace is not None:
-            ace.step(loss)
-        else:
-            for o in opts:
-                o.zero_grad(set_to_none=True)
-            loss.backward()
-            for o in opts:
-                o.step()
-        done = stop_gamma is not None and k % 100 == 0 and gammas
-        done = done and max(abs(float(g.detach())) for g in gammas) < stop_gamma
-        if k % record_every == 0 or k == steps or done:
-            record(k)
-        if done:
-            break
-    else:
-        k = steps
-    out: dict[str, Any] = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
-    if ace is not None:
-        truncated = ace.truncate()
-    elif L:
-        truncated = ACE(model, [torch.optim.SGD(list(model.parameters()), lr=0.0)]).truncate()
-    else:
-        truncated = model
-    with torch.no_grad():
-        mse = float(((model(Xt) - Yt) ** 2).sum(-1).mean())
-        mse_t = float(((truncated(Xt) - Yt) ** 2).sum(-1).mean())
-    out["final"] = {
-        "test_mse": mse,
-        "test_mse_truncated": mse_t,
-        "eq_error": so2_equivariance_error(model, Xt[:200], n=8),
-        "eq_error_truncated": so2_equivariance_error(truncated, Xt[:200], n=8),
-        "gamma": [float(g.detach()) for g in gammas],
-        "steps": int(k),
-    }
-    out.update(model=model, truncated=truncated, ace=ace, x_test=Xt, y_test=Yt)
+    if not isinstance(settings, ToySettings):
+        raise TypeError(f"settings must be a ToySettings (got {type(settings).__name__})")
+    with torch.random.fork_rng(devices=[]):
+        run = _setup(settings)
+        hist, record = _recorder(run)
+        last = _train_loop(settings, run, record, show_progress)
+        out: dict[str, Any] = {k: np.asarray(v, dtype=float) for k, v in hist.items()}
+        out.update(_final(run, last))
+    out.update(model=run["model"], ace=run["ace"], x_test=run["Xt"], y_test=run["Yt"])
     return out
 
 
@@ -336,7 +356,6 @@ def gamma_slopes(
 
     See: book/ace/01-homotopy-and-duals.ipynb
     """
-    from lab.ace.reference import truncation_bound, violation_bound
     from lab.core.rates import power_law_fit
 
     if not isinstance(run, dict) or not {"model", "truncated", "x_test"} <= set(run):
@@ -360,12 +379,12 @@ def gamma_slopes(
                 for g, v in zip(gam, g0, strict=True):
                     g.copy_(sc * v)
             gammas = [float(g.detach()) for g in gam]
-            k = layer_constants(model, x_fit)
+            k = _layer_constants(model, x_fit)
             gb.append(max(abs(v) for v in gammas))
-            tr.append(float((truncation_gap(model, truncated, x_held) / xn).max()))
-            vi.append(float((violation_gap(model, x_held) / xn).max()))
-            tb.append(truncation_bound(gammas, k["B"], k["M"], L, 1.0))
-            vb.append(violation_bound(gammas, k["B"], k["M"], 1.0, L, 1.0))
+            tr.append(float((_truncation_gap(model, truncated, x_held) / xn).max()))
+            vi.append(float((_violation_gap(model, x_held, 16, 0) / xn).max()))
+            tb.append(truncation_bound_unchecked(gb[-1], k["B"], k["M"], L, 1.0))
+            vb.append(violation_bound_unchecked(gb[-1], k["B"], k["M"], 1.0, L, 1.0))
     finally:
         with torch.no_grad():
             for g, v in zip(gam, g0, strict=True):
@@ -420,163 +439,7 @@ def input_robustness(run: dict[str, Any], sigma: float = 0.1, draws: int = 8, se
     return Robustness(sigma=sigma, clean=clean, perturbed=pert, degradation=pert - clean)
 
 
-SWEEP_PATH = Path(__file__).with_name("data") / "sweep.json"
-
-# the settings every sweep run shares (also used by notebook 2's live runs)
-SWEEP_SETTINGS: dict[str, Any] = {"steps": 600, "lr": 1e-2, "noise": 0.05, "C": 16, "layers": 3}
-# per-method settings: equality ACE is damped (augmented term c = 1, Adam on gamma); SGD on
-# gamma (notebook 1's fastest-settling regime) diverged in most sweep runs at this step size
-METHOD_SETTINGS: dict[str, dict[str, Any]] = {
-    "strict": {},
-    "unconstrained": {},
-    "equality": {"dual_lr": 0.05, "aug": 1.0},
-    "resilient": {"dual_lr": 0.05, "rho": 10.0},
-}
-SWEEP_GRID: dict[str, Sequence] = {
-    "method": ("strict", "unconstrained", "equality", "resilient"),
-    "eps": (0.0, 0.5, 1.0),
-    "N": (16, 32, 64, 128, 256),
-    "seed": (0, 1),
-}
-
-
 def _seq(name: str, value: Any) -> list:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
         raise TypeError(f"{name} must be a non-empty sequence (got {value!r})")
     return list(value)
-
-
-def sweep_key(method: str, eps: float, N: int, seed: int) -> str:
-    """The key of one run in a sweep's ``runs`` (``method|eps|N|seed``)."""
-    return f"{method}|{eps:g}|{N}|{seed}"
-
-
-@memo(maxsize=64)
-def live_cell(method: str, eps: float, N: int, steps: int) -> dict:
-    """One (method, eps, N) cell off the stored grid, trained live: one seed, ``steps`` steps,
-    the sweep's settings. Returns the final metrics with the per-layer ``u`` and ``lam`` (what
-    :func:`~lab.ace.figures.partial_symmetry_figure` draws).
-
-    See: book/ace/02-partial-symmetry.ipynb
-    """
-    method = check_choice("method", method, tuple(METHOD_SETTINGS))
-    eps = check_real("eps", eps)
-    N = check_int("N", N, 1)
-    steps = check_int("steps", steps, 1)
-    settings = {**SWEEP_SETTINGS, "steps": steps}
-    out = train_toy(method, N=N, eps=eps, record_every=10**9, **settings, **METHOD_SETTINGS[method])
-    ace = out["ace"]
-    return {
-        **out["final"],
-        "u": [] if ace is None or ace.u is None else ace.u.detach().tolist(),
-        "lam": [] if ace is None else ace.lam.tolist(),
-    }
-
-
-def run_sweep(
-    methods: Sequence[str] = SWEEP_GRID["method"],
-    eps_values: Sequence[float] = SWEEP_GRID["eps"],
-    N_values: Sequence[int] = SWEEP_GRID["N"],
-    seeds: Sequence[int] = SWEEP_GRID["seed"],
-    steps: int | None = None,
-    path: str | Path | None = None,
-    show_progress: bool = True,
-) -> dict[str, Any]:
-    """Train every combination with :func:`train_toy` and return (and optionally save) the
-    final numbers: test MSE (deployed and truncated), equivariance error, gamma, u, lambda.
-
-    See: book/ace/02-partial-symmetry.ipynb
-    """
-    import itertools
-
-    import torch
-
-    methods = [check_choice("methods", m, METHODS) for m in _seq("methods", methods)]
-    eps_values = [check_real("eps_values", e) for e in _seq("eps_values", eps_values)]
-    N_values = [check_int("N_values", n, 1) for n in _seq("N_values", N_values)]
-    seeds = [check_int("seeds", s, 0) for s in _seq("seeds", seeds)]
-    settings = dict(SWEEP_SETTINGS)
-    if steps is not None:
-        settings["steps"] = check_int("steps", steps, 1)
-    combos = list(itertools.product(methods, eps_values, N_values, seeds))
-    runs: dict[str, Any] = {}
-    with torch.random.fork_rng(devices=[]):
-        for method, eps, N, seed in progress(
-            combos, desc="ACE sweep", disable=None if show_progress else True
-        ):
-            out = train_toy(
-                method,
-                N=int(N),
-                eps=float(eps),
-                seed=int(seed),
-                record_every=10**9,
-                **settings,
-                **METHOD_SETTINGS[method],
-            )
-            ace = out["ace"]
-            runs[sweep_key(method, eps, N, seed)] = {
-                **out["final"],
-                "lam": [] if ace is None else ace.lam.tolist(),
-                "u": [] if ace is None or ace.u is None else ace.u.detach().tolist(),
-            }
-    result = {
-        "settings": {**settings, "per_method": METHOD_SETTINGS},
-        "grid": {
-            "method": list(methods),
-            "eps": [float(e) for e in eps_values],
-            "N": [int(n) for n in N_values],
-            "seed": [int(s) for s in seeds],
-        },
-        "runs": runs,
-    }
-    if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(result, indent=0, sort_keys=True))
-    return result
-
-
-def load_sweep(path: str | Path | None = None) -> dict[str, Any]:
-    """The stored sweep (``lab/ace/data/sweep.json`` by default).
-
-    See: book/ace/02-partial-symmetry.ipynb
-    """
-    p = Path(path) if path is not None else SWEEP_PATH
-    if not p.exists():
-        raise FileNotFoundError(f"no sweep at {p}; run `lab artifacts build ace/sweep` to make it")
-    return json.loads(p.read_text())
-
-
-def sweep_mse(sweep: dict[str, Any], method: str, eps: float, N: int, key: str = "test_mse"):
-    """Seed-averaged ``key`` of one (method, eps, N) cell of a sweep.
-
-    See: book/ace/02-partial-symmetry.ipynb
-    """
-    if not isinstance(sweep, dict) or "runs" not in sweep or "grid" not in sweep:
-        raise TypeError("sweep must be a dict from load_sweep or run_sweep (with 'runs', 'grid')")
-    method = check_choice("method", method, METHODS)
-    eps = check_real("eps", eps)
-    N = check_int("N", N, 1)
-    key = check_choice(
-        "key", key, ("test_mse", "test_mse_truncated", "eq_error", "eq_error_truncated")
-    )
-    vals = [
-        sweep["runs"][sweep_key(method, eps, N, s)][key]
-        for s in sweep["grid"]["seed"]
-        if sweep_key(method, eps, N, s) in sweep["runs"]
-    ]
-    if not vals:
-        raise ValueError(f"no runs for method={method!r}, eps={eps:g}, N={N} in the sweep")
-    return sum(vals) / len(vals)
-
-
-def build_sweep(argv: list[str] | None = None) -> int:  # pragma: no cover - hours
-    """``lab artifacts build ace/sweep``: rerun the whole sweep into ``SWEEP_PATH``."""
-    import argparse
-
-    import torch
-
-    argparse.ArgumentParser(prog="lab artifacts build ace/sweep").parse_args(argv)
-    torch.set_num_threads(1)
-    run_sweep(path=SWEEP_PATH)
-    print(f"wrote {SWEEP_PATH}")
-    return 0

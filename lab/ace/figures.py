@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.ace.reference import scalar_gda
-from lab.core.checks import check_int, check_positive
+from lab.core.checks import check_int
 
 __all__ = [
     "METHOD_COLOURS",
     "dual_dynamics_figure",
-    "gda_spectral_radius",
     "partial_symmetry_figure",
 ]
 
@@ -29,34 +27,22 @@ def _thin(n: int, points: int = 300) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(n, points)).astype(int))
 
 
-def gda_spectral_radius(eta_p: float, eta_d: float, aug: float = 0.0) -> float:
-    """Spectral radius of the linear GDA update on min (x-2)^2 + c x^2 s.t. x = 0.
-
-    The map is (x, λ) -> A (x, λ) + const with A = [[1 - 2η_p(1+c), -η_p], [η_d, 1]].
-
-    See: book/ace/01-homotopy-and-duals.ipynb
-    """
-    eta_p = check_positive("eta_p", eta_p)
-    eta_d = check_positive("eta_d", eta_d, allow_zero=True)
-    aug = check_positive("aug", aug, allow_zero=True)
-    A = np.array([[1 - 2 * eta_p * (1 + aug), -eta_p], [eta_d, 1.0]])
-    return float(np.abs(np.linalg.eigvals(A)).max())
-
-
-def dual_dynamics_figure(eta_d: float = 0.05, aug: float = 0.0, steps: int = 2000):
+def dual_dynamics_figure(run: dict):
     """Scalar problem min (x-2)^2 s.t. x = 0 under GDA: x(t), λ(t) and the (x, λ) phase plane.
+
+    ``run``: a :func:`lab.ace.experiments.scalar_dynamics` result (iterates, step sizes and the
+    spectral radius of the linear map).
 
     See: book/ace/01-homotopy-and-duals.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    eta_d = check_positive("eta_d", eta_d)
-    aug = check_positive("aug", aug, allow_zero=True)
-    steps = check_int("steps", steps, 10)
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = scalar_gda(eta_p=0.05, eta_d=eta_d, aug=aug, steps=steps)
-    r = {k: np.clip(v, -1e3, 1e3) for k, v in r.items()}
+    if not isinstance(run, dict) or not {"x", "lam", "eta_d", "aug", "radius"} <= set(run):
+        raise TypeError("run must be a scalar_dynamics result (x, lam, eta_d, aug, radius)")
+    eta_d, aug, rad = run["eta_d"], run["aug"], run["radius"]
+    steps = len(run["x"]) - 1
+    r = {k: np.clip(run[k], -1e3, 1e3) for k in ("x", "lam")}
     idx = _thin(steps + 1)
     t = idx
     fig = make_subplots(
@@ -87,7 +73,6 @@ def dual_dynamics_figure(eta_d: float = 0.05, aug: float = 0.0, steps: int = 200
         go.Scatter(x=[0], y=[4], mode="markers", name="KKT point", marker={"size": 10}), 1, 3
     )
     late = np.abs(r["x"][-steps // 4 :]).max()
-    rad = gda_spectral_radius(0.05, eta_d, aug)
     regime = "diverges" if rad > 1 + 1e-9 else ("undamped" if rad > 1 - 1e-9 else "damped")
     fig.update_xaxes(title_text="step", row=1, col=1)
     fig.update_xaxes(title_text="step", row=1, col=2)
@@ -107,39 +92,22 @@ def dual_dynamics_figure(eta_d: float = 0.05, aug: float = 0.0, steps: int = 200
     return fig
 
 
-def partial_symmetry_figure(
-    sweep: dict, eps: float = 0.5, log2N: int = 6, truncate: bool = False, live_steps: int = 300
-):
+def partial_symmetry_figure(cells: dict, eps: float, N: int, truncate: bool = False, source=""):
     """Test MSE of the four methods and the per-layer ``|γ_i|`` and ``u_i`` at one (ε, N).
 
-    Reads the stored sweep when (ε, N) is on its grid (seed-averaged), otherwise trains the
-    four models live (``live_steps`` steps, one seed).
+    ``cells``: method -> list of runs (dicts with the final numbers, ``gamma``, ``u``), as
+    :func:`lab.ace.stored_runs.cell_runs` returns them (seed-averaged here); ``source`` names where
+    they come from in the title.
 
     See: book/ace/02-partial-symmetry.ipynb
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from lab.ace.experiments import live_cell, sweep_key
-
-    if not isinstance(sweep, dict) or not {"grid", "runs"} <= set(sweep):
-        raise TypeError(
-            f"sweep must be the stored sweep dict with 'grid' and 'runs' (got {type(sweep).__name__})"
-        )
-    N = 2 ** check_int("log2N", log2N, 1, 12)
     methods = ("strict", "unconstrained", "equality", "resilient")
-    on_grid = eps in sweep["grid"]["eps"] and N in sweep["grid"]["N"]
-    cells = {}
-    for m in methods:
-        if on_grid:
-            runs = [
-                sweep["runs"][sweep_key(m, eps, N, s)]
-                for s in sweep["grid"]["seed"]
-                if sweep_key(m, eps, N, s) in sweep["runs"]
-            ]
-        else:
-            runs = [live_cell(m, float(eps), N, live_steps)]
-        cells[m] = runs
+    if not isinstance(cells, dict) or not set(methods) <= set(cells):
+        raise TypeError(f"cells must map each of {methods} to a list of runs (cell_runs)")
+    N = check_int("N", N, 1)
     key = "test_mse_truncated" if truncate else "test_mse"
     mse = [float(np.mean([r[key] for r in cells[m]])) for m in methods]
     fig = make_subplots(
@@ -175,9 +143,9 @@ def partial_symmetry_figure(
         )
     fig.update_yaxes(type="log", range=[-2.5, 0.5], title_text="test MSE", row=1, col=1)
     fig.update_yaxes(range=[0, 1.2], title_text="value", row=1, col=2)
-    src = "stored sweep" if on_grid else f"live run, {live_steps} steps"
+    src = f" ({source})" if source else ""
     fig.update_layout(
-        title=f"ε = {eps:.2g}, N = {N}, {'truncated' if truncate else 'deployed'} models ({src})",
+        title=f"ε = {eps:.2g}, N = {N}, {'truncated' if truncate else 'deployed'} models{src}",
         barmode="group",
         height=400,
     )

@@ -17,6 +17,7 @@ __all__ = [
     "MODES",
     "dual_step",
     "scalar_gda",
+    "gda_spectral_radius",
     "truncation_bound",
     "violation_bound",
     "equivariance_error",
@@ -111,6 +112,20 @@ def scalar_gda(
 # ----------------------------------------------------------------------------------------
 
 
+def gda_spectral_radius(eta_p: float, eta_d: float, aug: float = 0.0) -> float:
+    """Spectral radius of the linear GDA update on min (x-2)^2 + c x^2 s.t. x = 0.
+
+    The map is (x, λ) -> A (x, λ) + const with A = [[1 - 2η_p(1+c), -η_p], [η_d, 1]].
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    eta_p = check_positive("eta_p", eta_p)
+    eta_d = check_positive("eta_d", eta_d, allow_zero=True)
+    aug = check_positive("aug", aug, allow_zero=True)
+    A = np.array([[1 - 2 * eta_p * (1 + aug), -eta_p], [eta_d, 1.0]])
+    return float(np.abs(np.linalg.eigvals(A)).max())
+
+
 # ----------------------------------------------------------------------------------------
 # Theorems 4.1 and 4.2 (as stated in the summary the spec read)
 # ----------------------------------------------------------------------------------------
@@ -134,7 +149,11 @@ def truncation_bound(gammas, B: float, M: float, L: int, x_norm) -> float | np.n
     gb = _gamma_bar(gammas)
     B = check_positive("B", B, allow_zero=True)
     M = check_positive("M", M, allow_zero=True)
-    L = check_int("L", L, 1)
+    return truncation_bound_unchecked(gb, B, M, check_int("L", L, 1), x_norm)
+
+
+def truncation_bound_unchecked(gb: float, B: float, M: float, L: int, x_norm) -> float | np.ndarray:
+    """Theorem 4.1 at ``gamma_bar = gb`` (unchecked)."""
     xn = np.asarray(x_norm, dtype=float)
     geo = sum((1 + gb) ** k for k in range(L))  # sum_{k=0}^{L-1} (1 + gamma_bar)^k
     out = geo * gb * B * M ** (L - 1) * xn  # eq. (Thm 4.1)
@@ -151,7 +170,13 @@ def violation_bound(gammas, B: float, M: float, C: float, L: int, x_norm) -> flo
     B = check_positive("B", B, allow_zero=True)
     M = check_positive("M", M, allow_zero=True)
     C = check_positive("C", C, allow_zero=True)
-    L = check_int("L", L, 1)
+    return violation_bound_unchecked(gb, B, M, C, check_int("L", L, 1), x_norm)
+
+
+def violation_bound_unchecked(
+    gb: float, B: float, M: float, C: float, L: int, x_norm
+) -> float | np.ndarray:
+    """Theorem 4.2 at ``gamma_bar = gb`` (unchecked)."""
     xn = np.asarray(x_norm, dtype=float)
     out = 2 * gb * (M + C * gb) ** (L - 1) * L * B**2 * xn  # eq. (Thm 4.2)
     return float(out) if out.ndim == 0 else out

@@ -31,14 +31,14 @@ class Artifact(NamedTuple):
 
 ARTIFACTS: dict[str, Artifact] = {
     "ace/sweep": Artifact(
-        "lab.ace.experiments:build_sweep",
+        "lab.ace.stored_runs:build_sweep",
         "lab/ace/data/sweep.json",
         "the method x eps x N x seed sweep notebook 2 reads (minutes on 2 cores)",
     ),
     "ace/converged": Artifact(
-        "lab.ace.converged:build_converged",
+        "lab.ace.stored_runs:build_long_runs",
         "lab/ace/data/converged.json",
-        "the converged runs of notebook 2's table (minutes on 2 cores; --workers N)",
+        "the long runs of notebook 2 (trained until the constraint is met; minutes; --workers N)",
     ),
     "arecho/corpus": Artifact(
         "lab.arecho.corpus:main",
