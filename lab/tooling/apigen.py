@@ -172,8 +172,9 @@ def api_section(slug: str, root: Path = ROOT) -> str:
     modules, _, _ = chapter_api(slug, root)
     out = [
         f"(api-{slug})=\n## {_title(slug, root)}: `lab.{slug}`\n\n",
-        f"The package docstring (the equations, the deviations from the paper, the file map) is "
-        f"shown with the chapter, {{doc}}`{slug}/index`. Every name below is importable from "
+        f"The chapter's lesson, {{doc}}`{slug}/index`, teaches the method with its equations; "
+        f"the package docstring (`help(lab.{slug})`) lists them with the deviations from the "
+        f"paper and the file map. Every name below is importable from "
         f"`lab.{slug}` itself (the fast path's version of a shared name from "
         f"`lab.{slug}.fast`).\n\n",
     ]
