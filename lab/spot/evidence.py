@@ -58,7 +58,8 @@ def _result(name: str, value, *attrs: str, what: str):
 
 
 def milp_certifies_evidence(milp: dict, cart: dict, time_limit: float) -> dict:
-    """``milp-certifies-small``: the largest |MILP - prototype| over depths 2 and 3 (proven only)."""
+    """``milp-certifies-small``: the largest ``|MILP - prototype|`` over depths 2 and 3 (proven
+    only)."""
     _mapping("milp", milp, "omdt_milp results by depth")
     _mapping("cart", cart, "CART values by depth")
     gap = max(abs(milp[d].value - v) if milp[d].optimal else np.nan for d, v in PROTOTYPE.items())
