@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
-from lab.core.checks import check_array
+from lab.core.checks import check_array, check_fields
 
 __all__ = [
     "perfect_critic_rate",
@@ -27,19 +27,13 @@ __all__ = [
 ]
 
 
-def _fields(name: str, value: Any, fields: tuple[str, ...]) -> Any:
-    if not all(hasattr(value, f) for f in fields):
-        raise TypeError(f"{name} must have the fields {fields} (got {type(value).__name__})")
-    return value
-
-
 def perfect_critic_rate(constant: Any, decaying: Any, window: tuple = (100, 2000)) -> dict:
     """Exact ascent with a constant step against the decaying step (the rival): log-log slopes
     of the gap on ``window``."""
     from lab.core.rates import power_law_fit
 
     for name, h in (("constant", constant), ("decaying", decaying)):
-        _fields(name, h, ("k", "gap"))
+        check_fields(name, h, "k", "gap")
     slope = power_law_fit(constant.k, constant.gap, window=window).exponent
     rival = power_law_fit(decaying.k, decaying.gap, window=window).exponent
     return dict(
@@ -63,7 +57,7 @@ def _rate_text(study: Any, name: str) -> str:
 def sample_complexity(study: Any, paper: str, stale: str, size: str) -> dict:
     """The paired slope difference (actor-critic minus exact gradient) of the paper's schedule,
     and of the stale critic (the rival)."""
-    _fields("study", study, ("rate_gap", "eps_exponent", "exact_eps_exponent", "histories"))
+    check_fields("study", study, "rate_gap", "eps_exponent", "exact_eps_exponent", "histories")
     q, lo, hi = study.eps_exponent[paper]
     qe, loe, hie = study.exact_eps_exponent[paper]
     err = {n: study.histories[n].mdp_critic_error[:, -1].mean() for n in (paper, stale)}
@@ -98,7 +92,7 @@ def _tracking_text(study: Any, name: str) -> str:
 
 def coupled_errors(study: Any, paper: str, stale: str, size: str) -> dict:
     """Critic-error slope minus gap slope, paired over MDPs; the stale critic's is the rival."""
-    _fields("study", study, ("critic_ci", "gap_ci", "histories"))
+    check_fields("study", study, "critic_ci", "gap_ci", "histories")
     h = study.histories[paper]
     return dict(
         measured=_tracking(study, paper),
@@ -120,7 +114,7 @@ def critic_constant(stale: Any, capped: Any, alone: Any, uncapped: Any) -> dict:
     """Final critic error of the capped critic over the stale one; the uncapped constant-20
     critic's ratio is the rival."""
     for name, h in (("stale", stale), ("capped", capped), ("alone", alone), ("uncapped", uncapped)):
-        _fields(name, h, ("critic_error", "gap", "critic_errors"))
+        check_fields(name, h, "critic_error", "gap", "critic_errors")
     K = int(capped.k[-1])
     base = stale.critic_error[-1]
     return dict(
@@ -150,7 +144,7 @@ def stall(stalled: Any, moving: Any, pi_opt: np.ndarray) -> dict:
     from .mdp import softmax_policy
 
     for name, h in (("stalled", stalled), ("moving", moving)):
-        _fields(name, h, ("samples", "gap", "theta"))
+        check_fields(name, h, "samples", "gap", "theta")
     value, g_a, g_b = _plateau(stalled)
     rival, m_a, m_b = _plateau(moving)
     K = int(stalled.samples[-1])

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
+from lab.core.checks import check_fields
 
 from .claims import CHAIN_STEP, CLAIMS, ORDER_DELTA, TABLE20_MAE
 from .scoring import mean_interval
@@ -34,12 +35,6 @@ __all__ = [
 _SMALL = ("STOI", "PESQ-WB")
 
 
-def _need(name: str, value: Any, kind: str, *attrs: str) -> Any:
-    if not all(hasattr(value, a) for a in attrs):
-        raise TypeError(f"{name} must be a {kind} (got {type(value).__name__})")
-    return value
-
-
 def _iv(ci: dict) -> str:
     return f"[{ci['lo']:+.3f}, {ci['hi']:+.3f}]"
 
@@ -53,7 +48,7 @@ def tokens_fix_scales(result, steps: int) -> dict:
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    heads = _need("result", result, "HeadErrors", "errors").errors
+    heads = check_fields("result", result, "errors", kind="a HeadErrors").errors
     ratios, ratios32 = _ratios(heads, "tokens, 500 bins"), _ratios(heads, "tokens, 32 bins")
     rival = _ratios(heads, "standardised L1")
     return dict(
@@ -85,7 +80,7 @@ def bins_not_uniformly_better(result, floors: dict, floors32: dict, steps: int) 
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    heads = _need("result", result, "HeadErrors", "errors").errors
+    heads = check_fields("result", result, "errors", kind="a HeadErrors").errors
     nums = list(floors)
     t500, t32 = heads["tokens, 500 bins"], heads["tokens, 32 bins"]
     better = [n for n in nums if t500[n] < t32[n]]
@@ -107,7 +102,7 @@ def bins_not_uniformly_better(result, floors: dict, floors32: dict, steps: int) 
 
 
 def _study(study) -> Any:
-    return _need("study", study, "SeedStudy", "column", "baselines", "independent")
+    return check_fields("study", study, "column", "baselines", "independent", kind="a SeedStudy")
 
 
 def one_chain(study, n_bins: int, steps: int) -> dict:

@@ -16,15 +16,9 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
+from lab.core.checks import check_fields
 
-
-def _need(name: str, value: Any, *attrs: str) -> None:
-    missing = [a for a in attrs if not hasattr(value, a)]
-    if missing:
-        raise TypeError(
-            f"{name} must be a result of lab.bilevel.experiments with {', '.join(attrs)}, got "
-            f"{type(value).__name__}"
-        )
+_RESULT = "a result of lab.bilevel.experiments"
 
 
 __all__ = [
@@ -44,8 +38,8 @@ __all__ = [
 def izom_moreau_evidence(cmp: Any, pairs: Any) -> dict:
     """``izom-moreau``: the largest last-iterate Moreau norm over the seeds; rivals: the
     Goldstein method paired over the seeds, and finite-difference descent (deterministic)."""
-    _need("cmp", cmp, "run", "fd_tail")
-    _need("pairs", pairs, "izom", "goldstein", "seeds")
+    check_fields("cmp", cmp, "run", "fd_tail", kind=_RESULT)
+    check_fields("pairs", pairs, "izom", "goldstein", "seeds", kind=_RESULT)
     izom, gold = np.asarray(pairs.izom), np.asarray(pairs.goldstein)
     return {
         "measured": float(izom.max()),
@@ -69,7 +63,7 @@ def izom_moreau_evidence(cmp: Any, pairs: Any) -> dict:
 
 def baselines_miss_clarke_evidence(cmp: Any) -> dict:
     """``baselines-miss-clarke``: both baselines more than 0.05 from x* = 0; rival: IZOM."""
-    _need("cmp", cmp, "run", "fd_tail", "gf_end")
+    check_fields("cmp", cmp, "run", "fd_tail", "gf_end", kind=_RESULT)
     izom_far = float(np.linalg.norm(cmp.run.x[-1]))
     return {
         "measured": bool(cmp.fd_tail > 0.05 and cmp.gf_end > 0.05),
@@ -86,7 +80,9 @@ def baselines_miss_clarke_evidence(cmp: Any) -> dict:
 def izom_rate_evidence(rate: Any) -> dict:
     """``izom-rate``: the slope of the median; rival: the fixed radius, paired by per-seed
     slopes; diagnosis: the registered deviation ``median-over-seeds``."""
-    _need("rate", rate, "sq", "slope", "seed_slopes", "rival_seed_slopes", "rival_slope")
+    check_fields(
+        "rate", rate, "sq", "slope", "seed_slopes", "rival_seed_slopes", "rival_slope", kind=_RESULT
+    )
     n = rate.sq.shape[1]
     paired = np.asarray(rate.rival_seed_slopes) - np.asarray(rate.seed_slopes)
     return {
@@ -114,7 +110,7 @@ def izom_rate_evidence(rate: Any) -> dict:
 
 def optimistic_clarke_smooth_evidence(opt: Any, ball: float) -> dict:
     """``optimistic-clarke-smooth``: IZOM's certificate at its last iterate; rival: FD GD."""
-    _need("opt", opt, "run", "x_star", "fd_certificate")
+    check_fields("opt", opt, "run", "x_star", "fd_certificate", kind=_RESULT)
     run = opt.run
     return {
         "measured": float(run.stationarity[-1]),
@@ -130,7 +126,7 @@ def optimistic_clarke_smooth_evidence(opt: Any, ball: float) -> dict:
 
 def izom_leaves_concave_kink_evidence(kink: Any) -> dict:
     """``izom-leaves-concave-kink``: distance of IZOM's end to the minimiser (no rival)."""
-    _need("kink", kink, "izom_distance", "izom_end")
+    check_fields("kink", kink, "izom_distance", "izom_end", kind=_RESULT)
     return {
         "measured": kink.izom_distance,
         "text": f"IZOM from the kink ends at {np.round(kink.izom_end, 3)}, "
@@ -140,8 +136,8 @@ def izom_leaves_concave_kink_evidence(kink: Any) -> dict:
 
 def curved_set_weak_convexity_evidence(curved: Any, cons: Any) -> dict:
     """``curved-set-weak-convexity``: the sampled modulus; rival: Example 3's modulus."""
-    _need("curved", curved, "modulus", "rho_bound")
-    _need("cons", cons, "moduli", "widths")
+    check_fields("curved", curved, "modulus", "rho_bound", kind=_RESULT)
+    check_fields("cons", cons, "moduli", "widths", kind=_RESULT)
     return {
         "measured": curved.modulus,
         "text": f"sampled modulus {curved.modulus:.4f} ≤ ρ = {curved.rho_bound:.3f} (L_Y = "
@@ -156,7 +152,7 @@ def curved_set_weak_convexity_evidence(curved: Any, cons: Any) -> dict:
 
 def error_bound_set_smooth_evidence(eb: Any, jumping: tuple[float, float]) -> dict:
     """``error-bound-set-smooth``: the larger constant; rival: the jumping map's."""
-    _need("eb", eb, "L_comb", "L_branch", "tau")
+    check_fields("eb", eb, "L_comb", "L_branch", "tau", kind=_RESULT)
     return {
         "measured": max(eb.L_comb, eb.L_branch),
         "text": f"error bound τ = {eb.tau:.6f}, Hessian rank {eb.hessian_rank} of 2; "
@@ -171,7 +167,7 @@ def error_bound_set_smooth_evidence(eb: Any, jumping: tuple[float, float]) -> di
 
 def lower_level_constraint_breaks_evidence(cons: Any, moduli_p: Any) -> dict:
     """``lower-level-constraint-breaks``: the fitted exponent; rival: Toy P's (κ = 2)."""
-    _need("cons", cons, "moduli", "widths", "exponent")
+    check_fields("cons", cons, "moduli", "widths", "exponent", kind=_RESULT)
     widths = np.asarray(cons.widths)
     exponent_p = float(np.polyfit(np.log(widths), np.log(moduli_p), 1)[0])
     return {
@@ -192,8 +188,8 @@ def lower_level_constraint_breaks_evidence(cons: Any, moduli_p: Any) -> dict:
 
 def hyper_cleaning_nonunique_follower_evidence(clean: Any, mn: Any, corr: float) -> dict:
     """``hyper-cleaning-nonunique-follower``: the loss reduction; rival: the min-norm selection."""
-    _need("clean", clean, "loss")
-    _need("mn", mn, "start", "final")
+    check_fields("clean", clean, "loss", kind=_RESULT)
+    check_fields("mn", mn, "start", "final", kind=_RESULT)
     loss = clean.loss
     return {
         "measured": float(loss[0] / loss[-1]),
@@ -210,8 +206,8 @@ def hyper_cleaning_nonunique_follower_evidence(clean: Any, mn: Any, corr: float)
 def optimistic_selection_matters_evidence(clean: Any, mn: Any) -> dict:
     """``optimistic-selection-matters``: min-norm over optimistic final loss; rival: the same
     ratio at x = 0, before any IZOM step."""
-    _need("clean", clean, "loss", "start")
-    _need("mn", mn, "start", "final")
+    check_fields("clean", clean, "loss", "start", kind=_RESULT)
+    check_fields("mn", mn, "start", "final", kind=_RESULT)
     ratio_start = float(mn.start / clean.loss[0])
     return {
         "measured": float(mn.final / clean.loss[-1]),
