@@ -20,7 +20,7 @@ from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads, smoke, smoke_steps
 from lab.ot_dro.adadro import AdaDROConfig, adadro_step_unchecked
 from lab.ot_dro.calibration import calibration_step_unchecked
-from lab.ot_dro.task import accuracy, flip_spurious, make_model, make_spurious
+from lab.ot_dro.task import _flip_spurious, _make_model, _make_spurious, accuracy
 
 __all__ = [
     "METHODS",
@@ -120,8 +120,8 @@ def _settings(settings, kind):
 def _task(n_train, corrupt, seed):
     import torch
 
-    X, y = make_spurious(n_train, 0.95, seed)
-    Xq, bad = flip_spurious(X, corrupt, seed)
+    X, y = _make_spurious(n_train, 0.95, seed)
+    Xq, bad = _flip_spurious(X, corrupt, seed)
     return torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq), bad
 
 
@@ -135,8 +135,10 @@ def train_method(settings: TrainSettings, seed: int = 0):
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    settings = _settings(settings, TrainSettings)
-    seed = check_int("seed", seed, 0)
+    return _train_threads(_settings(settings, TrainSettings), check_int("seed", seed, 0))
+
+
+def _train_threads(settings: TrainSettings, seed: int):
     with small_problem_threads(1):
         return _train(settings, seed)
 
@@ -154,7 +156,7 @@ def _train(s: TrainSettings, seed: int):
     import torch.nn.functional as F
 
     Xt, yt, Xqt, bad = _task(s.n_train, s.corrupt, seed)
-    model = make_model(Xt.shape[1], seed=seed)
+    model = _make_model(Xt.shape[1], seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=s.lr)
     gen = torch.Generator().manual_seed(seed)
     cfg = _step_config(s)
@@ -201,7 +203,7 @@ def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
     seed = check_int("seed", seed, 0)
     with small_problem_threads(1):
         Xt, yt, Xqt, _ = _task(s.n_train, 0.0, seed)
-        model = make_model(Xt.shape[1], seed=seed)
+        model = _make_model(Xt.shape[1], seed=seed)
         before = copy.deepcopy(model)
         opt = torch.optim.Adam(model.parameters(), lr=s.lr)
         gen = torch.Generator().manual_seed(seed)
@@ -262,8 +264,8 @@ def calibration_costs(settings: CalibrationSettings | None = None, seed: int = 0
 
     n = check_int("n", n, 2)
     before, after, hist = calibrate(settings, seed)
-    X, y = make_spurious(n, 0.95, seed=7)
-    Xf, _ = flip_spurious(X)
+    X, y = _make_spurious(n, 0.95, 7)
+    Xf, _ = _flip_spurious(X, 0.0, 0)
     Xt, yt, Xft = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xf)
 
     def cost(model, alpha_y):
@@ -297,6 +299,7 @@ def calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
+    seed = check_int("seed", seed, 0)
     return _disk(_calibration_scores)(_settings(settings, CalibrationSettings), seed)
 
 
@@ -331,14 +334,12 @@ def calibration_sweep(settings: CalibrationSettings, seeds):
 def _trained_model(settings: TrainSettings, seed: int):
     """One trained model per (settings, seed) in this process: the shift sweep and the shift
     widget share their ERM, ERM-on-nu and AdaDRO runs."""
-    return train_method(settings, seed)[0]
+    return _train_threads(settings, seed)[0]
 
 
 @memo(maxsize=4)
 def _test_sets():
-    return make_spurious(*SHIFTED_TEST[:2], seed=SHIFTED_TEST[2]), make_spurious(
-        *IN_DISTRIBUTION_TEST[:2], seed=IN_DISTRIBUTION_TEST[2]
-    )
+    return _make_spurious(*SHIFTED_TEST), _make_spurious(*IN_DISTRIBUTION_TEST)
 
 
 def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
@@ -347,7 +348,7 @@ def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    method = check_choice("method", method, METHODS)
+    method, seed = check_choice("method", method, METHODS), check_int("seed", seed, 0)
     return _disk(_shift_scores)(method, _settings(settings, TrainSettings), seed)
 
 
@@ -396,6 +397,7 @@ def filter_run(settings: TrainSettings, seed: int, methods=("erm_nu", "adadro_no
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     methods = tuple(check_choice("methods", m, METHODS) for m in methods)
+    seed = check_int("seed", seed, 0)
     return _disk(_filter_run)(_settings(settings, TrainSettings), seed, methods)
 
 
@@ -406,11 +408,11 @@ def _filter_run(settings: TrainSettings, seed: int, methods) -> FilterRun:
     (Xs, ys), _ = _test_sets()
     acc, hist = {}, None
     for m in progress(methods, desc="corrupt"):
-        model, h = train_method(replace(settings, method=m), seed)
+        model, h = _train_threads(replace(settings, method=m), seed)
         acc[m] = accuracy(model, Xs, ys)
         hist = h if m == "adadro" else hist
     unpaired = replace(settings, method="adadro", cfg=replace(settings.cfg, filter_rule="unpaired"))
-    model, h_unpaired = train_method(unpaired, seed)
+    model, h_unpaired = _train_threads(unpaired, seed)
     acc["adadro_unpaired"] = accuracy(model, Xs, ys)
     return FilterRun(acc, hist, h_unpaired)
 
@@ -420,7 +422,14 @@ def shift_curve(model, shifts=SHIFTS, n: int = 1000):
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    return np.array([accuracy(model, *make_spurious(n, 1.0 - float(s), seed=99)) for s in shifts])
+    shifts = np.asarray(shifts, dtype=float)
+    if shifts.ndim != 1 or not ((shifts >= 0) & (shifts <= 1)).all():
+        raise ValueError(f"shifts must be a 1-d sequence in [0, 1] (got {shifts!r})")
+    return _shift_curve(model, shifts, check_int("n", n, 1))
+
+
+def _shift_curve(model, shifts=SHIFTS, n: int = 1000):
+    return np.array([accuracy(model, *_make_spurious(n, 1.0 - float(s), 99)) for s in shifts])
 
 
 @dataclass(frozen=True)
@@ -434,9 +443,8 @@ class ShiftCurves:
 
 
 @memo(maxsize=16)
-def _curve(method: str, tau: float, seed: int, steps: int):
-    s = TrainSettings(method=method, steps=steps, cfg=AdaDROConfig(tau=tau))
-    return shift_curve(_trained_model(s, seed))
+def _curve(settings: TrainSettings, seed: int):
+    return _shift_curve(_trained_model(settings, seed))
 
 
 def shift_curves(tau: float = 0.1, seed: int = 0, steps: int = 300) -> ShiftCurves:
@@ -445,10 +453,12 @@ def shift_curves(tau: float = 0.1, seed: int = 0, steps: int = 300) -> ShiftCurv
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    tau = check_positive("tau", tau)
-    seed, steps = check_int("seed", seed, 0), check_int("steps", steps, 1)
-    curves = {m: _curve(m, tau if m == "adadro" else 0.1, seed, steps) for m in METHODS_SHOWN}
-    return ShiftCurves(tau, SHIFTS, curves)
+    shown = TrainSettings(steps=steps, cfg=AdaDROConfig(tau=tau))  # validates steps and tau
+    seed = check_int("seed", seed, 0)
+    runs = {m: TrainSettings(method=m, steps=shown.steps) for m in METHODS_SHOWN if m != "adadro"}
+    runs["adadro"] = shown
+    curves = {m: _curve(runs[m], seed) for m in METHODS_SHOWN}
+    return ShiftCurves(shown.cfg.tau, SHIFTS, curves)
 
 
 METHODS_SHOWN = ("erm", "erm_nu", "adadro")
