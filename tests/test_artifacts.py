@@ -26,6 +26,21 @@ def test_weights_round_trip_with_provenance(tmp_path):
     assert {"lab", "torch", "date", "numerics"} <= set(prov)
 
 
+def test_provenance_records_the_build_arguments(tmp_path):
+    """Inside a build (``lab artifacts build <name> -- ARGS``), what is stored names ARGS; a
+    different artifact, or a write outside the build, does not get them."""
+    with store.building("splitfed/gloo-runs", ["--rounds", "3"]):
+        path = store.save_json(tmp_path / "r.json", {"runs": []}, "splitfed/gloo-runs")
+        other = store.provenance("ace/sweep")
+    cmd = store.load_json(path, "splitfed/gloo-runs")["provenance"]["command"]
+    assert cmd == "lab artifacts build splitfed/gloo-runs -- --rounds 3"
+    assert other["command"] == "lab artifacts build ace/sweep"
+    assert store.provenance("splitfed/gloo-runs")["command"].endswith("gloo-runs")
+    with pytest.raises(TypeError, match="args"):
+        with store.building("ace/sweep", "--steps 3"):
+            pass
+
+
 def test_weights_load_refuses_pickled_code(tmp_path):
     """weights_only: a file that needs arbitrary unpickling is refused."""
     path = tmp_path / "bad.pt"

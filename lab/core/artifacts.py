@@ -7,8 +7,9 @@ provenance block and read back safely:
   through ``torch.save`` and ``torch.load(..., weights_only=True)`` (no pickled code runs on
   load).
 - :func:`save_json` / :func:`load_json`: plain data, one JSON file.
-- :func:`provenance`: what made an artifact (the ``lab artifacts build`` command, ``lab``'s and
-  torch's versions, the date, the numerics fingerprint's CPU and library lines).
+- :func:`provenance`: what made an artifact (the ``lab artifacts build`` command with its
+  arguments, ``lab``'s and torch's versions, the date, the numerics fingerprint's CPU and
+  library lines). :func:`building` tells it the arguments of the build in progress.
 
 A missing artifact raises ``FileNotFoundError`` naming the one command that rebuilds it,
 ``lab artifacts build <slug>/<name>`` (``lab.tooling.artifacts`` lists them all).
@@ -16,13 +17,41 @@ A missing artifact raises ``FileNotFoundError`` naming the one command that rebu
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as _dt
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_command", "load_json", "load_weights", "provenance", "save_json", "save_weights"]
+__all__ = [
+    "build_command",
+    "building",
+    "load_json",
+    "load_weights",
+    "provenance",
+    "save_json",
+    "save_weights",
+]
+
+#: the artifact being built by ``lab artifacts build`` and its command-line arguments
+_BUILDING: contextvars.ContextVar[tuple[str, tuple[str, ...]] | None] = contextvars.ContextVar(
+    "lab_artifact_build", default=None
+)
+
+
+@contextlib.contextmanager
+def building(artifact: str, args: list[str] | tuple[str, ...] = ()) -> Iterator[None]:
+    """Inside the block, :func:`provenance` of ``artifact`` records ``args`` (the build's
+    command-line arguments) unless it is given others."""
+    build_command(artifact, args)  # validates both
+    token = _BUILDING.set((artifact, tuple(args)))
+    try:
+        yield
+    finally:
+        _BUILDING.reset(token)
 
 
 def build_command(artifact: str, args: list[str] | tuple[str, ...] = ()) -> str:
@@ -35,9 +64,16 @@ def build_command(artifact: str, args: list[str] | tuple[str, ...] = ()) -> str:
     return f"lab artifacts build {artifact}{tail}"
 
 
-def provenance(artifact: str, args: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
-    """What made an artifact: command, versions, date and the machine's numerics."""
+def provenance(artifact: str, args: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What made an artifact: command, versions, date and the machine's numerics.
+
+    ``args`` default: the arguments of the :func:`building` block of ``artifact`` in progress
+    (none outside one)."""
     import platform
+
+    if args is None:
+        current = _BUILDING.get()
+        args = current[1] if current is not None and current[0] == artifact else ()
 
     from lab import __version__
     from lab.core.numerics import fingerprint

@@ -82,8 +82,11 @@ def build(name: str, argv: list[str] | None = None) -> int:
         raise ValueError(f"artifact must be one of {sorted(ARTIFACTS)} (got {name!r})")
     if argv is not None and not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a list of strings")
+    from lab.core.artifacts import building
+
     module, func = ARTIFACTS[name].builder.split(":")
-    return int(getattr(importlib.import_module(module), func)(list(argv or [])) or 0)
+    with building(name, list(argv or [])):
+        return int(getattr(importlib.import_module(module), func)(list(argv or [])) or 0)
 
 
 def cli(args) -> int:
