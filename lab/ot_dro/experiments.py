@@ -20,7 +20,12 @@ from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads, smoke, smoke_steps
 from lab.ot_dro.adadro import AdaDROConfig, adadro_step_unchecked
 from lab.ot_dro.calibration import calibration_step_unchecked
-from lab.ot_dro.task import _flip_spurious, _make_model, _make_spurious, accuracy
+from lab.ot_dro.task import (
+    accuracy,
+    flip_spurious_unchecked,
+    make_model_unchecked,
+    make_spurious_unchecked,
+)
 
 __all__ = [
     "METHODS",
@@ -120,8 +125,8 @@ def _settings(settings, kind):
 def _task(n_train, corrupt, seed):
     import torch
 
-    X, y = _make_spurious(n_train, 0.95, seed)
-    Xq, bad = _flip_spurious(X, corrupt, seed)
+    X, y = make_spurious_unchecked(n_train, 0.95, seed)
+    Xq, bad = flip_spurious_unchecked(X, corrupt, seed)
     return torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xq), bad
 
 
@@ -156,7 +161,7 @@ def _train(s: TrainSettings, seed: int):
     import torch.nn.functional as F
 
     Xt, yt, Xqt, bad = _task(s.n_train, s.corrupt, seed)
-    model = _make_model(Xt.shape[1], seed=seed)
+    model = make_model_unchecked(Xt.shape[1], seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=s.lr)
     gen = torch.Generator().manual_seed(seed)
     cfg = _step_config(s)
@@ -203,7 +208,7 @@ def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
     seed = check_int("seed", seed, 0)
     with small_problem_threads(1):
         Xt, yt, Xqt, _ = _task(s.n_train, 0.0, seed)
-        model = _make_model(Xt.shape[1], seed=seed)
+        model = make_model_unchecked(Xt.shape[1], seed=seed)
         before = copy.deepcopy(model)
         opt = torch.optim.Adam(model.parameters(), lr=s.lr)
         gen = torch.Generator().manual_seed(seed)
@@ -264,8 +269,8 @@ def calibration_costs(settings: CalibrationSettings | None = None, seed: int = 0
 
     n = check_int("n", n, 2)
     before, after, hist = calibrate(settings, seed)
-    X, y = _make_spurious(n, 0.95, 7)
-    Xf, _ = _flip_spurious(X, 0.0, 0)
+    X, y = make_spurious_unchecked(n, 0.95, 7)
+    Xf, _ = flip_spurious_unchecked(X, 0.0, 0)
     Xt, yt, Xft = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(Xf)
 
     def cost(model, alpha_y):
@@ -339,7 +344,7 @@ def _trained_model(settings: TrainSettings, seed: int):
 
 @memo(maxsize=4)
 def _test_sets():
-    return _make_spurious(*SHIFTED_TEST), _make_spurious(*IN_DISTRIBUTION_TEST)
+    return make_spurious_unchecked(*SHIFTED_TEST), make_spurious_unchecked(*IN_DISTRIBUTION_TEST)
 
 
 def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
@@ -429,7 +434,9 @@ def shift_curve(model, shifts=SHIFTS, n: int = 1000):
 
 
 def _shift_curve(model, shifts=SHIFTS, n: int = 1000):
-    return np.array([accuracy(model, *_make_spurious(n, 1.0 - float(s), 99)) for s in shifts])
+    return np.array(
+        [accuracy(model, *make_spurious_unchecked(n, 1.0 - float(s), 99)) for s in shifts]
+    )
 
 
 @dataclass(frozen=True)

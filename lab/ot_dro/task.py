@@ -32,10 +32,12 @@ def make_spurious(
     seed = check_int("seed", seed, 0)
     core_noise = check_positive("core_noise", core_noise)
     n_noise = check_int("n_noise", n_noise, 0)
-    return _make_spurious(n, agree, seed, core_noise, n_noise)
+    return make_spurious_unchecked(n, agree, seed, core_noise, n_noise)
 
 
-def _make_spurious(n: int, agree: float, seed: int, core_noise: float = 1.0, n_noise: int = 5):
+def make_spurious_unchecked(
+    n: int, agree: float, seed: int, core_noise: float = 1.0, n_noise: int = 5
+):
     """:func:`make_spurious` on validated arguments (the drivers' path)."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
@@ -61,7 +63,7 @@ def flip_spurious(X, corrupt: float = 0.0, seed: int = 0, p_flip: float = 0.5):
     corrupt = check_range("corrupt", corrupt, 0.0, 1.0)
     p_flip = check_range("p_flip", p_flip, 0.0, 1.0)
     try:
-        X = np.asarray(X, dtype=np.float32)  # _flip_spurious copies
+        X = np.asarray(X, dtype=np.float32)  # flip_spurious_unchecked copies
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"X must be array-like of numbers (got {type(X).__name__}): {exc}"
@@ -70,10 +72,10 @@ def flip_spurious(X, corrupt: float = 0.0, seed: int = 0, p_flip: float = 0.5):
         raise ValueError(f"X must be [n, d] with d >= 3 (got shape {X.shape})")
     if not np.isfinite(X).all():
         raise ValueError("X must be finite (found NaN or inf)")
-    return _flip_spurious(X, corrupt, check_int("seed", seed, 0), p_flip)
+    return flip_spurious_unchecked(X, corrupt, check_int("seed", seed, 0), p_flip)
 
 
-def _flip_spurious(X: np.ndarray, corrupt: float, seed: int, p_flip: float = 0.5):
+def flip_spurious_unchecked(X: np.ndarray, corrupt: float, seed: int, p_flip: float = 0.5):
     """:func:`flip_spurious` on validated arguments; flips a float32 copy of ``X``."""
     X = np.array(X, dtype=np.float32, copy=True)
     rng = np.random.default_rng(seed + 12345)
@@ -93,10 +95,12 @@ def make_model(d_in: int = 8, hidden: int = 32, k: int = 16, n_classes: int = 2,
     hidden = check_int("hidden", hidden, 1)
     k = check_int("k", k, 1)
     n_classes = check_int("n_classes", n_classes, 2)
-    return _make_model(d_in, hidden, k, n_classes, check_int("seed", seed, 0))
+    return make_model_unchecked(d_in, hidden, k, n_classes, check_int("seed", seed, 0))
 
 
-def _make_model(d_in: int, hidden: int = 32, k: int = 16, n_classes: int = 2, seed: int = 0):
+def make_model_unchecked(
+    d_in: int, hidden: int = 32, k: int = 16, n_classes: int = 2, seed: int = 0
+):
     """:func:`make_model` on validated arguments (the drivers' path)."""
     import torch
     from torch import nn
