@@ -27,6 +27,7 @@ CONVERTED: tuple[str, ...] = (
     "coreset",
     "omiso",
     "spot",
+    "gmm_attention",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)

@@ -518,3 +518,32 @@ def test_registry_names_a_rival_or_why_not_for_every_claim():
     assert CLAIMS.notebooks() == ("01", "02")
     for spec in CLAIMS.specs.values():
         assert bool(spec.rival) != bool(spec.no_rival), spec.id
+
+
+def test_the_worked_example_of_the_lesson_page():
+    """book/gmm_attention/index.md, "A worked example": heads ±(2, 0), λ = 1, x = (1, 0)."""
+    heads, x = np.array([[2.0, 0.0], [-2.0, 0.0]]), np.array([[1.0, 0.0]])
+    A, W = ga.head_attention(x, heads, 1.0)
+    assert W[0, 0] == pytest.approx(1 / (1 + np.exp(-4)), abs=1e-12)  # 0.982
+    assert A[0] == pytest.approx([2 * np.tanh(2.0), 0.0], abs=1e-12)  # (1.928, 0)
+    assert ga.risk(heads, x, 1.0) == pytest.approx((1 - 2 * np.tanh(2.0)) ** 2)  # 0.861
+    # collapsed heads remove nothing: R(0, φ) = ||μ||² + dσ² (eq. M5)
+    assert ga.population_risk_symmetric(0.0, 0.7, 3.0, 1.0, 10, 1.0) == pytest.approx(19.0)
+
+
+def test_evidence_builds_one_line_records():
+    """lab.gmm_attention.evidence: the dicts the notebooks pass to ``record`` in one line."""
+    from lab.gmm_attention import evidence
+
+    depth = {1: 4.5, 10: 8.9}
+    out = evidence.stacking_evidence(depth, 3.0)
+    assert out["measured"] == pytest.approx(8.9 / 9) and out["control"].measured == pytest.approx(
+        0.5
+    )
+    grid = ga.landscape(3.0, 10, 1.0)
+    out = evidence.landscape_minimiser_evidence(grid, ga.landscape(3.0, 10, 0.1), 3.0)
+    assert out["measured"] < 0.1 and "φ = 0.0°" in out["text"]
+    with pytest.raises(TypeError, match="depth must be a dict"):
+        evidence.stacking_evidence([4.5, 8.9], 3.0)
+    with pytest.raises(TypeError, match="landscape"):
+        evidence.landscape_minimiser_evidence(grid[0], grid, 3.0)

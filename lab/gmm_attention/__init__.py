@@ -100,6 +100,8 @@ no equation, theorem or figure number of the paper is cited anywhere in ``lab.gm
 ``rivals.py``             the claims' measured rivals: ``kmeans_seed_runs``,
                           ``own_mean_heads_errors``, ``lloyd_error``
 ``claims.py``             ``CLAIMS``: the registry of the chapter's claims
+``evidence.py``           what each claim records (measured value, card text, measured rival,
+                          diagnosis) from the drivers' results: one-line records in notebooks
 ``figures.py``            results to figures (plotly for the widgets, matplotlib panels);
                           imports no driver or kernel
 ========================  ===================================================================
