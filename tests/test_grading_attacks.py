@@ -210,6 +210,15 @@ def run(tmp_path_factory):
     }
 
 
+def test_the_private_tmp_is_mounted_before_the_binds():
+    """A grader whose venv lives under /tmp (a CI runner, pytest's tmp_path) keeps it visible:
+    bwrap applies mounts in order, so the tmpfs on /tmp must come before the read-only binds."""
+    cmd = sandbox.command(["python", "-c", "pass"])
+    tmpfs = cmd.index("/tmp", cmd.index("--tmpfs"))
+    binds = [i for i, a in enumerate(cmd) if a == "--ro-bind"]
+    assert binds and tmpfs < min(binds), cmd
+
+
 def test_canaries_keep_their_scores(run):
     for name, (_, total) in run["canaries"].items():
         shown = gradereport.escape_cell(name)

@@ -12,6 +12,7 @@ self-checks and run each ``grader.check`` cell without an error.
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -128,13 +129,19 @@ def test_the_book_extra_is_part_of_dev_and_holds_what_notebooks_import():
     assert f"[{colab.EXTRA}] @" in colab.install_requirement(ROOT), "the Colab cell's extra"
 
 
-@pytest.mark.slow
-def test_every_toc_notebook_runs_outside_the_repository(tmp_path):
-    from test_grading_zip import build_wheel, clean_env
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """``(python, venv, folder)``: ``optlab[book]`` from this checkout's wheel in a fresh venv,
+    [dev]'s other modules blocked, and a folder outside the repository holding a copy of
+    ``_toc.yml`` and ``book/`` (what a reader or an instructor downloads with the notebooks)."""
+    from test_grading_zip import clean_env
 
+    from lab.tooling.assignenv import build_wheel
+
+    base = tmp_path_factory.mktemp("reader")
     start = time.monotonic()
-    wheel = build_wheel(tmp_path / "wheel")
-    venv = tmp_path / "venv"
+    wheel = build_wheel(base / "wheel")
+    venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     done = subprocess.run(
@@ -143,11 +150,10 @@ def test_every_toc_notebook_runs_outside_the_repository(tmp_path):
         capture_output=True,
         text=True,
         timeout=2400,
-        cwd=tmp_path,
+        cwd=base,
         env=clean_env(venv),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    installed = time.monotonic() - start
     site = Path(
         subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -167,18 +173,23 @@ def test_every_toc_notebook_runs_outside_the_repository(tmp_path):
         [str(python), "-c", "import jupyter_book"],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=base,
         env=clean_env(venv),
     )
     assert probe.returncode != 0, "a [dev]-only module imports in the reader's venv"
-    # the notebooks, outside the repository (book/<slug>/ kept: links between them are relative)
-    book = tmp_path / "reader"
-    notebooks = []
-    for path in colab.toc_notebooks(ROOT):
-        rel = path.relative_to(ROOT)
-        (book / rel.parent).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, book / rel)
-        notebooks.append(str(book / rel))
+    folder = base / "reader"
+    shutil.copytree(ROOT / "book", folder / "book", ignore=shutil.ignore_patterns("_build"))
+    shutil.copy2(ROOT / "_toc.yml", folder / "_toc.yml")
+    print(f"\nreader venv installed in {time.monotonic() - start:.0f} s")
+    return python, venv, folder
+
+
+@pytest.mark.slow
+def test_every_toc_notebook_runs_outside_the_repository(reader, tmp_path):
+    from test_grading_zip import clean_env
+
+    python, venv, book = reader
+    notebooks = [str(book / p.relative_to(ROOT)) for p in colab.toc_notebooks(ROOT)]
     results_path = tmp_path / "results.json"
     run_start = time.monotonic()
     done = subprocess.run(
@@ -197,9 +208,72 @@ def test_every_toc_notebook_runs_outside_the_repository(tmp_path):
     }
     slowest = sorted(results, key=lambda r: -r["seconds"])[:5]
     print(
-        f"\ninstall {installed:.0f} s; {len(results)} notebooks in {ran:.0f} s (2 at a time); "
+        f"\n{len(results)} notebooks in {ran:.0f} s (2 at a time); "
         f"slowest: {[(Path(r['notebook']).name, r['seconds']) for r in slowest]}"
     )
     assert len(results) == len(notebooks)
     lines = [f"{k}: {' '.join(v.split())[-600:]}" for k, v in failed.items()]
     assert not failed, "notebooks that fail outside the repository:\n" + "\n".join(lines)
+
+
+#: the chapter whose claims and grading run from the installed wheel (its notebooks are short)
+OUTSIDE_SLUG = "lp_sufficiency"
+
+
+@pytest.mark.slow
+def test_lab_claims_and_lab_grade_run_from_the_installed_wheel(reader, tmp_path):
+    """``lab claims`` executes a chapter's notebooks in the reader's folder and prints every
+    registered claim with a verdict; ``lab grade`` (the installed one) grades the chapter's
+    solution master with an autograder built in the checkout: full marks."""
+    from importlib import import_module
+
+    from test_grading_zip import clean_env
+
+    from lab.tooling import grading
+
+    python, venv, folder = reader
+    lab_cmd = str(venv / "bin" / "lab")
+    out = tmp_path / "claims.json"
+    done = subprocess.run(
+        [lab_cmd, "claims", OUTSIDE_SLUG, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=folder,
+        env=clean_env(venv),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = json.loads(out.read_text())["claims"]
+    ids = {r["id"] for r in records if r["chapter"] == OUTSIDE_SLUG}
+    assert ids == set(import_module(f"lab.{OUTSIDE_SLUG}.claims").CLAIMS.specs), ids
+    assert all(r.get("verdict") for r in records), "a claim without a verdict"
+    assert (folder / "_build" / "run" / OUTSIDE_SLUG).is_dir(), "executed into the reader's folder"
+
+    build = grading.assign(OUTSIDE_SLUG, tmp_path / "assign", run_tests=False)
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    shutil.copy2(build.solution, subs / "alice.ipynb")
+    sandbox = subprocess.run(
+        [lab_cmd, "grade", OUTSIDE_SLUG, "--check-sandbox"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=clean_env(venv),
+    )
+    flags = [] if sandbox.returncode == 0 else ["--unsandboxed"]
+    done = subprocess.run(
+        [lab_cmd, "grade", OUTSIDE_SLUG, str(subs), "--autograder", str(build.autograder)]
+        + ["--solution", str(build.solution), "--out", str(tmp_path / "graded"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=folder,
+        env=clean_env(venv),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = (tmp_path / "graded" / "grades.csv").read_text().splitlines()
+    rows = list(csv.DictReader(line for line in text if not line.startswith("#")))
+    assert [r["submission"] for r in rows] == ["alice.ipynb"], rows
+    assert rows[0]["error"] == "" and float(rows[0]["max"]) > 0, rows
+    assert rows[0]["total"] == rows[0]["max"], rows
+    print(f"\nlab claims: {len(ids)} claims; lab grade ({flags or 'sandboxed'}): {rows[0]}")

@@ -129,8 +129,10 @@ def command(argv: list[str]) -> list[str]:
     }
     cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
     cmd += ["--die-with-parent", "--new-session", "--clearenv"]
-    cmd += _binds()
+    # the private /tmp first: a grader's venv or lab under /tmp is bound on top of it (mounted
+    # after the binds, the tmpfs hid them and the sandbox could not start Python)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/sandbox"]
+    cmd += _binds()
     cmd += ["--dir", "/tmp/matplotlib", "--chdir", "/sandbox"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
