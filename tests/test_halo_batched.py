@@ -86,3 +86,41 @@ def test_batched_bad_inputs():
         batched.finetune_seeds(_settings(), seeds=(1, 1))
     with pytest.raises(TypeError, match="seeds"):
         batched.finetune_seeds(_settings(), seeds=(0.5,))
+
+
+def test_batched_adam_is_torch_adam_bit_for_bit():
+    """The blocked optimizer step is torch.optim.Adam's, number for number (blocks that cut
+    through tensors of several sizes, moments that underflow)."""
+    import torch
+
+    shapes = [(3, 40, 7), (3, 1, 40), (5, 300)]
+    make = [torch.Generator().manual_seed(i) for i in range(len(shapes))]
+    ours = [torch.randn(s, generator=g).requires_grad_() for s, g in zip(shapes, make, strict=True)]
+    ref = [p.detach().clone().requires_grad_() for p in ours]
+    adam, opt = batched._Adam(ours, 1e-3), torch.optim.Adam(ref, lr=1e-3)
+    adam.BLOCK = 64  # several blocks per tensor, and ragged last blocks
+    g = torch.Generator().manual_seed(99)
+    for step in range(12):
+        for a, b in zip(ours, ref, strict=True):
+            grad = torch.randn(a.shape, generator=g) * 10.0 ** (step % 6 - 20)
+            a.grad, b.grad = grad.clone(), grad.clone()
+        adam.step()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours, ref, strict=True))
+
+
+@pytest.mark.parametrize("fmt", ["int8", "fp8_e4m3", "fp6_e2m3", "fp4_e2m1"])
+def test_batched_quantize_is_per_seed_quantize(fmt):
+    """Seed k's codes and scale are formats.quantize's of its slice (the values of its codes)."""
+    import torch
+
+    from lab.halo.formats import quantize
+
+    A = torch.randn(4, 16, 32, generator=torch.Generator().manual_seed(1)) * 3.0
+    A[1] *= 1e-3
+    A[2, 0, 0] = 500.0
+    codes, scale = batched._quantize(A, fmt)
+    for k in range(A.shape[0]):
+        q = quantize(A[k], fmt)
+        assert torch.equal(codes[k], q.values(torch.float32))
+        assert torch.equal(scale[k].reshape(()), q.scale.reshape(()))

@@ -120,11 +120,26 @@ def round_minifloat(y, fmt: str):
 
     e, m, bias, top = _MINIFLOATS[fmt]
     a = y.abs().clamp(max=top)
-    _, ex = torch.frexp(a)  # a = f·2^ex, f in [0.5, 1): binade exponent E = ex - 1
-    E = (ex - 1).clamp(min=1 - bias)  # below 2^(1-bias): subnormal spacing
-    quantum = torch.pow(torch.tensor(2.0, dtype=y.dtype, device=y.device), (E - m).to(y.dtype))
+    bits = _float_bits(a.dtype)
+    if bits is None:  # float16, bfloat16: frexp and a power of two
+        _, ex = torch.frexp(a)  # a = f·2^ex, f in [0.5, 1): binade exponent E = ex - 1
+        E = (ex - 1).clamp(min=1 - bias)  # below 2^(1-bias): subnormal spacing
+        quantum = torch.pow(torch.tensor(2.0, dtype=y.dtype, device=y.device), (E - m).to(y.dtype))
+    else:  # the same E and quantum 2^(E-m) from the exponent field (a >= 0): no frexp, no pow
+        itype, mbits, ebias = bits
+        E = ((a.view(itype) >> mbits) - ebias).clamp_(min=1 - bias)  # subnormal spacing below
+        quantum = ((E + (ebias - m)) << mbits).view(a.dtype)
     q = torch.round(a / quantum) * quantum  # torch.round: half to even
     return torch.copysign(q.clamp(max=top), y)
+
+
+def _float_bits(dtype):
+    """``(same-width integer dtype, mantissa bits, exponent bias)`` of float32 and float64, else
+    ``None``."""
+    import torch
+
+    bits = {torch.float32: (torch.int32, 23, 127), torch.float64: (torch.int64, 52, 1023)}
+    return bits.get(dtype)
 
 
 @functools.cache
