@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -144,6 +144,21 @@ def _check_lists(params, grads, states) -> None:
 _LEN_CACHE: dict = {}
 
 
+class KoalaStep(NamedTuple):
+    """One step's measurement and hyperparameters, as `koalapp_foreach_` validated them: what
+    its two code paths and ``koalapp_loop_`` take beside the tensors and their states."""
+
+    loss: torch.Tensor
+    R: torch.Tensor
+    lr: float
+    sigma0: float
+    q: float
+    weight_decay: float
+    symmetric: bool
+    init: str
+    eps: float
+
+
 def koalapp_foreach_(
     params: Sequence[torch.Tensor],
     grads: Sequence[torch.Tensor],
@@ -214,20 +229,18 @@ def koalapp_foreach_(
     on_cpu = (dev.type == "cpu") if host_checks is None else check_bool("host_checks", host_checks)
     # host reads are free on CPU: the multi-tensor path without masks; else the flat one
     kernel = _koalapp_multi_ if on_cpu else _koalapp_flat_
-    hp = dict(loss=loss, R=R, lr=lr, sigma0=sigma0, q=q, weight_decay=weight_decay,
-              symmetric=symmetric, init=init, eps=eps)  # fmt: skip
+    hp = KoalaStep(loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps)
     if torch.is_grad_enabled():  # the parameters are updated in place, outside autograd
         with torch.no_grad():
-            return kernel(params, grads, states, **hp)
-    return kernel(params, grads, states, **hp)
+            return kernel(params, grads, states, hp)
+    return kernel(params, grads, states, hp)
 
 
-def _koalapp_flat_(
-    params, grads, states, *, loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps
-):
+def _koalapp_flat_(params, grads, states, hp: KoalaStep):
     """The sync-free path of `koalapp_foreach_` (CUDA, or ``host_checks=False``): one flat
     buffer, ``segment_reduce`` dot products, ``torch.where`` masks; nothing is read on the host.
     """
+    loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps = hp
     dev = params[0].device
     cd = compute_dtype(params[0])
     sizes = [p.numel() for p in params]
@@ -303,15 +316,14 @@ def _phantom_(H, st, q, sigma0, R):
     st["S"] = torch.dot(st["h_prev"], st["v"] + q * st["h_prev"]) + R
 
 
-def _koalapp_multi_(
-    params, grads, states, *, loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps
-):
+def _koalapp_multi_(params, grads, states, hp: KoalaStep):
     """The host-checks path of `koalapp_foreach_`: in-place multi-tensor ops on the state.
 
     The per-tensor scalars (length ``m``) are computed in numpy, in the compute dtype and in
     the loop's order of operations (so bit for bit as the loop's 0-d torch ops): on CPU a torch
     op on a 0-d tensor costs about 2 us of dispatch, a numpy op on a short vector a third of it.
     """
+    loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps = hp
     cd = compute_dtype(params[0])
     nd = np.float64 if cd == torch.float64 else np.float32
     Gs = [g.reshape(-1).to(cd) for g in grads]  # views when contiguous and already in cd
@@ -368,10 +380,10 @@ def _koalapp_multi_(
     return torch.from_numpy(S <= 0)
 
 
-def koalapp_loop_(
-    params, grads, states, *, loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps
-):
-    """Per-tensor loop: the readable twin of `koalapp_foreach_` (same state, same equations)."""
+def koalapp_loop_(params, grads, states, hp: KoalaStep):
+    """Per-tensor loop: the readable twin of `koalapp_foreach_` (same state, same equations),
+    with the step's measurement and hyperparameters in ``hp``."""
+    loss, R, lr, sigma0, q, weight_decay, symmetric, init, eps = hp
     bad = []
     for p, grad, st in zip(params, grads, states, strict=True):
         cd = compute_dtype(p)

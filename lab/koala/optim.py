@@ -28,7 +28,14 @@ from typing import Any
 import torch
 
 from lab.core.checks import check_bool, check_choice, check_positive, check_range
-from lab.koala.fast import as_scalar, compute_dtype, init_state, koalapp_foreach_, koalapp_loop_
+from lab.koala.fast import (
+    KoalaStep,
+    as_scalar,
+    compute_dtype,
+    init_state,
+    koalapp_foreach_,
+    koalapp_loop_,
+)
 
 __all__ = ["KoalaPP", "KoalaV", "loss_statistics"]
 
@@ -270,7 +277,8 @@ class KoalaPP(_KalmanBase):
             if foreach:
                 bad = koalapp_foreach_(params, grads, states, loss=loss, R=R, eps=self.eps, **hp)
             else:
-                bad = koalapp_loop_(params, grads, states, loss=loss, R=R, eps=self.eps, **hp)
+                step = KoalaStep(loss=loss, R=R, eps=self.eps, **hp)
+                bad = koalapp_loop_(params, grads, states, step)
             if bad is not None:
                 if bad.device.type == "cpu":
                     if bool(bad.any()):
