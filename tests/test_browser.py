@@ -168,6 +168,18 @@ class OfflinePage:
                 f"JavaScript errors: {self.errors}"
             )
 
+    def wait_for_figures(self) -> int:
+        """Wait until every plotly figure written by lab.tooling.mime is drawn; their number."""
+        n_figs = self.page.locator(".optlab-plotly-div").count()
+        if n_figs:
+            self.wait_for(
+                f"{n_figs} plotly figure(s) not drawn",
+                "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n"
+                " && document.querySelectorAll('.js-plotly-plot').length >= n",
+                n_figs,
+            )
+        return n_figs
+
     def close(self) -> None:
         self.context.close()
 
@@ -187,15 +199,7 @@ def test_page_works_offline(offline: OfflinePage, path: str) -> None:
     offline.open(path)
     page = offline.page
 
-    # every plotly figure written by lab.tooling.mime is drawn
-    n_figs = page.locator(".optlab-plotly-div").count()
-    if n_figs:
-        offline.wait_for(
-            f"{n_figs} plotly figure(s) not drawn",
-            "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n"
-            " && document.querySelectorAll('.js-plotly-plot').length >= n",
-            n_figs,
-        )
+    offline.wait_for_figures()
     for i in range(page.locator(".js-plotly-plot").count()):
         fig = page.locator(".js-plotly-plot").nth(i)
         assert fig.locator("svg.main-svg").count() > 0, f"{path}: plotly figure {i} not drawn"
@@ -545,13 +549,7 @@ def test_phone_width_no_sideways_scrolling_and_figures_fit(offline: OfflinePage,
     the column when the window narrows."""
     page = offline.page
     offline.open(path)
-    n_figs = page.locator(".optlab-plotly-div").count()
-    if n_figs:
-        offline.wait_for(
-            f"{n_figs} plotly figure(s) not drawn",
-            "n => document.querySelectorAll('.optlab-plotly-div .main-svg').length >= n",
-            n_figs,
-        )
+    n_figs = offline.wait_for_figures()
     wide = page.evaluate(_FIGURE_WIDTHS_JS)
     page.set_viewport_size(PHONE)
     if n_figs:

@@ -43,6 +43,15 @@ def test_check_range_int_choice_bool():
         checks.check_bool("flag", 1)
 
 
+def test_check_instance_returns_the_value_or_names_argument_and_kinds():
+    x = np.zeros(2)
+    assert checks.check_instance("x", x, np.ndarray) is x
+    with pytest.raises(TypeError, match=r"settings must be a dict \(got str\)"):
+        checks.check_instance("settings", "a", dict)
+    with pytest.raises(TypeError, match=r"n must be an int or float \(got NoneType\)"):
+        checks.check_instance("n", None, (int, float))
+
+
 def test_check_array_shape_and_finiteness():
     a = checks.check_array("w0", [1, 2], shape=(2,))
     assert a.dtype == np.float64

@@ -26,12 +26,10 @@ def _official_cases():
 
 
 def test_official_fixture_has_its_provenance():
+    """The provenance fields every fixture has: tests/test_installed_fixtures.py."""
     data = json.loads(OFFICIAL.read_text())
-    prov = data["provenance"]
-    assert prov["repository"] == "YuYang0901/CREST" and len(prov["commit"]) == 40
-    for key in ("file", "functions", "setup", "command", "versions"):
-        assert prov[key], key
-    assert len(data["cases"]) == 3 and OFFICIAL.stat().st_size < 100_000
+    assert data["provenance"]["repository"] == "YuYang0901/CREST" and data["provenance"]["setup"]
+    assert len(data["cases"]) == 3
 
 
 def _class_blocks(case, key):

@@ -474,14 +474,11 @@ OFFICIAL = official_fixture("cvrp_official.json")
 
 
 def test_official_fixture_has_its_provenance():
+    """The provenance fields every fixture has: tests/test_installed_fixtures.py."""
     import json
 
-    fx = json.loads(OFFICIAL.read_text())
-    prov = fx["provenance"]
-    for key in ("repository", "commit", "file", "functions", "setup", "command", "versions"):
-        assert prov[key], key
-    assert len(prov["commit"]) == 40 and "torch" in prov["versions"]
-    assert OFFICIAL.stat().st_size < 100_000
+    prov = json.loads(OFFICIAL.read_text())["provenance"]
+    assert prov["setup"] and "torch" in prov["versions"]
 
 
 def test_tinypomo_reproduces_the_official_moe_model_and_env():

@@ -43,6 +43,21 @@ def clean_env(venv: Path) -> dict[str, str]:
     return env
 
 
+def run_in_venv(venv: Path, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run ``venv/bin/<args[0]> args[1:]`` in ``venv``'s :func:`clean_env` (``kwargs`` to
+    ``subprocess.run``: ``cwd``, ``timeout``) and fail with the tail of its output unless it
+    exits 0."""
+    done = subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        env=clean_env(venv),
+        **kwargs,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
 def zip_environment(autograder: Path) -> tuple[str, list[str]]:
     """``(python version, pip lines)`` of an autograder zip's ``environment.yml``."""
     with zipfile.ZipFile(autograder) as z:
@@ -86,23 +101,14 @@ def zip_venv(zips, tmp_path_factory):
     venv = base / "venv"
     start = time.monotonic()
     subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--retries", "0"]
+    run_in_venv(
+        venv,
+        ["python", "-m", "pip", "install", "--quiet", "--retries", "0"]
         + ["-r", str(base / "requirements.txt")],
-        capture_output=True,
-        text=True,
         timeout=2400,
         cwd=base,
-        env=clean_env(venv),
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    freeze = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "freeze"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=clean_env(venv),
-    ).stdout
+    freeze = run_in_venv(venv, ["python", "-m", "pip", "freeze"]).stdout
     assert re.search(r"^torch==\S+\+cpu$", freeze, re.M), "the zip's torch is not the CPU build"
     assert not re.search(r"^jupyter-book==", freeze, re.M), "the [dev] extras were installed"
     print(f"zip environment built in {time.monotonic() - start:.0f} s")
@@ -115,16 +121,12 @@ def grade_in_zip_env(venv: Path, pip_lines: list[str], build, work: Path) -> dic
     work.mkdir(parents=True)
     notebook = work / "submission.ipynb"
     shutil.copy2(build.solution, notebook)
-    done = subprocess.run(
-        [str(venv / "bin" / "otter"), "run", "-a", str(build.autograder), "-o", str(work)]
-        + [str(notebook)],
-        capture_output=True,
-        text=True,
+    run_in_venv(
+        venv,
+        ["otter", "run", "-a", str(build.autograder), "-o", str(work), str(notebook)],
         timeout=900,
         cwd=work,
-        env=clean_env(venv),
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((work / "results.json").read_text())
     tests = results["tests"]
     score = sum(t["score"] for t in tests if "score" in t)
@@ -145,15 +147,9 @@ def _check_full_marks(zips, zip_venv, slugs, tmp_path):
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(zip_venv, tmp_path):
     venv, _ = zip_venv
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import lab, otter; print(lab.__file__)"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=clean_env(venv),
-        timeout=300,
+    done = run_in_venv(
+        venv, ["python", "-c", "import lab, otter; print(lab.__file__)"], cwd=tmp_path, timeout=300
     )
-    assert done.returncode == 0, done.stderr[-2000:]
     assert Path(done.stdout.strip()).is_relative_to(venv), done.stdout
 
 

@@ -4,11 +4,16 @@ the package from a wheel, not from a checkout)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
 
+import pytest
+
+from lab.core.fixtures import OFFICIAL_DIR
 from lab.tooling import assignenv
 
 SCRIPT = """
@@ -23,6 +28,20 @@ lab.ot_dro.official_parity()
 lab.arecho.official_parity()
 print("ok")
 """
+
+
+@pytest.mark.parametrize("path", sorted(OFFICIAL_DIR.glob("*_official.json")), ids=lambda p: p.stem)
+def test_every_official_fixture_has_its_provenance(path):
+    """Each fixture names the code it was recorded from (repository, full commit, file or
+    files, functions, command, versions) and stays small; each chapter's tests check its own
+    repository and cases."""
+    prov = json.loads(path.read_text())["provenance"]
+    assert prov["repository"] and re.fullmatch(r"[0-9a-f]{40}", prov["commit"]), prov
+    assert prov.get("file") or prov.get("files"), "the recorded source file(s)"
+    for key in ("functions", "command", "versions"):
+        assert prov[key], key
+    assert {"python", "numpy"} <= set(prov["versions"])
+    assert path.stat().st_size < 100_000
 
 
 def test_a_wheel_unpacked_outside_the_repository_replays_its_fixtures(tmp_path):

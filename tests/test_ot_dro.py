@@ -409,17 +409,14 @@ def _official():
 
 
 def test_official_fixture_has_its_provenance():
+    """The provenance fields every fixture has: tests/test_installed_fixtures.py."""
     import json
 
-    off = _official()
-    fixture = json.loads(off.OFFICIAL_FIXTURE.read_text())
+    fixture = json.loads(_official().OFFICIAL_FIXTURE.read_text())
     prov = fixture["provenance"]
-    assert prov["repository"] == "h305142/AdaDRO" and len(prov["commit"]) == 40
-    for key in ("file", "functions", "setup", "command", "versions", "dtype"):
-        assert prov[key], key
-    assert {"python", "torch", "numpy"} <= set(prov["versions"])
+    assert prov["repository"] == "h305142/AdaDRO" and prov["setup"] and prov["dtype"]
+    assert "torch" in prov["versions"]
     assert fixture["loss_cases"] and fixture["filter_cases"]
-    assert off.OFFICIAL_FIXTURE.stat().st_size < 100_000
 
 
 def test_cost_and_worst_case_weights_reproduce_the_official_loss():

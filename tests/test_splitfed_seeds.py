@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_splitfed import _nets
 
 from lab import splitfed as sf
 
@@ -12,10 +13,6 @@ from lab import splitfed as sf
 @pytest.fixture(scope="module")
 def digits():
     return sf.load_digits_clients(10, seed=0)
-
-
-def _nets(widths=(64, 32, 32, 10), cut=1, seed=0):
-    return sf.split_model(sf.make_mlp(widths, seed=seed), cut)
 
 
 def test_seeds_batched_equals_one_run_per_seed():

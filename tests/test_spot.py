@@ -202,15 +202,24 @@ def test_rsbb_trace_monotone_and_bound_types():
     assert abs(v - v2) < 1e-12 and st2.nodes >= st.nodes
 
 
+def _frontier_numpy_and_torch(rng, G, nodes, children, exact, device):
+    """``bound_frontier`` on ``G`` of a random frontier (``nodes`` open, ``children`` masks) by
+    both backends: ``(numpy, torch)``, each ``(bound, incumbent)``."""
+    n = G.shape[0]
+    B = rng.random((nodes, n)) < 0.5
+    masks = rng.random((children, len(exact), n)) < 0.5
+    exact = np.array(exact)
+    return (
+        spot.bound_frontier(G, B, masks, exact, backend="numpy"),
+        spot.bound_frontier(G, B, masks, exact, backend="torch", device=device),
+    )
+
+
 def test_bound_frontier_torch_matches_numpy():
     pytest.importorskip("torch")
     rng = np.random.default_rng(4)
     G = rng.normal(size=(20, 3))
-    B = rng.random((7, 20)) < 0.5
-    masks = rng.random((9, 4, 20)) < 0.5
-    exact = np.array([True, False, True, False])
-    b1, i1 = spot.bound_frontier(G, B, masks, exact, backend="numpy")
-    b2, i2 = spot.bound_frontier(G, B, masks, exact, backend="torch", device="cpu")
+    (b1, i1), (b2, i2) = _frontier_numpy_and_torch(rng, G, 7, 9, [True, False, True, False], "cpu")
     np.testing.assert_allclose(b1, b2, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(i1, i2, rtol=1e-12, atol=1e-12)
     assert np.all(b1 >= i1 - 1e-12)
@@ -235,11 +244,9 @@ def test_rsbb_torch_backend_matches_numpy():
 def test_bound_children_cuda():
     rng = np.random.default_rng(6)
     G = rng.normal(size=(256, 5))
-    B = rng.random((30, 256)) < 0.5
-    masks = rng.random((512, 4, 256)) < 0.5
-    exact = np.array([True, True, False, False])
-    b1, i1 = spot.bound_frontier(G, B, masks, exact, backend="numpy")
-    b2, i2 = spot.bound_frontier(G, B, masks, exact, backend="torch", device="cuda")
+    (b1, i1), (b2, i2) = _frontier_numpy_and_torch(
+        rng, G, 30, 512, [True, True, False, False], "cuda"
+    )
     np.testing.assert_allclose(b1, b2, rtol=1e-9)
     np.testing.assert_allclose(i1, i2, rtol=1e-9)
     X = rng.integers(0, 8, size=(256, 3)).astype(float)

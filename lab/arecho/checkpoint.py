@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.core.artifacts import load_weights, save_weights
-from lab.core.checks import check_int
+from lab.core.checks import check_instance, check_int
 
 from .corpus import Corpus, load_corpus
 from .reference import MetricTokenizer
@@ -126,8 +126,7 @@ def train_models(
 
     from .models import ParallelBaseline, TinyARECHO, train
 
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    check_instance("corpus", corpus, Corpus)
     steps = check_int("steps", steps, 1)
     seed = check_int("seed", seed, 0)
     n_bins = check_int("n_bins", n_bins, 2, 1024)
@@ -166,8 +165,7 @@ def save_models(chain: Any, parallel: Any, meta: dict, path: str | os.PathLike) 
 
     if not isinstance(chain, TinyARECHO) or not isinstance(parallel, ParallelBaseline):
         raise TypeError("chain must be a TinyARECHO and parallel a ParallelBaseline")
-    if not isinstance(meta, dict):
-        raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
+    check_instance("meta", meta, dict)
     blob = {"chain": _half(chain.state_dict()), "parallel": _half(parallel.state_dict())}
     return save_weights(path, blob, meta, "arecho/checkpoints")
 
@@ -176,8 +174,7 @@ def _open_file(path: Path, corpus: Corpus | None) -> tuple[Corpus, dict, dict, A
     """A committed file's tensors and ``meta``, with the tokenizer its models were trained with
     (refitted on the corpus's training rows: it is deterministic)."""
     corpus = load_corpus() if corpus is None else corpus
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    check_instance("corpus", corpus, Corpus)
     blob = load_weights(path, "arecho/checkpoints")
     meta = {k: (v.item() if hasattr(v, "item") else v) for k, v in blob["meta"].items()}
     tok = MetricTokenizer(int(meta["n_bins"])).fit(
@@ -252,8 +249,7 @@ def train_baselines(
 
     from .models import ParallelBaseline, train
 
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    check_instance("corpus", corpus, Corpus)
     if isinstance(cpu_seconds, bool) or not isinstance(cpu_seconds, (int, float)):
         raise TypeError(f"cpu_seconds must be a number (got {type(cpu_seconds).__name__})")
     if not cpu_seconds > 0:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.checks import check_instance
 from lab.core.memo import memo
 from lab.core.sweep import sweep
 
@@ -55,16 +56,6 @@ HEADS = (
 )
 
 
-def _check_corpus(corpus: Any) -> None:
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-
-
-def _check_settings(settings: Any, kind: type) -> None:
-    if not isinstance(settings, kind):
-        raise TypeError(f"settings must be a {kind.__name__} (got {type(settings).__name__})")
-
-
 @dataclass(frozen=True)
 class HeadErrors:
     """Test errors of notebook 1's parallel heads: ``errors[label][metric]`` (:func:`errors`)
@@ -86,8 +77,8 @@ def parallel_heads(corpus: Corpus, settings: HeadSettings) -> HeadErrors:
     from .fast import predict
     from .models import ParallelBaseline, train
 
-    _check_corpus(corpus)
-    _check_settings(settings, HeadSettings)
+    check_instance("corpus", corpus, Corpus)
+    check_instance("settings", settings, HeadSettings)
     test, y_train = corpus.test, corpus.labels[corpus.train]
     run = TrainSettings(settings.seconds, settings.steps, seed=settings.seed)
     errs, seconds = {}, {}
@@ -110,7 +101,7 @@ def label_correlations(corpus: Corpus) -> np.ndarray:
     """
     from scipy.stats import spearmanr
 
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     return spearmanr(corpus.labels).statistic
 
 
@@ -135,8 +126,8 @@ def study_models(corpus: Corpus, settings: StudySettings, seed: int) -> SeedMode
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    _check_corpus(corpus)
-    _check_settings(settings, StudySettings)
+    check_instance("corpus", corpus, Corpus)
+    check_instance("settings", settings, StudySettings)
     if settings.full:
         import lab
 
@@ -238,8 +229,8 @@ def seed_study(corpus: Corpus, settings: StudySettings | None = None) -> SeedStu
     See: book/arecho/02-chain-and-decoding.ipynb
     """
     settings = StudySettings() if settings is None else settings
-    _check_corpus(corpus)
-    _check_settings(settings, StudySettings)
+    check_instance("corpus", corpus, Corpus)
+    check_instance("settings", settings, StudySettings)
 
     def one(seed: int) -> dict[str, float]:
         return _seed_record(corpus, settings, seed)["numbers"]
@@ -291,7 +282,7 @@ def ridge_chain(corpus: Corpus) -> RidgeChain:
     from sklearn.multioutput import RegressorChain
     from sklearn.preprocessing import StandardScaler
 
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     x_tr, x_te = corpus.features[corpus.train], corpus.features[corpus.test]
     y_tr, y_te = corpus.labels[corpus.train], corpus.labels[corpus.test]
     t0 = time.process_time()
@@ -323,8 +314,8 @@ def conditioning_gains(
     """
     from .fast import decode
 
-    _check_corpus(corpus)
-    _check_settings(settings, StudySettings)
+    check_instance("corpus", corpus, Corpus)
+    check_instance("settings", settings, StudySettings)
     x, y, y_tr = (
         corpus.features[corpus.test],
         corpus.labels[corpus.test],

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array
+from lab.core.checks import check_array, check_instance
 
 from .models import ParallelBaseline
 from .reference import SOS, prepare_decoding, read_sequences
@@ -151,8 +151,7 @@ def predict(model, features) -> np.ndarray:
     """
     import torch
 
-    if not isinstance(model, ParallelBaseline):
-        raise TypeError(f"model must be a ParallelBaseline (got {type(model).__name__})")
+    check_instance("model", model, ParallelBaseline)
     dev = next(model.parameters()).device
     x = torch.as_tensor(check_array("features", features, ndim=2), dtype=torch.float32, device=dev)
     with torch.no_grad():

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_range
+from lab.core.checks import check_choice, check_instance, check_int, check_range
 from lab.core.runtime import smoke_steps
 
 from .reference import PAD, SOS, MetricTokenizer
@@ -151,8 +151,7 @@ class TinyARECHO(_module_base()):
     ):
         torch = _torch()
         super().__init__()
-        if not isinstance(tokenizer, MetricTokenizer):
-            raise TypeError(f"tokenizer must be a MetricTokenizer (got {type(tokenizer).__name__})")
+        check_instance("tokenizer", tokenizer, MetricTokenizer)
         tokenizer._check_fitted()
         n_features = check_int("n_features", n_features, 1)
         n_segments = check_int("n_segments", n_segments, 1, n_features)
@@ -368,8 +367,7 @@ def train(model, corpus, settings: TrainSettings | None = None, *, rows: Any = N
             f"model must be TinyARECHO or ParallelBaseline (got {type(model).__name__})"
         )
     settings = TrainSettings() if settings is None else settings
-    if not isinstance(settings, TrainSettings):
-        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, TrainSettings)
     rows = corpus.train if rows is None else np.asarray(rows, dtype=int)
     if rows.size == 0:
         raise ValueError("rows (or corpus.train) must not be empty")

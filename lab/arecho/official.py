@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.checks import check_instance
 from lab.core.fixtures import official_fixture
 
 from .reference import MetricTokenizer
@@ -78,8 +79,7 @@ class OfficialToyDecoder(_module()):
 
         super().__init__()
         _check_fixture(fixture)
-        if not isinstance(tokenizer, MetricTokenizer):
-            raise TypeError(f"tokenizer must be a MetricTokenizer (got {type(tokenizer).__name__})")
+        check_instance("tokenizer", tokenizer, MetricTokenizer)
         dec, out = fixture["instance"]["decoder"], fixture["outputs"]
         self.tokenizer = tokenizer
         self.anchor = torch.nn.Parameter(torch.zeros(1))  # the device and dtype probe of decode

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core.checks import check_array, check_int
+from lab.core.checks import check_array, check_instance, check_int
 from lab.core.rates import mean_ci
 
 from .corpus import Corpus
@@ -164,8 +164,7 @@ def teacher_forced(model, features: Any, labels: Any) -> np.ndarray:
 
     from .models import TinyARECHO
 
-    if not isinstance(model, TinyARECHO):
-        raise TypeError(f"model must be a TinyARECHO (got {type(model).__name__})")
+    check_instance("model", model, TinyARECHO)
     tok = model.tokenizer
     x = check_array("features", features, ndim=2)
     y = check_array("labels", labels, ndim=2)
@@ -243,8 +242,7 @@ def ridge_oracle_gain(
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
+    check_instance("corpus", corpus, Corpus)
     if isinstance(targets, str) or not isinstance(targets, Sequence) or not targets:
         raise TypeError("targets must be a non-empty sequence of metric names")
     for t in targets:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int
+from lab.core.checks import check_array, check_instance, check_int
 from lab.core.memo import memo
 
 from .corpus import T60_CLASSES, Corpus, label_utterance
@@ -56,11 +56,6 @@ __all__ = [
 BINS_GRID = (4, 8, 16, 32, 64, 128, 256, 500)
 
 
-def _check_corpus(corpus: Any) -> None:
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (got {type(corpus).__name__})")
-
-
 @memo(maxsize=256)
 def _degraded(corpus: Corpus, base: int, snr_db: float, t60: float, lowpass_hz: float, clip: bool):
     clean = corpus.clean[base]
@@ -77,7 +72,7 @@ def degraded_example(
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     base = check_int("base", base, 0, corpus.clean.shape[0] - 1)
     return _degraded(corpus, base, float(snr_db), float(t60), float(lowpass_hz), bool(clip))
 
@@ -134,7 +129,7 @@ def fitted_tokenizer(corpus: Corpus, n_bins: int, spacing: str) -> MetricTokeniz
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     return _fitted(corpus, int(n_bins), spacing)
 
 
@@ -152,7 +147,7 @@ def quantisation_error(corpus: Corpus, n_bins: int, spacing: str, metric: str) -
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     return _quantisation_error(corpus, int(n_bins), spacing, corpus.index(metric))
 
 
@@ -177,7 +172,7 @@ def tokenizer_panel(corpus: Corpus) -> Callable[..., TokenizerView]:
 
     See: book/arecho/01-degraded-speech-and-tokens.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     train = corpus.labels[corpus.train]
 
     def view(n_bins: int, spacing: str, metric: str) -> TokenizerView:
@@ -209,7 +204,7 @@ def nearest_test_rows(corpus: Corpus, snr_db: float) -> list[tuple[str, int]]:
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     test = corpus.test
     i_t60, i_clip, i_snr = corpus.index("T60"), corpus.index("clip"), corpus.index("SNR")
     out = []
@@ -244,7 +239,7 @@ def profile_panel(model, corpus: Corpus, base: int = 0, preds=None) -> Callable[
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     test = corpus.test
     if preds is None:
         preds = profile_prediction(model, corpus.features[test])
@@ -292,7 +287,7 @@ def query_errors(model, corpus: Corpus, mode: str, query: str, given: str) -> di
     """
     if query not in QUERIES or given not in GIVENS:
         raise ValueError(f"query must be one of {list(QUERIES)} and given one of {list(GIVENS)}")
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
     return _query_errors(model, corpus, mode, query, given)
 
 
@@ -301,7 +296,7 @@ def query_panel(model, corpus: Corpus) -> Callable[[str, str, str], dict[str, fl
 
     See: book/arecho/02-chain-and-decoding.ipynb
     """
-    _check_corpus(corpus)
+    check_instance("corpus", corpus, Corpus)
 
     def view(mode: str, query: str, given: str) -> dict[str, float]:
         return query_errors(model, corpus, mode, query, given)

@@ -16,6 +16,7 @@ import numpy as np
 from lab.core.checks import (
     check_array,
     check_choice,
+    check_instance,
     check_int,
     check_range,
 )
@@ -178,8 +179,7 @@ class MinNormSelection:
     rho = None
 
     def __init__(self, problem: HyperCleaning):
-        if not isinstance(problem, HyperCleaning):
-            raise TypeError(f"problem must be a HyperCleaning (got {type(problem).__name__})")
+        check_instance("problem", problem, HyperCleaning)
         self.problem = problem
         self.m = problem.m
         self.pinv = np.linalg.pinv(problem.A)
@@ -258,8 +258,7 @@ def cvxpy_inner_solve(problem: HyperCleaning, x: Any, solver: str = "CLARABEL") 
     """
     import cvxpy as cp
 
-    if not isinstance(problem, HyperCleaning):
-        raise TypeError(f"problem must be a HyperCleaning (got {type(problem).__name__})")
+    check_instance("problem", problem, HyperCleaning)
     x = check_array("x", x, shape=(problem.m,))
     check_choice("solver", solver, cp.installed_solvers())
     w = cp.Variable(problem.A.shape[1])

@@ -53,7 +53,7 @@ from lab.bilevel.settings import (
     SmoothnessSettings,
     ToyRunSettings,
 )
-from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.checks import check_array, check_instance, check_int, check_positive, check_range
 from lab.core.memo import memo
 from lab.core.rates import power_law_fit
 from lab.core.sweep import sweep
@@ -112,7 +112,7 @@ def curved_weak_convexity(settings: CurvedSettings) -> CurvedWeakConvexity:
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, CurvedSettings)
+    st = check_instance("settings", settings, CurvedSettings)
     s, box, n, seed = st.s, st.box, st.n, st.seed
     select, sample = set_maps()["sine"]
     L_Y = max(set_smoothness_of(select, sample, n, seed))
@@ -129,12 +129,6 @@ def curved_weak_convexity(settings: CurvedSettings) -> CurvedWeakConvexity:
         s, box, L_Y, M_g, L_g, M_g * L_Y + L_g * (1 + L_Y), modulus, modulus_affine,
         s * math.sin(min(box, math.pi / 2)),
     )  # fmt: skip
-
-
-def _settings(name: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -154,7 +148,7 @@ def error_bound_set_smoothness(settings: SmoothnessSettings) -> ErrorBoundSmooth
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, SmoothnessSettings)
+    st = check_instance("settings", settings, SmoothnessSettings)
     ll = rotating_line()
     rng = np.random.default_rng(st.seed)
     x = rng.uniform(-4, 4, st.n)
@@ -173,7 +167,7 @@ def set_smoothness_constants(settings: SmoothnessSettings) -> dict[str, tuple[fl
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, SmoothnessSettings)
+    st = check_instance("settings", settings, SmoothnessSettings)
     return {
         name: set_smoothness_of(select, sample, st.n, st.seed)
         for name, (select, sample) in set_maps().items()
@@ -199,7 +193,7 @@ def constraint_counterexample(settings: ConstraintSettings) -> ConstraintBreak:
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, ConstraintSettings)
+    st = check_instance("settings", settings, ConstraintSettings)
     widths = np.asarray(st.widths)
     con, free = constrained_counterexample(True), constrained_counterexample(False)
     moduli = np.array([modulus_of(con.phi_batch, 1, w, st.n, st.seed) for w in widths])
@@ -214,8 +208,7 @@ def window_moduli(problem: BilevelProblem, widths: Any, seed: int = 0) -> np.nda
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    if not isinstance(problem, BilevelProblem):
-        raise TypeError(f"problem must be a BilevelProblem, got {type(problem).__name__}")
+    check_instance("problem", problem, BilevelProblem)
     widths = check_array("widths", widths, ndim=1, min_size=1)
     if np.any(widths <= 0):
         raise ValueError(f"widths must be > 0, got {widths}")
@@ -295,7 +288,7 @@ def kink_certificate(settings: KinkSettings) -> KinkCertificate:
     """
     from scipy.optimize import brentq
 
-    st = _settings("settings", settings, KinkSettings)
+    st = check_instance("settings", settings, KinkSettings)
     toy = toy_optimistic()
     a, c = toy.params["a"], toy.params["c"]
 
@@ -337,7 +330,7 @@ def toy_baselines(settings: ToyRunSettings, gamma: float = 0.5) -> BaselineCompa
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, ToyRunSettings)
+    st = check_instance("settings", settings, ToyRunSettings)
     gamma = check_positive("gamma", gamma)
     toy = toy_pessimistic()
     x0 = np.array(st.x0)
@@ -380,7 +373,7 @@ def moreau_rivals(settings: ToyRunSettings, seeds: tuple[int, ...], gamma: float
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, ToyRunSettings)
+    st = check_instance("settings", settings, ToyRunSettings)
     gamma = check_positive("gamma", gamma)
     table = sweep(lambda seed: _moreau_pair(st, gamma, seed), None, seeds=seeds, desc="rivals")
     return MoreauRivals(tuple(seeds), table.values("izom"), table.values("goldstein"))
@@ -423,7 +416,7 @@ def izom_rate(settings: RateSettings) -> RateStudy:
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, RateSettings)
+    st = check_instance("settings", settings, RateSettings)
     table = sweep(
         lambda T, radius, seed: _rate_one(st, T, radius, seed),
         {"T": list(st.horizons), "radius": [st.delta, st.rival_radius]}, seeds=st.seeds,
@@ -463,7 +456,7 @@ def optimistic_run(settings: ToyRunSettings) -> OptimisticRun:
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    st = _settings("settings", settings, ToyRunSettings)
+    st = check_instance("settings", settings, ToyRunSettings)
     toy = toy_optimistic()
     x0 = np.array(st.x0)
     ball = st.delta if st.ball is None else st.ball
@@ -573,7 +566,7 @@ def cleaning_run(settings: CleaningSettings) -> CleaningRun:
 
     See: book/bilevel/02-hyper-cleaning.ipynb
     """
-    st = _settings("settings", settings, CleaningSettings)
+    st = check_instance("settings", settings, CleaningSettings)
     H = hyper_cleaning(st.n_train, st.p, st.n_val, st.corruption, st.seed)
     run = izom(H, np.zeros(H.m), st.T, st.eta, st.delta, st.seed, measure="none")
     return CleaningRun(H, run, H.phi_batch(run.x), H(np.zeros(H.m)), H(run.x[-1]))
@@ -585,7 +578,7 @@ def min_norm_run(settings: CleaningSettings) -> CleaningRun:
 
     See: book/bilevel/02-hyper-cleaning.ipynb
     """
-    st = _settings("settings", settings, CleaningSettings)
+    st = check_instance("settings", settings, CleaningSettings)
     H = hyper_cleaning(st.n_train, st.p, st.n_val, st.corruption, st.seed)
     mn = MinNormSelection(H)
     run = izom(mn, np.zeros(H.m), st.T, st.eta, st.delta, st.seed, measure="none")

@@ -14,6 +14,7 @@ import numpy as np
 
 from lab.core.checks import (
     check_array,
+    check_instance,
     check_int,
     check_positive,
 )
@@ -215,8 +216,7 @@ def izom_many(
     import torch
 
     batch = IZOMBatch() if batch is None else batch
-    if not isinstance(batch, IZOMBatch):
-        raise TypeError(f"batch must be an IZOMBatch, got {type(batch).__name__}")
+    check_instance("batch", batch, IZOMBatch)
     dev = resolve_device(device, x0)
     dtype = torch.float64 if batch.dtype is None else batch.dtype
     if callable(getattr(problem, "torch_oracle", None)):

@@ -18,6 +18,7 @@ from lab.bilevel.reference import psi_star
 from lab.core.checks import (
     check_array,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_range,
@@ -301,8 +302,7 @@ class ProjectedAscentOracle:
         lr: float = 0.1,
         seed: int = 0,
     ):
-        if not isinstance(problem, BilevelProblem):
-            raise TypeError(f"problem must be a BilevelProblem (got {type(problem).__name__})")
+        check_instance("problem", problem, BilevelProblem)
         self.problem = problem
         self.n_starts = check_int("n_starts", n_starts, 1)
         self.n_steps = check_int("n_steps", n_steps, 1)
@@ -488,8 +488,7 @@ def constrained_counterexample(constrained: bool = True) -> BilevelProblem:
 
     See: book/bilevel/01-kinks-and-stationarity.ipynb
     """
-    if not isinstance(constrained, bool):
-        raise TypeError(f"constrained must be a bool, got {type(constrained).__name__}")
+    check_instance("constrained", constrained, bool)
     lo, hi = (0.0, 1.0) if constrained else (-np.inf, np.inf)
 
     def answer(X):

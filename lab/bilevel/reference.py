@@ -20,6 +20,7 @@ import numpy as np
 from lab.core.checks import (
     check_array,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_real,
@@ -535,8 +536,7 @@ def izom(
     delta = check_positive("delta", delta)
     seed = check_int("seed", seed, 0)
     certificate = Certificate() if certificate is None else certificate
-    if not isinstance(certificate, Certificate):
-        raise TypeError(f"certificate must be a Certificate, got {type(certificate).__name__}")
+    check_instance("certificate", certificate, Certificate)
     measure = certificate.measure if measure is None else Certificate(measure).measure
     if measure is None:
         measure = "clarke" if getattr(oracle, "mode", "") == "optimistic" else "moreau"

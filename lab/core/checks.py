@@ -28,6 +28,7 @@ __all__ = [
     "set_field",
     "check_choice",
     "check_fields",
+    "check_instance",
     "check_array",
     "check_bool",
     "check_tensor",
@@ -230,6 +231,23 @@ def check_tensor(
     if finite and (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must contain only finite values (got NaN or inf)")
     return t
+
+
+def check_instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """Check that ``value`` is a ``kind`` (a settings dataclass, a driver's result, a model);
+    return it unchanged.
+
+    Raises
+    ------
+    TypeError
+        ``"<name> must be a <kind> (got <type>)"`` (``an`` before a vowel).
+    """
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        article = "an" if expected[0].lower() in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {expected} (got {type(value).__name__})")
+    return value
 
 
 def check_fields(name: str, value: Any, *fields: str, kind: str = "a result") -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lab.core.checks import check_array, check_choice, check_int, check_range
+from lab.core.checks import check_array, check_choice, check_instance, check_int, check_range
 from lab.core.memo import memo
 from lab.core.progress import progress
 from lab.core.rates import mean_ci
@@ -144,8 +144,7 @@ def alignment_study(
     if y_clean.shape != (X.shape[0],):
         raise ValueError(f"y_clean must have shape ({X.shape[0]},) (got {y_clean.shape})")
     settings = AlignmentSettings() if settings is None else settings
-    if not isinstance(settings, AlignmentSettings):
-        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, AlignmentSettings)
     if settings.pool_size > X.shape[0]:
         raise ValueError(
             f"settings.pool_size must be in [2, {X.shape[0]}] (got {settings.pool_size})"
@@ -387,8 +386,7 @@ def digits_alignment(settings: AlignmentSettings) -> AlignmentStudy:
 
     See: book/coreset/02-label-noise.ipynb
     """
-    if not isinstance(settings, AlignmentSettings):
-        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, AlignmentSettings)
     X, y, _, _ = _digits_split(597, settings.seed)
     return _alignment_study(X, y, settings)
 
@@ -409,8 +407,7 @@ def precompute_alignment(settings: AlignmentSettings) -> int:
 
     See: book/coreset/02-label-noise.ipynb
     """
-    if not isinstance(settings, AlignmentSettings):
-        raise TypeError(f"settings must be an AlignmentSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, AlignmentSettings)
     moves = {settings}
     for key, values in ALIGNMENT_CHOICES.items():
         moves |= {settings.replace(**{key: v}) for v in values}
@@ -445,8 +442,7 @@ def method_runs(run: RunSettings) -> dict[str, History]:
 
     See: book/coreset/03-training-under-noise.ipynb
     """
-    if not isinstance(run, RunSettings):
-        raise TypeError(f"run must be a RunSettings (got {type(run).__name__})")
+    check_instance("run", run, RunSettings)
     methods = (*METHODS, "full")
     with one_thread():
         hists = digits_runs([run.replace(method=m) for m in methods])
@@ -460,8 +456,7 @@ def precompute_training(run: RunSettings) -> int:
 
     See: book/coreset/03-training-under-noise.ipynb
     """
-    if not isinstance(run, RunSettings):
-        raise TypeError(f"run must be a RunSettings (got {type(run).__name__})")
+    check_instance("run", run, RunSettings)
     p = run.posterior
     settings = {(p.K, p.sigma)} | {(k, p.sigma) for k in TRAINING_CHOICES["K"]}
     settings |= {(p.K, s) for s in TRAINING_CHOICES["sigma"]}

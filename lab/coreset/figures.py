@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_array
+from lab.core.checks import check_array, check_fields
 from lab.coreset.settings import METHODS
 
 __all__ = [
@@ -56,7 +56,7 @@ def toy_selection_figure(selection):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    _expect("selection", selection, ("proxies", "flipped", "coresets", "shares", "settings"))
+    check_fields("selection", selection, "proxies", "flipped", "coresets", "shares", "settings")
     R, fl, sel = selection.proxies, selection.flipped, selection.coresets
     noise, budget = selection.settings.noise, selection.settings.budget
     K, sigma = selection.settings.K, selection.settings.sigma
@@ -115,8 +115,8 @@ def alignment_figure(study, settings):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    _expect("study", study, ("grad", "hess", "share", "pool_noise"))
-    _expect("settings", settings, ("noise", "budget", "K", "sigma", "trials"))
+    check_fields("study", study, "grad", "hess", "share", "pool_noise")
+    check_fields("settings", settings, "noise", "budget", "K", "sigma", "trials")
     st = study
     noise, budget, K, sigma = settings.noise, settings.budget, settings.K, settings.sigma
     trials = settings.trials
@@ -164,7 +164,7 @@ def training_figure(runs, settings, steps: int | None = None):
 
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a dict of method -> History (got {type(runs).__name__})")
-    _expect("settings", settings, ("noise", "posterior", "train"))
+    check_fields("settings", settings, "noise", "posterior", "train")
     noise, K, sigma = settings.noise, settings.posterior.K, settings.posterior.sigma
     last = settings.train.steps if steps is None else int(steps)
     fig = make_subplots(
@@ -199,15 +199,6 @@ def _until(h, steps: int):
     """``(steps, test_acc, noisy_share)`` of the history ``h`` up to ``steps``."""
     k = sum(1 for s in h.steps if s <= steps)
     return type(h)(h.method, h.steps[:k], h.test_acc[:k], h.noisy_share[:k], h.select_seconds)
-
-
-def _expect(name: str, value, fields: tuple) -> None:
-    """A figure draws a result: refuse anything without the result's fields."""
-    missing = [f for f in fields if not hasattr(value, f)]
-    if missing:
-        raise TypeError(
-            f"{name} must be a result with the fields {list(fields)} (got {type(value).__name__})"
-        )
 
 
 def _share_panel(fig, selection) -> None:
@@ -284,7 +275,7 @@ def ablation_figure(abl, abl_sig, names: dict):
     import matplotlib.pyplot as plt
 
     for name, value in (("abl", abl), ("abl_sig", abl_sig)):
-        _expect(name, value, ("wheres", "sigmas", "seeds", "acc"))
+        check_fields(name, value, "wheres", "sigmas", "seeds", "acc")
     labels = [f"{names[w]}\nσ={s:g}" for w in abl.wheres for s in abl.sigmas]
     labels += [f"{names['norm']}\nσ={s:g}" for s in abl_sig.sigmas if s not in abl.sigmas]
     rows = [abl.acc[i, j] for i in range(len(abl.wheres)) for j in range(len(abl.sigmas))]

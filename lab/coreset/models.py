@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive
+from lab.core.checks import check_array, check_choice, check_instance, check_int, check_positive
 from lab.core.progress import progress
 from lab.coreset.fast import facility_location, per_class_facility_location_many
 from lab.coreset.labels import noisy_share
@@ -316,10 +316,8 @@ def select_minibatch_coresets(
 def _settings(posterior: Any, train: Any) -> tuple[PosteriorSettings, TrainSettings]:
     posterior = PosteriorSettings() if posterior is None else posterior
     train = TrainSettings() if train is None else train
-    if not isinstance(posterior, PosteriorSettings):
-        raise TypeError(f"posterior must be a PosteriorSettings (got {type(posterior).__name__})")
-    if not isinstance(train, TrainSettings):
-        raise TypeError(f"train must be a TrainSettings (got {type(train).__name__})")
+    check_instance("posterior", posterior, PosteriorSettings)
+    check_instance("train", train, TrainSettings)
     return posterior, train
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from lab.core.checks import (
     check_bool,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_range,
@@ -361,6 +362,5 @@ class AblationSettings:
 
 def _check_types(obj: Any) -> None:
     for name, kind in (("posterior", PosteriorSettings), ("train", TrainSettings)):
-        value = getattr(obj, name, None)
-        if hasattr(obj, name) and not isinstance(value, kind):
-            raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        if hasattr(obj, name):
+            check_instance(name, getattr(obj, name), kind)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int
+from lab.core.checks import check_choice, check_instance, check_int
 from lab.core.progress import progress
 from lab.coreset.fast import per_class_many_unchecked
 from lab.coreset.models import History, balanced_pool, class_layout, make_mlp
@@ -130,8 +130,7 @@ def train_stacked(specs: Any, train: TrainSettings | None = None, *, hidden: int
     if not isinstance(specs, list) or not specs or not all(isinstance(s, RunSpec) for s in specs):
         raise TypeError("specs must be a non-empty sequence of RunSpec")
     train = TrainSettings() if train is None else train
-    if not isinstance(train, TrainSettings):
-        raise TypeError(f"train must be a TrainSettings (got {type(train).__name__})")
+    check_instance("train", train, TrainSettings)
     return train_stacked_unchecked(specs, train, check_int("hidden", hidden, 1))
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_int, check_range
+from lab.core.checks import check_instance, check_int, check_range
 from lab.core.memo import memo
 from lab.coreset.labels import corrupt_labels, noisy_share, random_coreset
 from lab.coreset.reference import (
@@ -65,8 +65,7 @@ def toy_selection(settings: ToySettings) -> ToySelection:
 
     See: book/coreset/01-facility-location.ipynb
     """
-    if not isinstance(settings, ToySettings):
-        raise TypeError(f"settings must be a ToySettings (got {type(settings).__name__})")
+    check_instance("settings", settings, ToySettings)
     s = settings
     X, _, yn, fl, W = toy_problem(s.noise, seed=s.seed)
     R = logreg_posterior_features(W, X, yn, 1, 0.0, kind="proxy")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_instance, check_int
 from lab.core.memo import memo
 
 from .problems import generate_cvrp
@@ -69,8 +69,7 @@ def gap_table(
     test = GapSettings() if test is None else test
     if not isinstance(models, dict) or not models:
         raise TypeError("models must be a non-empty dict {label: model}")
-    if not isinstance(test, GapSettings):
-        raise TypeError(f"test must be a GapSettings (got {type(test).__name__})")
+    check_instance("test", test, GapSettings)
     caps = list(test.capacities)
     if reference is not None and len(reference) != len(caps):
         raise ValueError(f"reference must hold {len(caps)} arrays (got {len(reference)})")
@@ -146,8 +145,7 @@ def expert_lengths(model, batch):
 
     from .problems import CVRPBatch
 
-    if not isinstance(batch, CVRPBatch):
-        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, CVRPBatch)
     if not len(getattr(model, "experts", ())):
         raise ValueError("model must have capacity experts (experts > 1)")
     dev = next(model.parameters()).device
@@ -184,8 +182,7 @@ def forced_expert_gaps(models: dict, test: GapSettings, reference, expert: int) 
     """
     if not isinstance(models, dict) or not models:
         raise TypeError("models must be a non-empty dict {label: model}")
-    if not isinstance(test, GapSettings):
-        raise TypeError(f"test must be a GapSettings (got {type(test).__name__})")
+    check_instance("test", test, GapSettings)
     if len(reference) != len(test.capacities):
         raise ValueError(f"reference must hold {len(test.capacities)} arrays")
     out = {k: [] for k in models}
@@ -247,8 +244,7 @@ def expert_table(model, settings: ExpertSettings | None = None) -> dict:
 
     if not isinstance(model, torch.nn.Module) or not len(getattr(model, "experts", ())):
         raise TypeError(f"model must be a TinyPOMO with experts (got {type(model).__name__})")
-    if not isinstance(settings, ExpertSettings):
-        raise TypeError(f"settings must be an ExpertSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, ExpertSettings)
     edges = model.config["edges"]
     bounds = [0, *edges, np.inf]
     labels = [f"C in ({bounds[k]:g}, {bounds[k + 1]:g}]" for k in range(len(edges) + 1)]
@@ -318,8 +314,7 @@ def expert_sweep(seeds: Sequence[int], test_seeds: Sequence[int], settings: Expe
     seeds, test_seeds = list(seeds), list(test_seeds)
     if len(seeds) != len(test_seeds):
         raise ValueError(f"test_seeds must hold one seed per training seed (got {test_seeds})")
-    if not isinstance(settings, ExpertSettings):
-        raise TypeError(f"settings must be an ExpertSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, ExpertSettings)
 
     def margins(seed: int) -> dict:
         test = replace(settings, seed=test_seeds[seeds.index(seed)])

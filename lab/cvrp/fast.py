@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice
+from lab.core.checks import check_bool, check_choice, check_instance
 
 from .problems import MAX_DEMAND, CVRPBatch, augment8, capacity_sampler
 from .settings import TrainSettings
@@ -43,8 +43,7 @@ def greedy_rollout(model, batch: CVRPBatch, starts=None, device=None):
 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
-    if not isinstance(batch, CVRPBatch):
-        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, CVRPBatch)
     dev = next(model.parameters()).device if device is None else torch.device(device)
     model = model.to(dev)
     was = model.training
@@ -84,8 +83,7 @@ def train_pomo(model, settings: TrainSettings | None = None) -> dict:
 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
-    if not isinstance(settings, TrainSettings):
-        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, TrainSettings)
     return _train(model, settings)
 
 
@@ -163,8 +161,7 @@ def evaluate(model, batch: CVRPBatch, augment: bool = False, starts: str = "all"
 
 
 def _check_decoding(batch, augment, starts) -> None:
-    if not isinstance(batch, CVRPBatch):
-        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, CVRPBatch)
     check_bool("augment", augment)
     check_choice("starts", starts, ["all", "single"])
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from lab.core.checks import check_int, check_positive
+from lab.core.checks import check_instance, check_int, check_positive
 
 from .problems import CVRPBatch
 
@@ -125,8 +125,7 @@ def node_features(batch):
 
     See: book/cvrp/02-gap-vs-tightness.ipynb
     """
-    if not isinstance(batch, CVRPBatch):
-        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, CVRPBatch)
     return torch.cat([batch.xy, (batch.demand / batch.capacity[:, None])[..., None]], dim=-1)
 
 
@@ -358,8 +357,7 @@ class TinyPOMO(nn.Module):
     def forward(
         self, batch, greedy=False, starts=None, generator=None, return_actions=False, expert=None
     ):
-        if not isinstance(batch, CVRPBatch):
-            raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+        check_instance("batch", batch, CVRPBatch)
         length, logp, actions = self.decoder(
             self.encode(batch, expert), batch, greedy, starts, generator
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_instance, check_int
 
 from .problems import generate_cvrp
 from .settings import CAPACITIES, GapSettings
@@ -87,12 +87,10 @@ def reference_lengths(
     test = GapSettings() if test is None else test
     from .solvers import reference_costs
 
-    if not isinstance(test, GapSettings):
-        raise TypeError(f"test must be a GapSettings (got {type(test).__name__})")
+    check_instance("test", test, GapSettings)
     t = test
     live = t.instances if live is None else check_int("live", live, 1, t.instances)
-    if not isinstance(cache, bool):
-        raise TypeError(f"cache must be a bool (got {type(cache).__name__})")
+    check_instance("cache", cache, bool)
     caps = list(t.capacities)
     stored = _stored(caps, t.instances, t.n, t.seed, t.seconds, live) if cache else None
     if stored is not None:

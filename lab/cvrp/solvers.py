@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_positive
+from lab.core.checks import check_array, check_instance, check_int, check_positive
 from lab.core.runtime import smoke
 
 from .reference import tour_length
@@ -90,8 +90,7 @@ def reference_costs(batch, seconds: float = 0.1, seed: int = 0):
     """
     from .problems import CVRPBatch
 
-    if not isinstance(batch, CVRPBatch):
-        raise TypeError(f"batch must be a CVRPBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, CVRPBatch)
     xy = batch.xy.detach().cpu().double().numpy()
     q = batch.demand.detach().cpu().double().numpy()
     c = batch.capacity.detach().cpu().double().numpy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.core.artifacts import load_weights, save_weights
-from lab.core.checks import check_choice
+from lab.core.checks import check_choice, check_instance
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -56,8 +56,7 @@ def save_checkpoint(model, path, meta: dict) -> Path:
         raise TypeError(f"model must be a TinyPOMO (got {type(model).__name__})")
     if not isinstance(path, str | Path):
         raise TypeError(f"path must be a file path (got {type(path).__name__})")
-    if not isinstance(meta, dict):
-        raise TypeError(f"meta must be a dict (got {type(meta).__name__})")
+    check_instance("meta", meta, dict)
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     payload = {"config": dict(model.config), "state_dict": state}
     return save_weights(path, payload, meta, "cvrp/checkpoint")
@@ -76,8 +75,7 @@ def checkpoint_keys(names=None, available: bool = False) -> list[tuple[str, int]
         raise TypeError(f"names must be a list of checkpoint names (got {type(names).__name__})")
     for nm in names:
         check_choice("names", nm, sorted(CHECKPOINTS))
-    if not isinstance(available, bool):
-        raise TypeError(f"available must be a bool (got {type(available).__name__})")
+    check_instance("available", available, bool)
     keys = [(nm, s) for nm in names for s in CHECKPOINTS[nm]["seeds"]]
     return [k for k in keys if not available or checkpoint_file(*k).exists()]
 

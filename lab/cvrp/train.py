@@ -14,6 +14,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from lab.core.checks import check_instance
+
 from .settings import TrainSettings
 from .store import CHECKPOINTS, TRAIN_STEPS, checkpoint_file, save_checkpoint
 
@@ -47,8 +49,7 @@ def build_and_train(name: str, settings: TrainSettings, d: int = 64, layers: int
     from .model import TinyPOMO
 
     check_choice("name", name, sorted(CHECKPOINTS))
-    if not isinstance(settings, TrainSettings):
-        raise TypeError(f"settings must be a TrainSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, TrainSettings)
     spec = CHECKPOINTS[name]
     with torch.random.fork_rng(devices=[]):  # the initial weights depend on seed only
         torch.manual_seed(settings.seed)

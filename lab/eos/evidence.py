@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
-from lab.core.checks import check_array, check_fields, check_int, check_positive, check_range
+from lab.core.checks import (
+    check_array,
+    check_fields,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+)
 from lab.core.rates import power_law_fit
 from lab.eos.experiments import fit_power_law
 from lab.eos.geometry import (
@@ -50,17 +57,11 @@ __all__ = [
 ]
 
 
-def _check(name: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
-    return value
-
-
 def _check_runs(runs: Any, kind: type = MLPRun) -> dict:
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict {{eta: {kind.__name__}}}")
     for eta, run in runs.items():
-        _check(f"runs[{eta!r}]", run, kind)
+        check_instance(f"runs[{eta!r}]", run, kind)
     return runs
 
 
@@ -122,7 +123,7 @@ def _supercritical_holds(run: Any) -> tuple[bool, dict]:
 def supercritical_xy(run: Any, rival: Any) -> dict:
     """Thm 5.3 on one xy run (balanced by step 3000, on the root-found 2-cycle, centred on
     x = 1), and the same check on the ``rival`` run past the window."""
-    _check("run", run, Trajectory), _check("rival", rival, Trajectory)
+    check_instance("run", run, Trajectory), check_instance("rival", rival, Trajectory)
     ok, out = _supercritical_holds(run)
     ok_rival, rival_out = _supercritical_holds(rival)
     if not np.isfinite(rival_out["gap"]):
@@ -144,7 +145,7 @@ def supercritical_xy(run: Any, rival: Any) -> dict:
 def hessian_at_flattest(model: Any, constants: Any) -> dict:
     """Prop B.7: the Riemannian Hessian of λ at θ∥* against ``ν I``; the rival is the
     Euclidean Hessian on the tangent space (no curvature of ``M``)."""
-    model, constants = check_model(model), _check("constants", constants, FlattestConstants)
+    model, constants = check_model(model), check_instance("constants", constants, FlattestConstants)
     eig = np.linalg.eigvalsh(riemannian_hessian(model, constants.theta_star))
     err = float(np.max(np.abs(eig - constants.nu)) / constants.nu)
     flat = np.linalg.eigvalsh(euclidean_tangent_hessian(model, constants.theta_star))
@@ -166,7 +167,7 @@ def convexity_on_ball(model: Any, constants: Any, n: int, seed: int) -> dict:
     points."""
     n = check_int("n", n, 1)
     seed = check_int("seed", seed, 0)
-    model, constants = check_model(model), _check("constants", constants, FlattestConstants)
+    model, constants = check_model(model), check_instance("constants", constants, FlattestConstants)
     ball = geodesic_ball_points(model, constants.ball_radius, n=n, seed=seed)
     riem = min(_smallest_eigenvalue(riemannian_hessian(model, q)) for q in ball)
     flat = min(_smallest_eigenvalue(euclidean_tangent_hessian(model, q)) for q in ball)
@@ -225,7 +226,7 @@ def _exits(runs: Any, lam_star: float) -> bool:
 def subcritical_exit(sub: Any, crit: Any) -> dict:
     """Thm 5.1 on the subcritical ``ManifoldRuns`` (every start exits, λ never rises, a
     suboptimal limit), and the same check on the critical runs."""
-    _check("sub", sub, ManifoldRuns), _check("crit", crit, ManifoldRuns)
+    check_instance("sub", sub, ManifoldRuns), check_instance("crit", crit, ManifoldRuns)
     tau = sub.exit_times()
     rise = float(np.nanmax(np.diff(sub.sharpness, axis=1)))
     lam_inf = sub.sharpness[:, -1]
@@ -276,7 +277,7 @@ def critical_rates(crit: Any, sub: Any) -> dict:
     """Thm 5.2: per curve (distance, normal coordinate), the start whose log-log slope on the
     last decade is farthest from −1/2; the rival is the subcritical runs' last decade. Returns
     ``{"distance": kwargs, "normal": kwargs}``."""
-    _check("crit", crit, ManifoldRuns), _check("sub", sub, ManifoldRuns)
+    check_instance("crit", crit, ManifoldRuns), check_instance("sub", sub, ManifoldRuns)
     last = (crit.t[-1] / 10, crit.t[-1])
     slopes = _worst_slopes(crit, last)
     rival = _worst_slopes(sub, (sub.t[-1] / 10, sub.t[-1]))
@@ -298,7 +299,7 @@ def critical_rates(crit: Any, sub: Any) -> dict:
 def supercritical_centre(sup: Any, sub: Any) -> dict:
     """Thm 5.3: the largest final distance of the supercritical runs to θ∥*; the rival is the
     subcritical runs' final distance (they stop at a sharper minimiser)."""
-    _check("sup", sup, ManifoldRuns), _check("sub", sub, ManifoldRuns)
+    check_instance("sup", sup, ManifoldRuns), check_instance("sub", sub, ManifoldRuns)
     final = float(np.max(sup.distance[:, -1]))
     rival = float(np.max(sub.distance[:, -1]))
     half_gap = 0.5 * np.abs(sup.perp[:, -1] - sup.perp[:, -2])
@@ -347,7 +348,7 @@ def supercritical_laws(eps: Any, amp: Any, offset: Any, gap: Any) -> tuple[dict,
 def drift_spread(law: Any, rival: Any) -> dict:
     """Thm 4.1: the spread of the two-step ``κ`` of ``law`` (a ``DriftLaw``); the rival is the
     law ``drift ∝ |θ⊥|`` (``rival``, ``drift_law(..., power=1)``) on the same chords."""
-    _check("law", law, DriftLaw), _check("rival", rival, DriftLaw)
+    check_instance("law", law, DriftLaw), check_instance("rival", rival, DriftLaw)
     return dict(
         measured=law.spread,
         text=f"two-step κ in [{law.kappa.min():.5f}, {law.kappa.max():.5f}] (spread "
@@ -425,7 +426,7 @@ def attractors(p4: Any, inside: Any, chaos: Any) -> tuple[dict, dict]:
     check_fields("inside", inside, "period", "returns", kind="an Attractor")
     check_fields("chaos", chaos, "lyapunov", "period", kind="an Attractor")
     for name, a in (("p4", p4), ("inside", inside), ("chaos", chaos)):
-        _check(name, a, Attractor)
+        check_instance(name, a, Attractor)
 
     def chaotic(a: Any) -> float:  # the Lyapunov exponent of an aperiodic attractor, else -1
         return a.lyapunov if a.period == 0 else -1.0

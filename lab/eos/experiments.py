@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from lab.core.checks import check_array, check_int, check_positive, check_range
+from lab.core.checks import check_array, check_instance, check_int, check_positive, check_range
 from lab.core.memo import memo
 from lab.core.rates import exponential_fit, power_law_fit
 from lab.eos.geometry import tangent_basis
@@ -357,8 +357,7 @@ def critical_run(settings: CriticalSettings):
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    if not isinstance(settings, CriticalSettings):
-        raise TypeError(f"settings must be a CriticalSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, CriticalSettings)
     model = CRITICAL_MODELS[settings.model]()
     lam_min, _ = model.flattest()
     w0 = start_point(model, settings.start_ratio * lam_min, settings.r0)
@@ -400,8 +399,7 @@ def regime_run(settings: RegimeSettings) -> RegimeRun:
     """
     from lab.eos.regimes import regime_of
 
-    if not isinstance(settings, RegimeSettings):
-        raise TypeError(f"settings must be a RegimeSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, RegimeSettings)
     model = XYModel()
     w0 = start_point(model, settings.lambda0, settings.r0)
     run = run_gd(model, w0, settings.eta, settings.steps)  # one run: the figure and the probe
@@ -418,8 +416,7 @@ def cobweb(settings: CobwebSettings) -> Cobweb:
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    if not isinstance(settings, CobwebSettings):
-        raise TypeError(f"settings must be a CobwebSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, CobwebSettings)
     model, eta = XYModel(), settings.eta
 
     def F(a):

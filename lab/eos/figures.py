@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_instance, check_int
 from lab.core.style import INK, PALETTE
 from lab.eos.results import Cobweb, CriticalFit, ManifoldRuns, MLPRun, RegimeRun
 
@@ -41,11 +41,6 @@ def log_indices(n: int, points: int = 300) -> np.ndarray:
     """About ``points`` indices in ``1 .. n-1``, evenly spaced on a log scale (for log step axes)."""
     n = check_int("n", n, 2)
     return np.unique(np.geomspace(1, n - 1, points).astype(int))
-
-
-def _require(name: str, value: object, kind: type) -> None:
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
 
 
 def _path_panel(fig, result: RegimeRun, colour: str) -> None:
@@ -129,7 +124,7 @@ def regime_figure(result: RegimeRun):
 
     See: book/eos/01-three-regimes.ipynb
     """
-    _require("result", result, RegimeRun)
+    check_instance("result", result, RegimeRun)
     from plotly.subplots import make_subplots
 
     colour = REGIME_COLOURS[result.regime]
@@ -165,7 +160,7 @@ def cobweb_figure(web: Cobweb):
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    _require("web", web, Cobweb)
+    check_instance("web", web, Cobweb)
     import plotly.graph_objects as go
 
     a = web.a
@@ -204,7 +199,7 @@ def critical_fit_figure(fit: CriticalFit):
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    _require("fit", fit, CriticalFit)
+    check_instance("fit", fit, CriticalFit)
     import plotly.graph_objects as go
 
     k, (lo, hi) = fit.k, fit.window
@@ -243,7 +238,7 @@ def critical_fit_figure(fit: CriticalFit):
 
 def network_figure(run, steps: int | None = None):
     """Sharpness (with the ``2/eta`` line) and loss of one ``mlp_digits_gd`` run, side by side."""
-    _require("run", run, MLPRun)
+    check_instance("run", run, MLPRun)
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -311,7 +306,7 @@ def manifold_curves_figure(runs: dict, *, title: str | None = None):
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a non-empty dict {regime name: ManifoldRuns}")
     for name, run in runs.items():
-        _require(f"runs[{name!r}]", run, ManifoldRuns)
+        check_instance(f"runs[{name!r}]", run, ManifoldRuns)
     fig, axes = plt.subplots(len(runs), 3, figsize=(11, 2.9 * len(runs)), squeeze=False)
     columns = ("‖θ∥ₜ − θ∥*‖", "|θ⊥ₜ|", "λ(θ∥ₜ) − λ*")
     for row, (name, run) in zip(axes, runs.items(), strict=True):

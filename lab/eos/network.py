@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.checks import check_instance
 from lab.core.memo import memo
 from lab.core.runtime import resolve_device
 from lab.eos.fast import sharpness_hvp
@@ -115,8 +116,7 @@ def mlp_digits_gd(settings: NetworkSettings, device: Any = None) -> MLPRun:
 
     from lab.core.runtime import small_problem_threads
 
-    if not isinstance(settings, NetworkSettings):
-        raise TypeError(f"settings must be a NetworkSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, NetworkSettings)
     dev = resolve_device(device)
     x, y, yi = _digits_data(settings, dev)
     params = _init_params(settings.width, settings.seed, dev)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_int, check_positive, check_range
+from lab.core.checks import check_instance, check_int, check_positive, check_range
 from lab.core.rates import exponential_fit
 from lab.eos.models import ScalarModel, check_model
 from lab.eos.results import ManifoldRuns
@@ -72,8 +72,7 @@ def tail_rates(runs: ManifoldRuns, below: float = 1e-3, floor: float = 1e-12) ->
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    if not isinstance(runs, ManifoldRuns):
-        raise TypeError(f"runs must be a ManifoldRuns (got {type(runs).__name__})")
+    check_instance("runs", runs, ManifoldRuns)
     below = check_range("below", below, 1e-300, 1.0)
     floor = check_range("floor", floor, 0.0, below)
     if not floor < below:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
-from lab.core.checks import check_int, check_positive
+from lab.core.checks import check_instance, check_int, check_positive
 from lab.lp_sufficiency.experiments import (
     DecoderCheck,
     DeletionCheck,
@@ -46,12 +46,6 @@ __all__ = [
 ]
 
 
-def _of(name: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
-    return value
-
-
 def _rates(rates: Any) -> dict[str, float]:
     if not isinstance(rates, dict) or "full D" not in rates or "no data" not in rates:
         raise TypeError("rates must be a dict with keys 'full D', 'drop i' and 'no data'")
@@ -66,8 +60,8 @@ def relevant_directions_only_evidence(views: Sequence[GeometryView], X: Polytope
     """
     if isinstance(views, (str, bytes)) or not isinstance(views, Sequence) or len(views) != 3:
         raise TypeError("views must be a sequence of three GeometryView results")
-    dims = [int(_of("views[i]", v, GeometryView).D.shape[0]) for v in views]
-    X = _of("X", X, Polytope)
+    dims = [int(check_instance("views[i]", v, GeometryView).D.shape[0]) for v in views]
+    X = check_instance("X", X, Polytope)
     edges = X.G @ np.array([[0.0, -1.0], [1.0, 0.0]])  # every edge of X (⟂ its normal), C ignored
     blind = [int(np.linalg.matrix_rank(edges))] * 3
     radii = ", ".join(f"{v.radius:g}" for v in views)
@@ -98,7 +92,7 @@ def transport_scaling_evidence(sweep: ScalingSweep, supply, demand) -> dict:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    sweep = _of("sweep", sweep, ScalingSweep)
+    sweep = check_instance("sweep", sweep, ScalingSweep)
     supply, demand = list(supply), list(demand)
     d = len(supply) * len(demand)
     blind = [  # Prop. 4's answer for C = R^d, from each box's constraint matrix
@@ -126,7 +120,7 @@ def milp_span_equals_relevant_span_evidence(span: SpanAgreement) -> dict:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    span = _of("span", span, SpanAgreement)
+    span = check_instance("span", span, SpanAgreement)
     agree, everything = span.agree, span.everything
     return {
         "measured": all(agree),
@@ -146,7 +140,7 @@ def missing_direction_evidence(check: DeletionCheck) -> dict:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    ck = _of("check", check, DeletionCheck)
+    ck = check_instance("check", check, DeletionCheck)
     plus_ok = sum(ck.plus_drops)
     return {
         "measured": bool(ck.full and not any(ck.drops)),
@@ -173,7 +167,7 @@ def hiring_fraction_grows_evidence(curve: WidthCurve, d_star: int, interviews: i
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    cv = _of("curve", curve, WidthCurve)
+    cv = check_instance("curve", curve, WidthCurve)
     d_star, interviews = check_int("d_star", d_star, 0), check_int("interviews", interviews, 0)
     n, k, w = cv.settings.n, cv.settings.k, cv.settings.widths
     return {
@@ -222,7 +216,7 @@ def least_cost_dataset_evidence(price: PriceCheck, n: int) -> dict:
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    pc = _of("price", price, PriceCheck)
+    pc = check_instance("price", price, PriceCheck)
     n = check_int("n", n, 2)
     milp, closed = np.array(pc.milp), np.array(pc.closed)
     gap_only = float(np.max(np.abs(pc.interviews_only - closed)))
@@ -314,7 +308,10 @@ def decoder_optimal_evidence(
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    ck, cd = _of("check", check, DecoderCheck), _of("check_drop", check_drop, DecoderCheck)
+    ck, cd = (
+        check_instance("check", check, DecoderCheck),
+        check_instance("check_drop", check_drop, DecoderCheck),
+    )
     skip, size = check_int("skip", skip, 0), check_int("size", size, 1)
     wrong = cd.wrong / cd.draws
     return {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int
+from lab.core.checks import check_array, check_instance, check_int
 from lab.core.memo import memo
 from lab.core.sweep import sweep
 from lab.lp_sufficiency.problems import (
@@ -169,7 +169,7 @@ def transportation_sweep(settings: TransportSettings) -> ScalingSweep:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    st = _settings("settings", settings, TransportSettings)
+    st = check_instance("settings", settings, TransportSettings)
     supply, demand = np.array(st.supply), np.array(st.demand)
     center = np.random.default_rng(st.seed).uniform(0, 10, supply.size * demand.size)
     out = ScalingSweep([], [], [], [], [], (supply.size - 1) * (demand.size - 1))
@@ -217,19 +217,13 @@ def decoder_check(D, X: Polytope, C: BoxSet, settings: DecoderSettings, *, devic
 
     check_pair(X, C)
     D = check_dataset(D, X.dim)
-    st = _settings("settings", settings, DecoderSettings)
+    st = check_instance("settings", settings, DecoderSettings)
     c = C.sample(st.draws, rng=np.random.default_rng(st.seed))
     t0 = time.perf_counter()
     x, _ = fast.decode(D, c @ D.T, X, C, device=device)
     seconds = time.perf_counter() - t0
     gap = np.einsum("ij,ij->i", c, x) - (c @ X.vertices().T).min(axis=1)
     return DecoderCheck(st.draws, float(gap.max()), int(np.sum(gap > 1e-8)), seconds)
-
-
-def _settings(name: str, value, kind: type):
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__} (got {type(value).__name__})")
-    return value
 
 
 def _polygon_order(V: np.ndarray) -> np.ndarray:
@@ -243,7 +237,7 @@ def geometry_view(settings: GeometrySettings) -> GeometryView:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    st = _settings("settings", settings, GeometrySettings)
+    st = check_instance("settings", settings, GeometrySettings)
     X = regular_polygon(st.n_sides)
     angle = np.radians(st.angle_deg)
     centre = np.array([np.cos(angle), np.sin(angle)])
@@ -265,7 +259,7 @@ def hiring_view(settings: HiringSettings) -> HiringView:
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    st = _settings("settings", settings, HiringSettings)
+    st = check_instance("settings", settings, HiringSettings)
     lo, hi = hiring_instance(st.n, st.width, st.seed)
     pairs = tuple(sorted(topk_relevant_pairs(lo, hi, st.k)))
     d_star = int(topk_sdd(lo, hi, st.k).shape[0])
@@ -318,7 +312,7 @@ def span_agreement(settings: SpanSettings) -> SpanAgreement:
 
     See: book/lp_sufficiency/01-geometry-and-construction.ipynb
     """
-    st = _settings("settings", settings, SpanSettings)
+    st = check_instance("settings", settings, SpanSettings)
     grid = {"trials": [st.trials], "base_seed": [st.seed]}
     s = sweep(_span_trial, grid, seeds=range(st.trials), desc="hiring instances")
     where = {"trials": st.trials, "base_seed": st.seed}
@@ -355,7 +349,7 @@ def width_curve(settings: WidthSettings) -> WidthCurve:
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    st = _settings("settings", settings, WidthSettings)
+    st = check_instance("settings", settings, WidthSettings)
     dstar, interviews, d_milp = [], [], []
     for w in st.widths:
         lo, hi = hiring_instance(st.n, w, seed=st.seed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive
+from lab.core.checks import check_array, check_choice, check_instance, check_int, check_positive
 
 __all__ = [
     "Polytope",
@@ -301,10 +301,8 @@ def hiring_instance(n: int = 12, width: float = 1.5, seed: int = 0):
 
 
 def check_pair(X, C):
-    if not isinstance(X, Polytope):
-        raise TypeError(f"X must be a Polytope (got {type(X).__name__})")
-    if not isinstance(C, BoxSet):
-        raise TypeError(f"C must be a BoxSet (got {type(C).__name__})")
+    check_instance("X", X, Polytope)
+    check_instance("C", C, BoxSet)
     if X.dim != C.dim:
         raise ValueError(f"X and C must have the same dimension (got {X.dim} and {C.dim})")
 
@@ -365,6 +363,17 @@ def topk_sdd(lo, hi, k: int, queries: str = "comparisons") -> np.ndarray:
     if queries == "interviews":
         nodes = sorted({i for p in pairs for i in p})
         return np.eye(n)[nodes] if nodes else np.zeros((0, n))
+    rows = []
+    for i, j in _spanning_forest(n, pairs)[0]:
+        e = np.zeros(n)
+        e[i], e[j] = 1.0, -1.0
+        rows.append(e)
+    return np.array(rows) if rows else np.zeros((0, n))
+
+
+def _spanning_forest(n: int, pairs) -> tuple[list[tuple[int, int]], list[int]]:
+    """Union-find over ``range(n)``: the edges of ``pairs`` (in their order) that join two
+    components (a spanning forest), and each node's component root."""
     parent = list(range(n))
 
     def root(i):
@@ -373,33 +382,21 @@ def topk_sdd(lo, hi, k: int, queries: str = "comparisons") -> np.ndarray:
             i = parent[i]
         return i
 
-    rows = []
-    for i, j in pairs:  # union-find spanning forest
+    tree = []
+    for i, j in pairs:
         ri, rj = root(i), root(j)
         if ri != rj:
             parent[ri] = rj
-            e = np.zeros(n)
-            e[i], e[j] = 1.0, -1.0
-            rows.append(e)
-    return np.array(rows) if rows else np.zeros((0, n))
+            tree.append((i, j))
+    return tree, [root(i) for i in range(n)]
 
 
 def _components(n: int, pairs) -> list[list[int]]:
     """Connected components (with at least one edge) of the graph on ``range(n)``."""
-    parent = list(range(n))
-
-    def root(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, j in pairs:
-        parent[root(i)] = root(j)
-    nodes = sorted({i for p in pairs for i in p})
+    roots = _spanning_forest(n, pairs)[1]
     comps: dict[int, list[int]] = {}
-    for i in nodes:
-        comps.setdefault(root(i), []).append(i)
+    for i in sorted({i for p in pairs for i in p}):
+        comps.setdefault(roots[i], []).append(i)
     return list(comps.values())
 
 

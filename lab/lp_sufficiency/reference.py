@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_positive
+from lab.core.checks import check_array, check_choice, check_instance, check_int, check_positive
 from lab.lp_sufficiency.problems import BoxSet, Polytope, check_dataset, check_pair
 
 __all__ = [
@@ -424,8 +424,7 @@ def sample_equivalent_pairs(D, C: BoxSet, trials: int, rng=None):
 
     See: book/lp_sufficiency/02-hiring-and-monte-carlo.ipynb
     """
-    if not isinstance(C, BoxSet):
-        raise TypeError(f"C must be a BoxSet (got {type(C).__name__})")
+    check_instance("C", C, BoxSet)
     d = C.dim
     D = check_dataset(D, d)
     trials = check_int("trials", trials, 1)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from lab.core.checks import check_instance
 from lab.omiso.array import (
     COUNT_MAX,
     POST_NOISE,
@@ -70,11 +71,9 @@ def run_sessions(
     from lab.core.checks import check_bool
     from lab.core.runtime import resolve_device
 
-    if not isinstance(batch, SessionBatch):
-        raise TypeError(f"batch must be a SessionBatch (got {type(batch).__name__})")
+    check_instance("batch", batch, SessionBatch)
     settings = SessionSettings() if settings is None else settings
-    if not isinstance(settings, SessionSettings):
-        raise TypeError(f"settings must be a SessionSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, SessionSettings)
     return_states = check_bool("return_states", return_states)
     dims = check_dims(settings.dims, batch.q)
     target = default_target(dims) if batch.target is None else np.asarray(batch.target)

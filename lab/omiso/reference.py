@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_int, check_positive
+from lab.core.checks import check_array, check_instance, check_int, check_positive
 from lab.omiso.array import UtahArraySim, session_plan
 from lab.omiso.models import RandomChoice, make_method
 from lab.omiso.settings import SessionSettings, check_dims
@@ -238,11 +238,9 @@ def run_session(
 
     See: book/omiso/03-closing-the-loop.ipynb
     """
-    if not isinstance(sim, UtahArraySim):
-        raise TypeError(f"sim must be a UtahArraySim (got {type(sim).__name__})")
+    check_instance("sim", sim, UtahArraySim)
     settings = SessionSettings() if settings is None else settings
-    if not isinstance(settings, SessionSettings):
-        raise TypeError(f"settings must be a SessionSettings (got {type(settings).__name__})")
+    check_instance("settings", settings, SessionSettings)
     dims = check_dims(settings.dims, sim.q)
     target = default_target(dims) if target is None else target
     target = check_array("target", target, shape=(len(dims),))

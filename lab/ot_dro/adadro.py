@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.core.checks import check_bool, check_choice, check_positive, check_range
+from lab.core.checks import check_bool, check_choice, check_instance, check_positive, check_range
 from lab.ot_dro.calibration import (
     iot_loss_unchecked,
     refine_reference_unchecked,
@@ -83,8 +83,7 @@ def adadro_step(model, batch_p, batch_nu, opt, cfg: AdaDROConfig | None = None) 
     import torch
 
     cfg = AdaDROConfig() if cfg is None else cfg
-    if not isinstance(cfg, AdaDROConfig):
-        raise TypeError(f"cfg must be an AdaDROConfig (got {type(cfg).__name__})")
+    check_instance("cfg", cfg, AdaDROConfig)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(opt, torch.optim.Optimizer):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.core import claims
-from lab.core.checks import check_int, check_range
+from lab.core.checks import check_fields, check_int, check_range
 
 __all__ = [
     "sample_complexity",
@@ -22,12 +22,6 @@ __all__ = [
     "filter_drops_corrupt",
     "filter_robust",
 ]
-
-
-def _need(name: str, value, kind: str, *attrs: str):
-    if not all(hasattr(value, a) for a in attrs):
-        raise TypeError(f"{name} must be a {kind} (got {type(value).__name__})")
-    return value
 
 
 def _exponent(nb) -> float:
@@ -41,8 +35,8 @@ def sample_complexity(nb, rival, pool: int) -> dict:
 
     See: book/ot_dro/01-worst-case-plans.ipynb
     """
-    _need("nb", nb, "NestedBias", "M", "bias")
-    _need("rival", rival, "NestedBias", "M", "bias")
+    check_fields("nb", nb, "M", "bias", kind="a NestedBias")
+    check_fields("rival", rival, "M", "bias", kind="a NestedBias")
     pool = check_int("pool", pool, 1)
     a, a_rival = _exponent(nb), _exponent(rival)
     slopes = np.diff(np.log(-nb.bias)) / np.diff(np.log(nb.M))  # local exponents
@@ -78,7 +72,7 @@ def calibration_own_copy(costs) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    _need("costs", costs, "CalibrationCosts", "semantic", "euclidean")
+    check_fields("costs", costs, "semantic", "euclidean", kind="a CalibrationCosts")
     (s0, m0, _), (s1, m1, _), (e0, e1, _) = (
         costs.semantic["before"],
         costs.semantic["after"],
@@ -109,8 +103,8 @@ def calibration_blocks(sweep, costs) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    _need("sweep", sweep, "Sweep (calibration_sweep)", "values")
-    _need("costs", costs, "CalibrationCosts", "label_distance")
+    check_fields("sweep", sweep, "values", kind="a Sweep (calibration_sweep)")
+    check_fields("costs", costs, "label_distance", kind="a CalibrationCosts")
     before, after = sweep.values("blocks_before"), sweep.values("blocks_after")
     f_before, f_after = sweep.values("feature_before"), sweep.values("feature_after")
     d, d_feature = claims.paired(after, before), claims.paired(f_after, f_before)
@@ -144,7 +138,7 @@ def shift_robust(sweep) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    _need("sweep", sweep, "Sweep (shift_sweep)", "values")
+    check_fields("sweep", sweep, "values", kind="a Sweep (shift_sweep)")
     acc = {
         m: sweep.values("shifted", method=m) for m in ("erm", "erm_nu", "sinkhorn_dro", "adadro")
     }
@@ -189,7 +183,7 @@ def filter_drops_corrupt(run) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    _need("run", run, "FilterRun", "history", "history_unpaired")
+    check_fields("run", run, "history", "history_unpaired", kind="a FilterRun")
     h = run.history
     k_clean, k_bad = np.array(h["keep_clean"]), np.array(h["keep_bad"])
     gap, kc, kb = _gap(h)
@@ -220,7 +214,7 @@ def filter_robust(run, corrupt: float) -> dict:
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    _need("run", run, "FilterRun", "accuracy")
+    check_fields("run", run, "accuracy", kind="a FilterRun")
     corrupt = check_range("corrupt", corrupt, 0.0, 1.0)
     a = run.accuracy
     ada, nof, nu = a["adadro"], a["adadro_nofilter"], a["erm_nu"]

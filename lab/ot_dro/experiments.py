@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_instance, check_int, check_positive, check_range
 from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
 from lab.core.runtime import small_problem_threads, smoke, smoke_steps
@@ -116,12 +116,6 @@ class CalibrationSettings:
         check_positive("ce_weight", self.ce_weight, allow_zero=True)
 
 
-def _settings(settings, kind):
-    if not isinstance(settings, kind):
-        raise TypeError(f"settings must be a {kind.__name__} (got {type(settings).__name__})")
-    return settings
-
-
 def _task(n_train, corrupt, seed):
     import torch
 
@@ -140,7 +134,9 @@ def train_method(settings: TrainSettings, seed: int = 0):
 
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
-    return _train_threads(_settings(settings, TrainSettings), check_int("seed", seed, 0))
+    return _train_threads(
+        check_instance("settings", settings, TrainSettings), check_int("seed", seed, 0)
+    )
 
 
 def _train_threads(settings: TrainSettings, seed: int):
@@ -204,7 +200,9 @@ def calibrate(settings: CalibrationSettings | None = None, seed: int = 0):
 
     import torch
 
-    s = _settings(CalibrationSettings() if settings is None else settings, CalibrationSettings)
+    s = check_instance(
+        "settings", CalibrationSettings() if settings is None else settings, CalibrationSettings
+    )
     seed = check_int("seed", seed, 0)
     with small_problem_threads(1):
         Xt, yt, Xqt, _ = _task(s.n_train, 0.0, seed)
@@ -305,7 +303,9 @@ def calibration_scores(settings: CalibrationSettings, seed: int) -> dict:
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     seed = check_int("seed", seed, 0)
-    return _disk(_calibration_scores)(_settings(settings, CalibrationSettings), seed)
+    return _disk(_calibration_scores)(
+        check_instance("settings", settings, CalibrationSettings), seed
+    )
 
 
 @disk_memo
@@ -331,7 +331,7 @@ def calibration_sweep(settings: CalibrationSettings, seeds):
 
     from lab.core.sweep import sweep
 
-    settings = _settings(settings, CalibrationSettings)
+    settings = check_instance("settings", settings, CalibrationSettings)
     return sweep(partial(calibration_scores, settings=settings), None, seeds=seeds, desc="seeds")
 
 
@@ -354,7 +354,7 @@ def shift_scores(method: str, settings: TrainSettings, seed: int) -> dict:
     See: book/ot_dro/02-calibration-and-shift.ipynb
     """
     method, seed = check_choice("method", method, METHODS), check_int("seed", seed, 0)
-    return _disk(_shift_scores)(method, _settings(settings, TrainSettings), seed)
+    return _disk(_shift_scores)(method, check_instance("settings", settings, TrainSettings), seed)
 
 
 @disk_memo
@@ -376,7 +376,7 @@ def shift_sweep(settings: TrainSettings, methods, seeds):
 
     from lab.core.sweep import Sweep, sweep
 
-    settings = _settings(settings, TrainSettings)
+    settings = check_instance("settings", settings, TrainSettings)
     methods = [check_choice("methods", m, METHODS) for m in methods]
     runs = {
         m: sweep(partial(shift_scores, m, settings=settings), None, seeds, desc=m) for m in methods
@@ -403,7 +403,7 @@ def filter_run(settings: TrainSettings, seed: int, methods=("erm_nu", "adadro_no
     """
     methods = tuple(check_choice("methods", m, METHODS) for m in methods)
     seed = check_int("seed", seed, 0)
-    return _disk(_filter_run)(_settings(settings, TrainSettings), seed, methods)
+    return _disk(_filter_run)(check_instance("settings", settings, TrainSettings), seed, methods)
 
 
 @disk_memo

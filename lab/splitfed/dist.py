@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from lab.core.checks import check_choice, check_int, check_positive
+from lab.core.checks import check_choice, check_instance, check_int, check_positive
 
 from .history import History
 from .hyperparams import MUSplitFedConfig
@@ -92,8 +92,7 @@ def free_port() -> int:
 
 
 def _check_world(cfg: Any, world_size: int, high: int = 64) -> int:
-    if not isinstance(cfg, MUSplitFedConfig):
-        raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
+    check_instance("cfg", cfg, MUSplitFedConfig)
     world_size = check_int("world_size", world_size, 2, high)
     if cfg.clients != world_size - 1:
         raise ValueError(
@@ -105,8 +104,7 @@ def _check_world(cfg: Any, world_size: int, high: int = 64) -> int:
 def _gloo(gloo: Any) -> GlooSettings:
     if gloo is None:
         return GlooSettings()
-    if not isinstance(gloo, GlooSettings):
-        raise TypeError(f"gloo must be a GlooSettings (got {type(gloo).__name__})")
+    check_instance("gloo", gloo, GlooSettings)
     return gloo
 
 

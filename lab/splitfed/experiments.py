@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_real
+from lab.core.checks import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_positive,
+    check_real,
+)
 from lab.core.diskcache import disk_memo
 
 from .history import History
@@ -126,8 +133,7 @@ def simulate_digits(settings: DigitsRun, device: Any = None) -> History:
     """
     from lab.core.runtime import resolve_device
 
-    if not isinstance(settings, DigitsRun):
-        raise TypeError(f"settings must be a DigitsRun (got {type(settings).__name__})")
+    check_instance("settings", settings, DigitsRun)
     return _simulate_digits(settings, str(resolve_device(device)))
 
 
@@ -172,8 +178,7 @@ def simulate_digits_seeds(settings: DigitsRun, seeds: Any, device: Any = None) -
     """
     from lab.core.runtime import resolve_device
 
-    if not isinstance(settings, DigitsRun):
-        raise TypeError(f"settings must be a DigitsRun (got {type(settings).__name__})")
+    check_instance("settings", settings, DigitsRun)
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of integers (got {type(seeds).__name__})")
     seeds = tuple(check_int("seeds", s, 0) for s in seeds)
@@ -263,8 +268,7 @@ def straggler_runs(study: StragglerStudy, device: Any = None) -> dict[str, Any]:
 
     See: book/splitfed/03-stragglers-and-gloo.ipynb
     """
-    if not isinstance(study, StragglerStudy):
-        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    check_instance("study", study, StragglerStudy)
     seed = study.run.cfg.seed
     fixed = {tau: simulate_digits(study.fixed(tau, seed), device) for tau in (1, 4)}
     out = {"fixed": fixed, "adaptive": {}, "curves": {}, "ttt": {}, "ends": {}}
@@ -297,8 +301,7 @@ def paired_times(study: StragglerStudy, seeds: Any, device: Any = None):
     """
     from lab.core.sweep import sweep
 
-    if not isinstance(study, StragglerStudy):
-        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    check_instance("study", study, StragglerStudy)
     seeds = list(seeds)
     D, rounds = study.paired_delay, study.run.cfg.rounds
 
@@ -331,8 +334,7 @@ def fedavg_rounds(study: StragglerStudy, seeds: Any, *, lr: float = 0.1):
     """
     from lab.core.sweep import sweep
 
-    if not isinstance(study, StragglerStudy):
-        raise TypeError(f"study must be a StragglerStudy (got {type(study).__name__})")
+    check_instance("study", study, StragglerStudy)
     seeds = list(seeds)
     cfg = study.run.cfg
 
@@ -374,8 +376,7 @@ def rounds_to_target(hist: History, target: float, *, key: str = "loss", below: 
 
     See: book/splitfed/02-unbalanced-updates.ipynb
     """
-    if not isinstance(hist, History):
-        raise TypeError(f"hist must be a History (got {type(hist).__name__})")
+    check_instance("hist", hist, History)
     check_choice("key", key, ["loss", "acc"])
     target = check_real("target", target)
     vals = np.asarray(getattr(hist, key), dtype=float)
@@ -408,10 +409,8 @@ def retime(hist: History, straggler: StragglerModel, clients: int) -> np.ndarray
 
     See: book/splitfed/03-stragglers-and-gloo.ipynb
     """
-    if not isinstance(hist, History):
-        raise TypeError(f"hist must be a History (got {type(hist).__name__})")
-    if not isinstance(straggler, StragglerModel):
-        raise TypeError(f"straggler must be a StragglerModel (got {type(straggler).__name__})")
+    check_instance("hist", hist, History)
+    check_instance("straggler", straggler, StragglerModel)
     clients = check_int("clients", clients, 1)
     if straggler.mean_delays.size not in (1, clients):
         raise ValueError(f"straggler has {straggler.mean_delays.size} delays, not {clients}")
@@ -453,8 +452,7 @@ def fedavg_first_order(
 
     See: book/splitfed/03-stragglers-and-gloo.ipynb
     """
-    if not isinstance(cfg, MUSplitFedConfig):
-        raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
+    check_instance("cfg", cfg, MUSplitFedConfig)
     if not isinstance(data, dict) or "clients" not in data or "train" not in data:
         raise TypeError("data must be the dict returned by load_digits_clients")
     lr = check_positive("lr", lr)

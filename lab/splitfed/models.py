@@ -12,6 +12,7 @@ import numpy as np
 from lab.core.checks import (
     check_bool,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_range,
@@ -289,8 +290,7 @@ def evaluator(client_net: Any, server_net: Any, train: Any, test: Any):
 def check_inputs(client_net, server_net, client_datasets, cfg):
     from torch import nn
 
-    if not isinstance(cfg, MUSplitFedConfig):
-        raise TypeError(f"cfg must be a MUSplitFedConfig (got {type(cfg).__name__})")
+    check_instance("cfg", cfg, MUSplitFedConfig)
     for name, net in (("client_net", client_net), ("server_net", server_net)):
         if not isinstance(net, nn.Module):
             raise TypeError(f"{name} must be a torch.nn.Module (got {type(net).__name__})")

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.core.checks import check_bool, check_choice, check_int, check_positive, check_range
+from lab.core.checks import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+)
 from lab.core.memo import memo
 
 from .baselines import exhaustive_tree, greedy_split_tree, greedy_tree
@@ -197,8 +204,7 @@ def improvement_steps(settings: StepSettings) -> list[StepComparison]:
 
     See: book/spot/02-reduced-space-bnb.ipynb
     """
-    if not isinstance(settings, StepSettings):
-        raise TypeError(f"settings must be a StepSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, StepSettings)
     return [
         _compare_step(n, d, settings.highs_limit, settings.resolve) for n, d in settings.instances
     ]
@@ -285,8 +291,7 @@ def explorer_run(settings: ExplorerSettings) -> ExplorerRun:
 
     See: book/spot/03-spot-loop.ipynb
     """
-    if not isinstance(settings, ExplorerSettings):
-        raise TypeError(f"settings must be an ExplorerSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, ExplorerSettings)
     s = settings
     mdp = _mdp(s.name, s.slip)
     res = spot(mdp, s.depth, s.weights, warm_start=s.warm_start)
@@ -541,8 +546,7 @@ def instance_runs(settings: LoopSettings) -> dict[tuple[str, int], InstanceRun]:
 
     See: book/spot/03-spot-loop.ipynb
     """
-    if not isinstance(settings, LoopSettings):
-        raise TypeError(f"settings must be a LoopSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, LoopSettings)
     out = {}
     for name, d in settings.instances:
         mdp = _mdp(name, 1 / 3)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.core.checks import check_int
+from lab.core.checks import check_instance, check_int
 
 from .mdp import TabularMDP, check_mdp
 from .tree import Tree
@@ -85,8 +85,7 @@ def policy_figure(
     See: book/spot/01-tree-policies.ipynb
     """
     mdp = check_mdp(mdp)
-    if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be a Tree (got {type(tree).__name__})")
+    check_instance("tree", tree, Tree)
     from plotly.subplots import make_subplots
 
     fig = make_subplots(

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from lab.core.checks import check_array, check_choice, check_int, check_range
+from lab.core.checks import check_array, check_choice, check_instance, check_int, check_range
 
 __all__ = [
     "TabularMDP",
@@ -122,8 +122,7 @@ class TabularMDP:
 
 def check_mdp(mdp: Any) -> TabularMDP:
     """``mdp`` itself if it is a :class:`TabularMDP`, else a ``TypeError`` naming the argument."""
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"mdp must be a TabularMDP (got {type(mdp).__name__})")
+    check_instance("mdp", mdp, TabularMDP)
     return mdp
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from lab.core.checks import (
     check_array,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
 )
@@ -226,12 +227,6 @@ def epoch_schedule(T: int, L0: int = 64, c_e: float = 1.0, d: int = 2) -> list[t
     return out
 
 
-def _check_env(env):
-    if not isinstance(env, StrategicEnv):
-        raise TypeError(f"env must be a StrategicEnv (got {type(env).__name__})")
-    return env
-
-
 def explore_fit_shift(
     env: StrategicEnv,
     T: int,
@@ -269,7 +264,7 @@ def explore_fit_shift(
 
     See: book/strategic/02-regret.ipynb
     """
-    env = _check_env(env)
+    env = check_instance("env", env, StrategicEnv)
     T = check_int("T", T, 1)
     fitter = check_choice("fitter", fitter, ("erm01", "logistic"))
     shift = bool(shift)
@@ -363,7 +358,7 @@ def naive_unshifted(env: StrategicEnv, T: int, seed: int = 0) -> dict:
 
     See: book/strategic/02-regret.ipynb
     """
-    env = _check_env(env)
+    env = check_instance("env", env, StrategicEnv)
     T = check_int("T", T, 1)
     seed = check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab.core.checks import check_array, check_bool
+from lab.core.checks import check_array, check_bool, check_instance
 from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
 from lab.core.runtime import resolve_device, smoke_steps
@@ -63,12 +63,6 @@ __all__ = [
 ]
 
 
-def _settings(name: str, value, kind):
-    if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
 # ------------------------------------------------------------------------------------------
 # Notebook 1: the game
 # ------------------------------------------------------------------------------------------
@@ -90,7 +84,7 @@ def raise_curves(settings: RaiseSettings) -> RaiseCurves:
 
     See: book/strategic/01-best-responses.ipynb
     """
-    st = _settings("settings", settings, RaiseSettings)
+    st = check_instance("settings", settings, RaiseSettings)
     shifts = np.array(st.shifts)
     loss, best, gap = {}, {}, {}
     for radius in st.radii:
@@ -127,7 +121,7 @@ def best_response_scene(settings: ScatterSettings) -> ResponseScene:
 
     See: book/strategic/01-best-responses.ipynb
     """
-    st = _settings("settings", settings, ScatterSettings)
+    st = check_instance("settings", settings, ScatterSettings)
     env = StrategicEnv(b_star=0.0, r=st.r, noise=st.noise, n_mc=20_000)
     X, y = env.sample(st.n, np.random.default_rng(st.seed))
     w, tau = env.w_star, env.b_star + st.shift
@@ -214,7 +208,7 @@ def compare_learners(settings: ComparisonSettings, device=None) -> Comparison:
 
     See: book/strategic/02-regret.ipynb
     """
-    settings = _settings("settings", settings, ComparisonSettings)
+    settings = check_instance("settings", settings, ComparisonSettings)
     return _compare(settings, str(resolve_device(device)))
 
 
@@ -291,7 +285,7 @@ def horizon_study(settings: HorizonSettings, device=None, *, curves: bool = Fals
 
     See: book/strategic/02-regret.ipynb
     """
-    settings = _settings("settings", settings, HorizonSettings)
+    settings = check_instance("settings", settings, HorizonSettings)
     curves = check_bool("curves", curves)
     final, means = _horizons(settings, str(resolve_device(device)))
     return (final, means) if curves else final
@@ -338,5 +332,5 @@ def parameter_sweep(settings: SweepSettings, device=None) -> Sweep:
 
     See: book/strategic/03-sweeps.ipynb
     """
-    settings = _settings("settings", settings, SweepSettings)
+    settings = check_instance("settings", settings, SweepSettings)
     return _sweep(settings, str(resolve_device(device)), smoke_steps(settings.T, 200))

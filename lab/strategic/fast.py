@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int
+from lab.core.checks import check_choice, check_instance, check_int
 from lab.core.runtime import resolve_device
 from lab.strategic.model import StrategicMassart
 from lab.strategic.prox import prox_argmin
@@ -64,8 +64,7 @@ def draw_streams(T: int, d: int, seeds) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _check(env, T, seeds, draws):
-    if not isinstance(env, StrategicMassart):
-        raise TypeError(f"env must be a StrategicMassart (got {type(env).__name__})")
+    check_instance("env", env, StrategicMassart)
     T = check_int("T", T, 4)
     if draws is None:
         draws = draw_streams(T, env.d, seeds)

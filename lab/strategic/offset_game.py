@@ -20,10 +20,12 @@ import numpy as np
 from lab.core.checks import (
     check_array,
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_range,
 )
+from lab.strategic.reference import TIE, unit_vector
 
 __all__ = [
     "NOISE_PROFILES",
@@ -36,17 +38,16 @@ __all__ = [
 ]
 
 NOISE_PROFILES = ("none", "uniform", "asymmetric", "margin")
-TIE = 1e-9
 
 
-def _unit(name: str, w, d: int | None = None) -> np.ndarray:
-    w = check_array(name, w, ndim=1, min_size=1)
-    if d is not None and w.shape[0] != d:
-        raise ValueError(f"{name} must have length d = {d} (got {w.shape[0]})")
-    nrm = float(np.linalg.norm(w))
-    if nrm == 0.0:
-        raise ValueError(f"{name} must be nonzero (got norm 0)")
-    return w / nrm
+def _rule(X, w, tau) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(X, w / |w|, tau)`` of the rule ``<w, x> >= tau`` on the features ``X``, validated."""
+    X = check_array("X", X, ndim=2)
+    w = unit_vector("w", w, X.shape[1])
+    tau = float(tau)
+    if math.isnan(tau):
+        raise ValueError("tau must not be NaN")
+    return X, w, tau
 
 
 # ------------------------------------------------------------------------------------------
@@ -60,11 +61,7 @@ def accepts(X, w, tau) -> np.ndarray:
 
     See: book/strategic/01-best-responses.ipynb
     """
-    X = check_array("X", X, ndim=2)
-    w = _unit("w", w, X.shape[1])
-    tau = float(tau)
-    if math.isnan(tau):
-        raise ValueError("tau must not be NaN")
+    X, w, tau = _rule(X, w, tau)
     return X @ w >= tau
 
 
@@ -93,11 +90,7 @@ def best_response(X, w, tau, r, tie: float = TIE) -> np.ndarray:
 
     See: book/strategic/01-best-responses.ipynb
     """
-    X = check_array("X", X, ndim=2)
-    w = _unit("w", w, X.shape[1])
-    tau = float(tau)
-    if math.isnan(tau):
-        raise ValueError("tau must not be NaN")
+    X, w, tau = _rule(X, w, tau)
     r = check_positive("r", r, allow_zero=True)
     tie = check_positive("tie", tie, allow_zero=True)
     s = X @ w
@@ -147,7 +140,7 @@ class StrategicEnv:
     seed: int = 0
 
     def __post_init__(self):
-        self.w_star = _unit("w_star", self.w_star)
+        self.w_star = unit_vector("w_star", self.w_star)
         self.b_star = check_range("b_star", self.b_star, -5.0, 5.0)
         self.r = check_positive("r", self.r, allow_zero=True)
         self.noise = check_choice("noise", self.noise, NOISE_PROFILES)
@@ -232,8 +225,7 @@ def clairvoyant(env: StrategicEnv) -> tuple[np.ndarray, float]:
 
     See: book/strategic/01-best-responses.ipynb
     """
-    if not isinstance(env, StrategicEnv):
-        raise TypeError(f"env must be a StrategicEnv (got {type(env).__name__})")
+    check_instance("env", env, StrategicEnv)
     return env.w_star.copy(), env.b_star + env.r
 
 
@@ -248,8 +240,7 @@ def closed_form_unshifted_gap(env: StrategicEnv) -> float:
     from scipy import integrate
     from scipy.stats import norm
 
-    if not isinstance(env, StrategicEnv):
-        raise TypeError(f"env must be a StrategicEnv (got {type(env).__name__})")
+    check_instance("env", env, StrategicEnv)
     lo, hi = env.b_star - env.r, env.b_star
     if env.noise == "none":
         return float(norm.cdf(hi) - norm.cdf(lo))

@@ -303,15 +303,17 @@ def _jsonable(x: Any) -> Any:
         return str(x)
 
 
-def _fmt(v: Any) -> str:
+def fmt_number(v: Any, digits: int = 4) -> str:
+    """A table cell: a float to ``digits`` significant digits (``digits - 1`` in exponent form,
+    outside ``[1e-3, 1e4)``), ``None`` empty, anything else as ``str``."""
     if v is None:
         return ""
     if isinstance(v, float):
         if v == 0:
             return "0"
         if abs(v) >= 1e4 or abs(v) < 1e-3:
-            return f"{v:.2e}"
-        return f"{v:.4g}"
+            return f"{v:.{digits - 2}e}"
+        return f"{v:.{digits}g}"
     return str(v)
 
 
@@ -339,12 +341,12 @@ def markdown_table(res: dict[str, Any]) -> str:
             if fast and r.get("seconds") and r is not fast:
                 rel = f"{r['seconds'] / fast['seconds']:.3g}x"
             skip = {"role", "name", "device", "seconds", "seconds_min", "reps"}
-            extra = ", ".join(f"{k} = {_fmt(v)}" for k, v in r.items() if k not in skip)
+            extra = ", ".join(f"{k} = {fmt_number(v)}" for k, v in r.items() if k not in skip)
             lines.append(
                 f"| {case['case']} | {r['role']} | {r['name']} ({r.get('device', 'cpu')}) | "
                 f"{fmt_seconds(r.get('seconds'))} | {rel} | {extra} |"
             )
         if case.get("metrics"):
-            m = ", ".join(f"{k} = {_fmt(v)}" for k, v in case["metrics"].items())
+            m = ", ".join(f"{k} = {fmt_number(v)}" for k, v in case["metrics"].items())
             lines.append(f"| {case['case']} | | checks | | | {m} |")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lab.tooling.bench import SCHEMA, fmt_seconds
+from lab.tooling.bench import SCHEMA, fmt_number, fmt_seconds
 from lab.tooling.chapters import chapters
 from lab.tooling.paths import ROOT
 
@@ -38,17 +38,7 @@ def load_results(kind: str = "cpu", root: Path = ROOT) -> dict[str, dict | None]
 
 
 def _num(v: Any) -> str:
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v == 0:
-            return "0"
-        if abs(v) >= 1e4 or abs(v) < 1e-3:
-            return f"{v:.1e}"
-        return f"{v:.3g}"
-    return str(v)
+    return "None" if v is None else fmt_number(v, 3)
 
 
 def _cell(text: Any) -> str:

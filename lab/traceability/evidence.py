@@ -16,18 +16,13 @@ from typing import Any
 import numpy as np
 
 from lab.core import claims
+from lab.core.checks import check_fields
 from lab.core.rates import mean_ci, power_law_fit
 
 __all__ = ["l2_rate", "identity", "recall", "recall_drop", "dp_ceiling"]
 
-
-def _need(name: str, value: Any, *attrs: str) -> None:
-    missing = [a for a in attrs if not hasattr(value, a)]
-    if missing:
-        raise TypeError(
-            f"{name} must be a result of lab.traceability.experiments with {', '.join(attrs)}, "
-            f"got {type(value).__name__}"
-        )
+#: what the record builders take: a driver's result
+_RESULT = "a result of lab.traceability.experiments"
 
 
 def _curves(curves: Any) -> dict:
@@ -37,7 +32,9 @@ def _curves(curves: Any) -> dict:
             f"{type(curves).__name__}"
         )
     for r in curves.values():
-        _need("curves[p]", r, "labels", "traced", "traced_se", "traced_all", "fpr_all")
+        check_fields(
+            "curves[p]", r, "labels", "traced", "traced_se", "traced_all", "fpr_all", kind=_RESULT
+        )
     return curves
 
 
@@ -50,8 +47,8 @@ def _ci(values) -> dict:
 def l2_rate(rate, rival) -> dict:
     """``l2-counterexample-fast-rate``: ERM's fitted exponent of excess risk against n, and
     noisy ERM's (``rival``, :func:`lab.traceability.l2_erm_rate` with ``sigma`` > 0)."""
-    _need("rate", rate, "ns", "excess")
-    _need("rival", rival, "ns", "excess")
+    check_fields("rate", rate, "ns", "excess", kind=_RESULT)
+    check_fields("rival", rival, "ns", "excess", kind=_RESULT)
     fit, fit_rival = power_law_fit(rate.ns, rate.excess), power_law_fit(rival.ns, rival.excess)
     ns = rate.ns
     text = (
@@ -70,11 +67,11 @@ def l2_rate(rate, rival) -> dict:
 def identity(checks: dict, wrong) -> dict:
     """``sparse-fingerprinting-identity``: the largest absolute difference in SE units over ``checks`` (name ->
     ``IdentityCheck``), and the dense-centred score's (``wrong``)."""
-    _need("wrong", wrong, "z", "learners")
+    check_fields("wrong", wrong, "z", "learners", kind=_RESULT)
     if not isinstance(checks, dict) or not checks:
         raise TypeError(f"checks must be a dict name -> IdentityCheck, got {type(checks).__name__}")
     for c in checks.values():
-        _need("checks[name]", c, "z", "learners", "reps")
+        check_fields("checks[name]", c, "z", "learners", "reps", kind=_RESULT)
     worst = max(float(np.max(np.abs(c.z))) for c in checks.values())
     n_learners = max(len(c.learners) for c in checks.values())
     reps = min(c.reps for c in checks.values())
@@ -109,7 +106,7 @@ def _name(label) -> str:
 def recall(r) -> dict:
     """``recall-p2`` / ``recall-p4``: the per-instance traced fraction of the α-learner traced
     least (its 95% interval), and the DP learner (the last) paired on the same instances."""
-    _need("r", r, "labels", "traced_all", "excess", "alpha")
+    check_fields("r", r, "labels", "traced_all", "excess", "alpha", kind=_RESULT)
     acc = _accurate(r)
     worst = int(acc[np.argmin(r.traced[acc])])
     value = _ci(r.traced_all[worst])

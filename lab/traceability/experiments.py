@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from lab.core.checks import check_choice, check_int, check_positive, check_range
+from lab.core.checks import check_choice, check_instance, check_int, check_positive, check_range
 from lab.core.diskcache import disk_memo
 from lab.core.memo import memo
 from lab.core.sweep import sweep
@@ -156,8 +156,7 @@ def identity_check(settings: IdentitySettings, reps: int = 1000, seed: int = 0) 
 
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
-    if not isinstance(settings, IdentitySettings):
-        raise TypeError(f"settings must be an IdentitySettings, got {type(settings).__name__}")
+    check_instance("settings", settings, IdentitySettings)
     return _identity_run(settings, *_reps(reps, seed))
 
 
@@ -285,8 +284,7 @@ def recall_curve(settings: RecallSettings, reps: int = 20, seed: int = 0) -> Rec
 
     See: book/traceability/02-dp-and-tradeoff.ipynb
     """
-    if not isinstance(settings, RecallSettings):
-        raise TypeError(f"settings must be a RecallSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, RecallSettings)
     return _recall_run(settings, *_reps(reps, seed))
 
 
@@ -376,8 +374,7 @@ def l2_erm_rate(settings: L2RateSettings, reps: int = 20, seed: int = 0) -> L2Ra
 
     See: book/traceability/01-tracing-attack.ipynb
     """
-    if not isinstance(settings, L2RateSettings):
-        raise TypeError(f"settings must be an L2RateSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, L2RateSettings)
     return _l2_run(settings, *_reps(reps, seed))
 
 
@@ -431,8 +428,7 @@ def tracer_scores_view(settings: ScoresSettings, seed: int = 0) -> Scores:
 
     See: book/traceability/01-tracing-attack.ipynb
     """
-    if not isinstance(settings, ScoresSettings):
-        raise TypeError(f"settings must be a ScoresSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, ScoresSettings)
     seed = check_int("seed", seed, 0)
     inst = R.l2_hard_instance(settings.n, settings.d, seed, n_ref=1000, n_fresh=1000)
     Z, Zr, Zf = inst["Z"], inst["Z_ref"], inst["Z_fresh"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from lab.core.checks import (
     check_choice,
+    check_instance,
     check_int,
     check_positive,
     check_range,
@@ -199,8 +200,7 @@ def tradeoff_curve(
     from lab.core.runtime import resolve_device
     from lab.core.sweep import sweep
 
-    if not isinstance(settings, TradeoffSettings):
-        raise TypeError(f"settings must be a TradeoffSettings, got {type(settings).__name__}")
+    check_instance("settings", settings, TradeoffSettings)
     reps, seed = check_int("reps", reps, 1), check_int("seed", seed, 0)
     check_choice("backend", backend, ("torch", "numpy"))
     dev = resolve_device(device) if backend == "torch" else None

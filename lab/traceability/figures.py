@@ -7,14 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.core.checks import check_fields
+
 __all__ = ["recall_figure", "scores_figure"]
-
-
-def _need(name: str, value, kind: str, attrs: tuple[str, ...]) -> None:
-    if not all(hasattr(value, a) for a in attrs):
-        raise TypeError(
-            f"{name} must be a {kind} (a result of lab.traceability), got {type(value).__name__}"
-        )  # noqa: E501
 
 
 def _hist(x, edges):
@@ -32,7 +27,8 @@ def scores_figure(scores):
     """
     import plotly.graph_objects as go
 
-    _need("scores", scores, "Scores", ("train", "fresh", "tau", "settings", "excess"))
+    fields = ("train", "fresh", "tau", "settings", "excess")
+    check_fields("scores", scores, *fields, kind="a Scores (a result of lab.traceability)")
     s_tr, s_fr, tau = scores.train, scores.fresh, scores.tau
     sigma, n, xi = scores.settings.sigma, scores.settings.n, scores.settings.xi
     traced, fpr, exc = scores.traced, scores.fpr, scores.excess
@@ -78,7 +74,8 @@ def recall_figure(r):
     """
     import plotly.graph_objects as go
 
-    _need("r", r, "RecallCurve", ("labels", "excess", "traced", "traced_se", "ceiling", "alpha"))
+    fields = ("labels", "excess", "traced", "traced_se", "ceiling", "alpha")
+    check_fields("r", r, *fields, kind="a RecallCurve (a result of lab.traceability)")
     alpha, p, n, d, xi = r.alpha, r.p, r.n, r.d, r.xi
     sigmas = [level for kind, level in r.labels if kind == "noisy"]
     m = len(sigmas)

@@ -181,8 +181,7 @@ def flow_1d_frame(data: dict, t: float = 3.0):
     eta, batch_size = data["settings"].eta, data["settings"].batch_size
     j = int(np.argmin(np.abs(data["t"] - t)))
     x = data["x"][::2]  # 141 plotted points per curve
-    H_ula, H_sgld = data["ula"], data["sgld"]
-    ju = min(j, len(H_ula.step) - 1)
+    ju = min(j, len(data["ula"].step) - 1)
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(x=x, y=data["pi"][::2], name="target π", line=dict(color="#555555", dash="dash"))
@@ -200,22 +199,16 @@ def flow_1d_frame(data: dict, t: float = 3.0):
             line=dict(color=COLOURS["sgld"], width=3),
         )
     )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=_hist_from_moments(x, H_ula.mean[ju, 0], H_ula.cov[ju, 0, 0]),
-            name="ULA particles (Gaussian fit)",
-            line=dict(color=COLOURS["langevin"], dash="dot"),
+    for sampler, colour in (("ula", "langevin"), ("sgld", "sgld")):
+        H = data[sampler]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=_hist_from_moments(x, H.mean[ju, 0], H.cov[ju, 0, 0]),
+                name=f"{sampler.upper()} particles (Gaussian fit)",
+                line=dict(color=COLOURS[colour], dash="dot"),
+            )
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=_hist_from_moments(x, H_sgld.mean[ju, 0], H_sgld.cov[ju, 0, 0]),
-            name="SGLD particles (Gaussian fit)",
-            line=dict(color=COLOURS["sgld"], dash="dot"),
-        )
-    )
     fig.update_layout(
         title_text=f"t = {data['t'][j]:.2f}: η = {eta:g}, b = {batch_size}",
         xaxis_title="x",
