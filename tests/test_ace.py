@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +156,16 @@ def test_strict_and_truncated_are_exactly_equivariant():
     assert ace.so2_equivariance_error(model, _x(), n=64) > 1e-3  # gamma = 1: broken
 
 
+def test_trained_truncated_model_is_exactly_equivariant():
+    """The code check that replaced the claim ``truncated-equivariant`` (true by construction:
+    the truncated model runs only the equivariant branches), on a trained float32 run."""
+    from lab.ace.claims import CLAIMS
+
+    assert "truncated-equivariant" not in CLAIMS.specs
+    run = ace.train_toy(ToySettings("equality", N=16, steps=20, record_every=20, test_N=50))
+    assert run["final"]["eq_error_truncated"] < 1e-10 < 1e-6 < run["final"]["eq_error"]
+
+
 def test_neq_branch_alone_is_not_equivariant():
     branch = ace.NeqBranch(1, 1).double()
 
@@ -262,19 +273,70 @@ CLAIM_CELLS = [
 ]
 
 
+#: The measured spread of the stored runs across the numerics configurations (native AVX-512,
+#: avx2, baseline; tests/fixtures/ace_numerics_spread.json, 2026-12-06): the code reproduces
+#: itself bit for bit within a configuration (also the code that stored the files, commit
+#: 71509d4), but the kernels' rounding differs and 600 steps of training amplify it: test MSEs
+#: of one entry differ by up to a factor 5 (strict|0|16|1: 0.0121 native, 0.0036 avx2, 0.0024
+#: baseline, 0.0022 stored). The stored files were built under another configuration and
+#: record none, so no per-entry tolerance below that spread can hold across machines; the slow
+#: tests check what the claims read: their verdicts recomputed from the regenerated entries,
+#: and the slacks within three times their measured spread.
+SPREAD = json.loads((Path(__file__).parent / "fixtures" / "ace_numerics_spread.json").read_text())
+
+
+def _tracks_verdict(sweep):
+    from lab.ace.claims import CLAIMS
+
+    Ns = sweep["grid"]["N"]
+    worst = max(
+        sweep_mse(sweep, "resilient", 0.5, n)
+        / min(sweep_mse(sweep, "strict", 0.5, n), sweep_mse(sweep, "unconstrained", 0.5, n))
+        for n in Ns
+    )
+    return CLAIMS["resilient-tracks"].rule.decide(worst)
+
+
+def _slacks_verdict(sweep):
+    from lab.ace.claims import CLAIMS
+
+    u = {e: np.mean([sweep["runs"][f"resilient|{e:g}|256|{s}"]["u"] for s in (0, 1)], 0)
+         for e in (0.0, 1.0)}  # fmt: skip
+    return CLAIMS["slacks-locate"].rule.decide(float(u[1.0].max() / u[0.0].max()))
+
+
+def _gap_600_sign(sweep):
+    runs = sweep["runs"]
+    gaps = [np.log(runs[f"strict|0|{n}|{s}"]["test_mse"])
+            - np.log(runs[f"equality|0|{n}|{s}"]["test_mse_truncated"])
+            for n in sweep["grid"]["N"] for s in (0, 1)]  # fmt: skip
+    return np.sign(np.mean(gaps))
+
+
+#: what each claim cell's regenerated entries must keep: the verdict (or the diagnosis' sign)
+CELL_CHECKS = [_tracks_verdict, _gap_600_sign, _slacks_verdict]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("methods,eps_values,N_values", CLAIM_CELLS)
-def test_claim_entries_of_the_stored_sweep_regenerate(methods, eps_values, N_values):
+@pytest.mark.parametrize("cell", range(len(CLAIM_CELLS)))
+def test_claim_entries_of_the_stored_sweep_regenerate(cell):
     """Every stored entry behind a recorded claim of notebook 2 comes back from its command
-    (the whole file: ``lab artifacts build ace/sweep``)."""
+    (the whole file: ``lab artifacts build ace/sweep``) as far as numerics allow (SPREAD): the
+    claim read from the regenerated entries keeps its verdict."""
+    import copy
+
+    methods, eps_values, N_values = CLAIM_CELLS[cell]
     stored = load_sweep()
     fresh = run_sweep(methods, eps_values, N_values, stored["grid"]["seed"])
     assert fresh["settings"] == stored["settings"]
+    merged = copy.deepcopy(stored)
+    merged["runs"].update(fresh["runs"])
     for key, run in fresh["runs"].items():
-        old = stored["runs"][key]
-        for field in ("test_mse", "test_mse_truncated"):
-            np.testing.assert_allclose(run[field], old[field], rtol=1e-3, err_msg=f"{key} {field}")
-        np.testing.assert_allclose(run["u"], old["u"], rtol=1e-3, atol=1e-5, err_msg=key)
+        if key.startswith("resilient"):  # the slacks, within three times their measured spread
+            np.testing.assert_allclose(
+                run["u"], stored["runs"][key]["u"], atol=3 * SPREAD["u_abs_max"], err_msg=key
+            )
+    assert CELL_CHECKS[cell](merged) == CELL_CHECKS[cell](stored)
 
 
 def test_gamma_slopes_first_order_and_restores_gamma():
@@ -291,6 +353,29 @@ def test_gamma_slopes_first_order_and_restores_gamma():
     assert np.all(sl.truncation <= sl.truncation_bound)
     with pytest.raises(ValueError, match="strict"):
         ace.gamma_slopes(ace.train_toy(ToySettings("strict", N=16, steps=2, test_N=20)), n_fit=10)
+
+
+def test_remainder_slopes_are_second_order():
+    """The rival of the order claims: the gaps without their first-order term are second order
+    (slope 2), on the same run, points and window as gamma_slopes; gamma is left untouched."""
+    run = ace.train_toy(
+        ToySettings("equality", N=32, eps=0.0, steps=40, record_every=40, test_N=200)
+    )
+    g0 = [float(g) for g in ace.homotopy(run["model"])]
+    rem = ace.remainder_slopes(run, n_fit=100)
+    assert [float(g) for g in ace.homotopy(run["model"])] == g0
+    assert abs(rem["slope_truncation"] - 2) < 0.2 and abs(rem["slope_violation"] - 2) < 0.2
+    sl = ace.gamma_slopes(run, n_fit=100)
+    np.testing.assert_allclose(rem["gamma_bar"], sl.gamma_bar, rtol=1e-6)
+    assert np.all(rem["truncation"][:6] < sl.truncation[:6])
+    with pytest.raises(TypeError, match="run"):
+        ace.remainder_slopes({"model": None})
+    with pytest.raises(ValueError, match="n_fit"):
+        ace.remainder_slopes(run, n_fit=0)
+    with pytest.raises(ValueError, match="strict"):
+        ace.remainder_slopes(
+            ace.train_toy(ToySettings("strict", N=16, steps=2, test_N=20)), n_fit=10
+        )
 
 
 def test_input_robustness():
@@ -423,14 +508,34 @@ def test_stored_long_runs_regenerate_short():
 
 @pytest.mark.slow
 def test_claim_entries_of_the_stored_long_runs_regenerate():
-    """Every stored long run comes back from its command (``lab artifacts build ace/converged``)."""
+    """Every stored long run comes back from its command (``lab artifacts build ace/converged``)
+    as far as numerics allow (SPREAD): the two claims read from the regenerated runs keep their
+    verdicts."""
+    from lab.ace.claims import CLAIMS
+    from lab.core import claims
+
     stored = load_long_runs()
+    fresh = {}
     for job in ace.long_run_jobs():
         key = "|".join([job[0], job[1], f"{job[2]:g}", str(job[3]), str(job[4])])
         steps = stored["runs"][key]["steps"] if job[:2] == ("symmetric", "strict") else None
-        fresh = long_run(*job, steps=steps)
-        for field in ("test_mse", "test_mse_truncated"):
-            np.testing.assert_allclose(fresh[field], stored["runs"][key][field], rtol=1e-3)
+        fresh[key] = long_run(*job, steps=steps)
+
+    def verdicts(runs):
+        seeds = stored["settings"]["robust_seeds"]
+        g = {m: [runs[f"robustness|{m}|0.5|64|{s}"]["degradation"] for s in seeds]
+             for m in ("resilient", "strict")}  # fmt: skip
+        keys = [(n, s) for n in (16, 32, 64, 128, 256) for s in (0, 1)]
+        sym = claims.paired(
+            [np.log(runs[f"symmetric|strict|0|{n}|{s}"]["test_mse"]) for n, s in keys],
+            [np.log(runs[f"symmetric|equality|0|{n}|{s}"]["test_mse_truncated"]) for n, s in keys],
+        )
+        return (
+            CLAIMS["robustness"].rule.decide(claims.paired(g["resilient"], g["strict"])),
+            CLAIMS["symmetric-beats-strict"].rule.decide(sym),
+        )
+
+    assert verdicts(fresh) == verdicts(stored["runs"])
 
 
 def test_long_run_bad_inputs():

@@ -46,6 +46,7 @@ __all__ = [
     "gamma_slopes",
     "input_robustness",
     "layer_constants",
+    "remainder_slopes",
     "scalar_dynamics",
     "so2_equivariance_error",
     "train_toy",
@@ -443,3 +444,71 @@ def _seq(name: str, value: Any) -> list:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
         raise TypeError(f"{name} must be a non-empty sequence (got {value!r})")
     return list(value)
+
+
+class _Remainder(torch.nn.Module):
+    """``f_{s gamma}(x) - f_0(x) - s J(x)``: the gap with its first-order term removed."""
+
+    def __init__(self, model, gam, g0, s: float, h: float) -> None:
+        super().__init__()
+        self.model, self.gam, self.g0, self.s, self.h = model, gam, g0, s, h
+
+    def _at(self, scale: float, x):
+        with torch.no_grad():
+            for g, v in zip(self.gam, self.g0, strict=True):
+                g.copy_(scale * v)
+        return self.model(x)
+
+    def forward(self, x):
+        jac = (self._at(self.h, x) - self._at(-self.h, x)) / (2 * self.h)
+        return self._at(self.s, x) - self._at(0.0, x) - self.s * jac
+
+
+def remainder_slopes(
+    run: dict[str, Any],
+    scales: Sequence[float] | None = None,
+    n_fit: int = 500,
+    window: tuple[float, float] = (1e-3, 0.1),
+) -> dict[str, Any]:
+    """The rival of the order claims: the truncation and violation gaps of :func:`gamma_slopes`
+    with their first-order term ``s J(x)`` removed (``J = d f_{s gamma} / ds`` at ``s = 0``, a
+    central difference on a float64 copy of the model), on the same held-out points, scales and
+    window. A second-order quantity: a slope test that read it as first order would be empty.
+
+    Returns ``{"gamma_bar", "truncation", "violation", "slope_truncation", "slope_violation"}``.
+
+    See: book/ace/01-homotopy-and-duals.ipynb
+    """
+    import copy
+
+    from lab.core.rates import power_law_fit
+
+    if not isinstance(run, dict) or not {"model", "x_test"} <= set(run):
+        raise TypeError("run must be a train_toy result (with 'model', 'x_test')")
+    x = _check_points("x_test", run["x_test"])
+    n_fit = check_int("n_fit", n_fit, 1, x.shape[0] - 1)
+    s = np.geomspace(1e-3, 1, 13) if scales is None else _seq("scales", scales)
+    s = np.asarray([check_positive("scales", v) for v in s])
+    lo, hi = (check_positive("window", w) for w in _seq("window", window))
+    model = copy.deepcopy(run["model"]).double()
+    gam = homotopy(model)
+    if not gam:
+        raise ValueError("the run's model has no homotopy layer (strict model)")
+    g0 = [g.detach().clone() for g in gam]
+    x_held = x[n_fit:].double()
+    xn = x_held.norm(dim=-1).clamp_min(1e-12).cpu().numpy()
+    gb = float(max(abs(float(v)) for v in g0)) * s
+    tr, vi = [], []
+    for sc in s:
+        rem = _Remainder(model, gam, g0, float(sc), 1e-5)
+        with torch.no_grad():
+            tr.append(float((rem(x_held).norm(dim=-1).cpu().numpy() / xn).max()))
+        vi.append(float((_violation_gap(rem, x_held, 16, 0) / xn).max()))
+    tr_a, vi_a = np.array(tr), np.array(vi)
+    return {
+        "gamma_bar": gb,
+        "truncation": tr_a,
+        "violation": vi_a,
+        "slope_truncation": power_law_fit(gb, tr_a, window=(lo, hi)).exponent,
+        "slope_violation": power_law_fit(gb, vi_a, window=(lo, hi)).exponent,
+    }
