@@ -28,6 +28,7 @@ CONVERTED: tuple[str, ...] = (
     "omiso",
     "spot",
     "gmm_attention",
+    "ace",
 )
 _EXTRA = [s for s in os.environ.get("LAB_CHECK_CHAPTERS", "").split(",") if s]
 CONVERTED = CONVERTED + tuple(s for s in _EXTRA if s not in CONVERTED)
