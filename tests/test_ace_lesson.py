@@ -79,3 +79,20 @@ def test_worked_example_one_homotopy_layer():
     assert ace.equivariance_error(
         layer, x, lambda n: quarter, ace.rotation_matrices, ace.rotation_matrices, n=1
     ) == pytest.approx(0.0, abs=1e-30)
+
+
+def test_the_pytorch_usage_block_settles_near_gamma_zero():
+    """book/ace/index.md, "Using it in PyTorch": the page's code, run as written, ends with
+    every homotopy coefficient near 0 (the page says it settles; with SGD on gamma the damping
+    argument of (ace-gda-map) applies) and a truncated model."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "ace" / "index.md").read_text()
+    section = page.split("## Using it in PyTorch", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    with torch.random.fork_rng(devices=[]):
+        exec(compile(code, "book/ace/index.md", "exec"), scope)  # noqa: S102
+    gammas = [float(g.detach()) for g in scope["gammas"]]
+    assert len(gammas) == 3 and max(abs(g) for g in gammas) < 0.05, gammas
+    assert scope["strict"] is not None

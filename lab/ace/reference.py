@@ -72,7 +72,8 @@ def scalar_gda(
     ``equality``: :math:`\min_x (x - a)^2` s.t. :math:`x = 0`, Lagrangian
     :math:`(x-a)^2 + \lambda x + c x^2` (KKT point :math:`x^* = 0, \lambda^* = 2a`).
     ``resilient``: :math:`\min_{x,u} (x-a)^2 + \tfrac{\rho}{2}u^2` s.t. :math:`|x| \le u`
-    (optimum :math:`x^* = u^* = \lambda^* = 2a/(2+\rho)`; 4/3 for :math:`a=2,\rho=1`).
+    (optimum :math:`x^* = u^* = 2a/(2+\rho)`, :math:`\lambda^* = \rho u^*`; 4/3 for
+    :math:`a=2,\rho=1`).
 
     Returns
     -------
