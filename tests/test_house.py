@@ -246,3 +246,22 @@ if __name__ == "__main__":
                 print(f"        {i!r},")
             print("    ),")
     print("}")
+
+
+_SPANS = re.compile(r"``.*?``|:math:`[^`]*`|`[^`]*`", re.S)
+_SUBSTITUTION = re.compile(r"(?<![|\w])\|(?=\S)[^|\n]*(?<=\S)\|(?![|\w])")
+
+
+def test_no_docstring_reads_as_an_rst_substitution():
+    """A function's or class's docstring goes through autodoc (RST) onto book/api.md, where
+    ``|x|`` outside literals and math is a substitution reference: the book build fails on an
+    undefined one (it did twice: ``|MILP - prototype|``, ``|γ_i|``). Write ``|x|`` as a literal
+    (double backquotes) or in :math:."""
+    found = []
+    for path in sorted((ROOT / "lab").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                doc = ast.get_docstring(node, clean=False) or ""
+                for m in _SUBSTITUTION.finditer(_SPANS.sub("", doc)):
+                    found.append(f"{path.relative_to(ROOT)}:{node.name}: {m.group(0)}")
+    assert not found, "write these as ``...`` or :math:`...`:\n" + "\n".join(found)

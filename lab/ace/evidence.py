@@ -60,7 +60,7 @@ def gda_damping_evidence(damped: Mapping, free: Mapping, radius0: float, radius1
 
 
 def homotopy_evidence(damped: Mapping, undamped: Mapping, steps: int) -> dict:
-    """``homotopy-network``: final max |γ_i| of the damped run after ``steps`` training steps;
+    """``homotopy-network``: final ``max |γ_i|`` of the damped run after ``steps`` training steps;
     the undamped run is the rival."""
     _mapping("damped", damped, ("gamma",))
     _mapping("undamped", undamped, ("gamma",))
@@ -169,7 +169,7 @@ def _at_256(sweep: Mapping, method: str, eps: float, key: str) -> np.ndarray:
 
 def slacks_locate_evidence(sweep: Mapping) -> dict:
     """``slacks-locate``: the largest resilient slack at ε = 1 over ε = 0 (N = 256, two seeds);
-    the rival is the unconstrained model's largest |γ_i| read the same way."""
+    the rival is the unconstrained model's largest ``|γ_i|`` read the same way."""
     _mapping("sweep", sweep, ("runs", "grid"))
     u = {eps: _at_256(sweep, "resilient", eps, "u") for eps in sweep["grid"]["eps"]}
     free = {eps: _at_256(sweep, "unconstrained", eps, "gamma") for eps in (0.0, 1.0)}
