@@ -134,7 +134,7 @@ def reader(tmp_path_factory):
     """``(python, venv, folder)``: ``optlab[book]`` from this checkout's wheel in a fresh venv,
     [dev]'s other modules blocked, and a folder outside the repository holding a copy of
     ``_toc.yml`` and ``book/`` (what a reader or an instructor downloads with the notebooks)."""
-    from test_grading_zip import clean_env
+    from test_grading_zip import clean_env, run_in_venv
 
     from lab.tooling.assignenv import build_wheel
 
@@ -144,16 +144,13 @@ def reader(tmp_path_factory):
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    done = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
+    run_in_venv(
+        venv,
+        ["python", "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt")]
         + [f"optlab[{colab.EXTRA}] @ {wheel.as_uri()}", "nbclient"],
-        capture_output=True,
-        text=True,
         timeout=2400,
         cwd=base,
-        env=clean_env(venv),
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     site = Path(
         subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -186,21 +183,15 @@ def reader(tmp_path_factory):
 
 @pytest.mark.slow
 def test_every_toc_notebook_runs_outside_the_repository(reader, tmp_path):
-    from test_grading_zip import clean_env
+    from test_grading_zip import run_in_venv
 
     python, venv, book = reader
     notebooks = [str(book / p.relative_to(ROOT)) for p in colab.toc_notebooks(ROOT)]
     results_path = tmp_path / "results.json"
     run_start = time.monotonic()
-    done = subprocess.run(
-        [str(python), "-c", _RUNNER, "2", str(results_path), *notebooks],
-        capture_output=True,
-        text=True,
-        timeout=5400,
-        cwd=book,
-        env=clean_env(venv),
+    run_in_venv(
+        venv, ["python", "-c", _RUNNER, "2", str(results_path), *notebooks], timeout=5400, cwd=book
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(results_path.read_text())
     ran = time.monotonic() - run_start
     failed = {
@@ -227,22 +218,13 @@ def test_lab_claims_and_lab_grade_run_from_the_installed_wheel(reader, tmp_path)
     solution master with an autograder built in the checkout: full marks."""
     from importlib import import_module
 
-    from test_grading_zip import clean_env
+    from test_grading_zip import clean_env, run_in_venv
 
     from lab.tooling import grading
 
     python, venv, folder = reader
-    lab_cmd = str(venv / "bin" / "lab")
     out = tmp_path / "claims.json"
-    done = subprocess.run(
-        [lab_cmd, "claims", OUTSIDE_SLUG, "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        cwd=folder,
-        env=clean_env(venv),
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_in_venv(venv, ["lab", "claims", OUTSIDE_SLUG, "-o", str(out)], timeout=1800, cwd=folder)
     records = json.loads(out.read_text())["claims"]
     ids = {r["id"] for r in records if r["chapter"] == OUTSIDE_SLUG}
     assert ids == set(import_module(f"lab.{OUTSIDE_SLUG}.claims").CLAIMS.specs), ids
@@ -254,23 +236,20 @@ def test_lab_claims_and_lab_grade_run_from_the_installed_wheel(reader, tmp_path)
     subs.mkdir()
     shutil.copy2(build.solution, subs / "alice.ipynb")
     sandbox = subprocess.run(
-        [lab_cmd, "grade", OUTSIDE_SLUG, "--check-sandbox"],
+        [str(venv / "bin" / "lab"), "grade", OUTSIDE_SLUG, "--check-sandbox"],
         capture_output=True,
         text=True,
         cwd=folder,
         env=clean_env(venv),
     )
     flags = [] if sandbox.returncode == 0 else ["--unsandboxed"]
-    done = subprocess.run(
-        [lab_cmd, "grade", OUTSIDE_SLUG, str(subs), "--autograder", str(build.autograder)]
+    run_in_venv(
+        venv,
+        ["lab", "grade", OUTSIDE_SLUG, str(subs), "--autograder", str(build.autograder)]
         + ["--solution", str(build.solution), "--out", str(tmp_path / "graded"), *flags],
-        capture_output=True,
-        text=True,
         timeout=1800,
         cwd=folder,
-        env=clean_env(venv),
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     text = (tmp_path / "graded" / "grades.csv").read_text().splitlines()
     rows = list(csv.DictReader(line for line in text if not line.startswith("#")))
     assert [r["submission"] for r in rows] == ["alice.ipynb"], rows
