@@ -46,6 +46,29 @@ def _moved(what: str = "") -> tuple:
     )
 
 
+_BETA_GRID = _CTX + "; β on a 19-point log grid in [0.01, 10]"
+
+
+def _depth_spec(layers: int, word: str) -> Spec:
+    """The claim that ``layers`` identity layers at their best β do no better than one; its
+    rival is as many Lloyd steps (the clustering algorithm in which depth does pay)."""
+    return Spec(
+        f"{word.lower()}-layers-no-gain",
+        f"{word} identity layers, at their best β, do no better than one: best {layers}-layer "
+        "error / best 1-layer error stays near 1.",
+        notebook="02",
+        source="ours",
+        paper="(not in the abstract)",
+        rule=_DEPTH_RULE,
+        expect="reproduced",
+        seeds=(0,),
+        size=_BETA_GRID,
+        rival=f"{layers} Lloyd steps against one from the same random tokens per sequence (the "
+        "clustering algorithm in which depth does pay), the same sequences and error ratio",
+        revised=_moved(),
+    )
+
+
 _NB01 = (
     Spec(
         "landscape-minimiser",
@@ -202,7 +225,7 @@ _NB02 = (
         rule=claims.rule(reproduced=claims.at_most(0.25), qualitatively=claims.at_most(0.5)),
         expect="reproduced",
         seeds=(0,),
-        size=_CTX + "; β on a 19-point log grid in [0.01, 10]",
+        size=_BETA_GRID,
         rival="two heads trained on one fixed mixture (no in-context adaptation), the same "
         "sequences and error measure",
         revised=_moved(),
@@ -222,41 +245,13 @@ _NB02 = (
         ),
         expect="reproduced",
         seeds=(0,),
-        size=_CTX + "; β on a 19-point log grid in [0.01, 10]",
+        size=_BETA_GRID,
         no_rival="a statement about the shape of one curve: there is no competing method whose "
         "curve the shape is compared with at this size",
         revised=_moved(),
     ),
-    Spec(
-        "two-layers-no-gain",
-        "Two identity layers, each at its best β, do no better than one: best 2-layer error / "
-        "best 1-layer error stays near 1.",
-        notebook="02",
-        source="ours",
-        paper="(not in the abstract)",
-        rule=_DEPTH_RULE,
-        expect="reproduced",
-        seeds=(0,),
-        size=_CTX + "; β on a 19-point log grid in [0.01, 10]",
-        rival="2 Lloyd steps against one from the same random tokens per sequence (the "
-        "clustering algorithm in which depth does pay), the same sequences and error ratio",
-        revised=_moved(),
-    ),
-    Spec(
-        "five-layers-no-gain",
-        "Five identity layers, at their best β, do no better than one: best 5-layer error / "
-        "best 1-layer error stays near 1.",
-        notebook="02",
-        source="ours",
-        paper="(not in the abstract)",
-        rule=_DEPTH_RULE,
-        expect="reproduced",
-        seeds=(0,),
-        size=_CTX + "; β on a 19-point log grid in [0.01, 10]",
-        rival="5 Lloyd steps against one from the same random tokens per sequence (the "
-        "clustering algorithm in which depth does pay), the same sequences and error ratio",
-        revised=_moved(),
-    ),
+    _depth_spec(2, "Two"),
+    _depth_spec(5, "Five"),
     Spec(
         "kmeans-beats-layer",
         "Per-sequence k-means (knowing K) is more accurate than the best single layer "
