@@ -38,6 +38,13 @@ def tangent_basis(model: ScalarModel, p: np.ndarray) -> np.ndarray:
     return q[:, 1:]
 
 
+def _tangent_frame(model: Any, theta_par: Any, h: Any) -> tuple:
+    """The checked inputs of a finite-difference Hessian on ``T M``: model, point, step, basis."""
+    model = check_model(model)
+    p = check_point(model, "theta_par", theta_par)
+    return model, p, check_range("h", h, 1e-6, 0.1), tangent_basis(model, p)
+
+
 def riemannian_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-3) -> np.ndarray:
     """Riemannian Hessian of the sharpness at a point of ``M``, by finite differences.
 
@@ -53,10 +60,7 @@ def riemannian_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-3) -> n
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = check_model(model)
-    p = check_point(model, "theta_par", theta_par)
-    h = check_range("h", h, 1e-6, 0.1)
-    B = tangent_basis(model, p)
+    model, p, h, B = _tangent_frame(model, theta_par, h)
     k = B.shape[1]
     E = np.eye(k) * h
     pts = [np.zeros(k)]
@@ -199,10 +203,7 @@ def euclidean_tangent_hessian(model: ScalarModel, theta_par: Any, h: float = 1e-
 
     See: book/eos/02-rates-and-bifurcation.ipynb
     """
-    model = check_model(model)
-    p = check_point(model, "theta_par", theta_par)
-    h = check_range("h", h, 1e-6, 0.1)
-    B = tangent_basis(model, p)
+    model, p, h, B = _tangent_frame(model, theta_par, h)
 
     def lam(c: np.ndarray) -> float:
         g = model.grad(p + B @ c)

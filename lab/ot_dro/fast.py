@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from lab.core.checks import check_bool, check_choice, check_int, check_positive
+
+from .reference import finite_float64
 
 __all__ = ["entropic_plan", "worst_case_weights", "sinkhorn_dro_objective", "implied_radius"]
 
@@ -36,14 +36,7 @@ def to_torch(name: str, x: Any, dtype=None, device=None):
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{name} must be finite (found NaN or inf)")
         return x, False
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} must be array-like of numbers (got {type(x).__name__}): {exc}"
-        ) from None
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    arr = finite_float64(name, x)
     return torch.as_tensor(arr, dtype=dtype or torch.float64, device=device), True
 
 

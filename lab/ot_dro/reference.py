@@ -14,6 +14,8 @@ See: book/ot_dro/01-worst-case-plans.ipynb
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lab.core.checks import check_int, check_positive
@@ -21,17 +23,24 @@ from lab.core.checks import check_int, check_positive
 __all__ = ["entropic_plan", "worst_case_weights", "sinkhorn_dro_objective", "implied_radius"]
 
 
-def _matrix(name, x):
+def finite_float64(name: str, x: Any) -> np.ndarray:
+    """``x`` as a finite float64 array (TypeError for non-numbers, ValueError for NaN or inf);
+    the fast path converts numpy input the same way."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"{name} must be array-like of numbers (got {type(x).__name__}): {exc}"
         ) from None
-    if arr.ndim != 2 or 0 in arr.shape:
-        raise ValueError(f"{name} must be a non-empty [N, M] array (got shape {arr.shape})")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite (found NaN or inf)")
+    return arr
+
+
+def _matrix(name, x):
+    arr = finite_float64(name, x)
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise ValueError(f"{name} must be a non-empty [N, M] array (got shape {arr.shape})")
     return arr
 
 

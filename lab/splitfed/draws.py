@@ -16,8 +16,6 @@ import numpy as np
 
 __all__: list[str] = []
 
-__all__: list[str] = []
-
 
 def draw_participants(cfg: Any, t: int, available: list[int] | None = None) -> list[int]:
     """Clients sampled in round ``t`` (sorted); ``available`` restricts the pool."""

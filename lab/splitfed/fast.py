@@ -128,10 +128,8 @@ def simulate(
     from lab.core.progress import progress as _progress
     from lab.core.runtime import resolve_device
 
-    check_inputs(client_net, server_net, client_datasets, cfg)
+    check_inputs(client_net, server_net, client_datasets, cfg, straggler)
     check_choice("backend", backend, ["auto", "vmap", "bmm"])
-    if straggler is not None and not isinstance(straggler, StragglerModel):
-        raise TypeError(f"straggler must be a StragglerModel (got {type(straggler).__name__})")
     run = start_run(client_net, server_net, client_datasets, cfg, straggler, resolve_device(device))
     backend, *fwd = batched_forwards(run["fc"], run["fs"], client_net, server_net, backend)
     hist = History()

@@ -19,6 +19,7 @@ from lab.core.checks import (
 )
 
 from .hyperparams import MUSplitFedConfig
+from .stragglers import StragglerModel
 
 __all__ = ["make_mlp", "split_model", "load_digits_clients", "evaluator"]
 
@@ -287,10 +288,13 @@ def evaluator(client_net: Any, server_net: Any, train: Any, test: Any):
     return eval_fn
 
 
-def check_inputs(client_net, server_net, client_datasets, cfg):
+def check_inputs(client_net, server_net, client_datasets, cfg, straggler=None):
+    """The public simulators' inputs, checked once (``straggler``: None or a StragglerModel)."""
     from torch import nn
 
     check_instance("cfg", cfg, MUSplitFedConfig)
+    if straggler is not None:
+        check_instance("straggler", straggler, StragglerModel)
     for name, net in (("client_net", client_net), ("server_net", server_net)):
         if not isinstance(net, nn.Module):
             raise TypeError(f"{name} must be a torch.nn.Module (got {type(net).__name__})")

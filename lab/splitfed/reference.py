@@ -173,9 +173,7 @@ def simulate(
 
     from lab.core.progress import progress as _progress
 
-    check_inputs(client_net, server_net, client_datasets, cfg)
-    if straggler is not None and not isinstance(straggler, StragglerModel):
-        raise TypeError(f"straggler must be a StragglerModel (got {type(straggler).__name__})")
+    check_inputs(client_net, server_net, client_datasets, cfg, straggler)
     run = start_run(client_net, server_net, client_datasets, cfg, straggler)
     failures = dict(failures or {})
     hist = History()
