@@ -197,15 +197,10 @@ def matmul_error_report(
     import pandas as pd
 
     from .formats import as_tensor
+    from .reference import check_layer_shapes
 
     X, W, E = (as_tensor(t, nm).double() for t, nm in ((X, "X"), (W, "W"), (E_Y, "E_Y")))
-    if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
-        raise ValueError("X, W and E_Y must be 2-D")
-    if X.shape[1] != W.shape[1] or E.shape != (X.shape[0], W.shape[0]):
-        raise ValueError(
-            f"shapes must be X b×m, W n×m, E_Y b×n (got {tuple(X.shape)}, {tuple(W.shape)}, "
-            f"{tuple(E.shape)})"
-        )
+    check_layer_shapes(X, W, E)
     placements = [check_choice("placements", p, PLACEMENTS) for p in placements]
     products = {"Y": (X, W.T), "E_X": (E, W), "G": (E.T, X)}
     rows = {}

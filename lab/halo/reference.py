@@ -259,6 +259,17 @@ def row_relative_error(approx: Any, exact: Any):
     return float((num / den).mean())
 
 
+def check_layer_shapes(X: Any, W: Any, E: Any) -> None:
+    """A linear layer's operands: 2-D ``X`` (b×m), ``W`` (n×m) and output gradient ``E_Y`` (b×n)."""
+    if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
+        raise ValueError("X, W and E_Y must be 2-D")
+    if X.shape[1] != W.shape[1] or E.shape != (X.shape[0], W.shape[0]):
+        raise ValueError(
+            f"shapes must be X b×m, W n×m, E_Y b×n (got {tuple(X.shape)}, {tuple(W.shape)}, "
+            f"{tuple(E.shape)})"
+        )
+
+
 def halo_products(
     X: Any,
     W: Any,
@@ -298,13 +309,7 @@ def halo_products(
     level = check_int("level", level, 0, 2)
     check_fmt(fmt)
     clip_ratio = check_range("clip_ratio", clip_ratio, 0.0, 1.0, low_inclusive=False)
-    if X.ndim != 2 or W.ndim != 2 or E.ndim != 2:
-        raise ValueError("X, W and E_Y must be 2-D")
-    if X.shape[1] != W.shape[1] or E.shape != (X.shape[0], W.shape[0]):
-        raise ValueError(
-            f"shapes must be X b×m, W n×m, E_Y b×n (got {tuple(X.shape)}, {tuple(W.shape)}, "
-            f"{tuple(E.shape)})"
-        )
+    check_layer_shapes(X, W, E)
     if level >= 1:
         check_size("m (in-features)", X.shape[1])
 

@@ -215,10 +215,7 @@ def _seeds_epoch(
         t1 = time.perf_counter()
         with torch.no_grad():
             step(ls, cd, seeds)
-        t2 = time.perf_counter()
-        clock.step += t2 - t1
-        clock.iter += t2 - t0
-        clock.n += 1
+        clock.count(t0, t1, time.perf_counter())
         with torch.no_grad():
             for j, (p, b) in enumerate(zip(params, before, strict=True)):
                 dims = tuple(range(1, p.dim()))

@@ -285,6 +285,12 @@ class StepClock:
         self.step = self.iter = 0.0
         self.n = 0
 
+    def count(self, t0: float, t1: float, t2: float) -> None:
+        """One iteration that started at ``t0`` and stepped from ``t1`` to ``t2``."""
+        self.step += t2 - t1
+        self.iter += t2 - t0
+        self.n += 1
+
 
 def _epoch(s: DigitsSettings, opt, params, batch_loss, perm, rows, clock: StepClock) -> np.ndarray:
     """One pass over the batches of ``perm``; returns the mean ``||dtheta|| / ||grad||`` per
@@ -309,10 +315,7 @@ def _epoch(s: DigitsSettings, opt, params, batch_loss, perm, rows, clock: StepCl
         else:
             opt.step()
         clock.sync()
-        t2 = time.perf_counter()
-        clock.step += t2 - t1
-        clock.iter += t2 - t0
-        clock.n += 1
+        clock.count(t0, t1, time.perf_counter())
         with torch.no_grad():
             for j, (p, b) in enumerate(zip(params, before, strict=True)):
                 gn = float(p.grad.norm()) if p.grad is not None else 0.0
