@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lab.core import claims
-from lab.core.diskcache import cache_dir, context_key, disk_memo
+from lab.core.diskcache import _package_digest, cache_dir, context_key, disk_memo
 from lab.core.sweep import sweep
 
 
@@ -130,6 +130,8 @@ def test_the_disk_tier_is_keyed_on_the_numerics_and_can_be_turned_off(demo, monk
     g(3.0)
     key = context_key(demo.f)
     assert len(key) == 3 and key[1] == __import__("lab").__version__
+    # the shared code every chapter computes with is part of the key (a change there recomputes)
+    assert key[0].endswith("+" + _package_digest("lab.core"))
     monkeypatch.setenv("LAB_SEED_SHIFT", "1000")  # another fingerprint: recomputed
     assert context_key(demo.f)[2] != key[2]
     g(3.0)

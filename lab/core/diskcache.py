@@ -7,7 +7,8 @@ on disk with ``joblib.Memory`` under the user's cache folder (``LAB_CACHE_DIR``,
 entry on the decorated function's own code and its arguments; this adds what joblib cannot see:
 
 * the **source of the function's chapter** (every ``.py`` of its package: a change in a kernel
-  the function calls invalidates it),
+  the function calls invalidates it) and of ``lab.core`` (the sweeps, rates, checks and models
+  every chapter computes with: a change there invalidates every entry),
 * ``lab``'s version,
 * the **numerics fingerprint** (:func:`lab.core.numerics.fingerprint`'s key: CPU flags, BLAS
   kernels, dispatcher settings, seed shift), so a result computed under one numerics mode never
@@ -82,8 +83,8 @@ def _fingerprint_key(shift: str) -> str:
 
 
 def context_key(fn: Callable[..., Any]) -> tuple[str, str, str]:
-    """``(chapter source digest, lab version, numerics key)``: what a disk entry of ``fn``
-    is keyed on beyond joblib's own key (``fn``'s code and arguments)."""
+    """``(source digest of fn's chapter + lab.core's, lab version, numerics key)``: what a disk
+    entry of ``fn`` is keyed on beyond joblib's own key (``fn``'s code and arguments)."""
     import lab
 
     module = getattr(fn, "__module__", "") or ""
@@ -94,7 +95,8 @@ def context_key(fn: Callable[..., Any]) -> tuple[str, str, str]:
     # the fingerprint depends on the dispatcher settings and the seed shift, read per process
     # (a test may set LAB_SEED_SHIFT): keyed on the shift so a changed shift recomputes
     shift = os.environ.get("LAB_SEED_SHIFT", "0")
-    return _package_digest(package), lab.__version__, _fingerprint_key(shift)
+    source = f"{_package_digest(package)}+{_package_digest('lab.core')}"
+    return source, lab.__version__, _fingerprint_key(shift)
 
 
 def disk_memo(fn: F | None = None, *, verbose: int = 0) -> Any:
