@@ -452,3 +452,27 @@ def test_check_ints_and_set_field():
             set_field(self, "n", int(self.n))
 
     assert S(3.0).n == 3 and isinstance(S(3.0).n, int)
+
+
+def test_replace_fields_validates_again_and_names_unknown_settings():
+    """Every settings class's ``replace``: a copy through ``__post_init__``, unknown names refused."""
+    import dataclasses
+
+    from lab.core.checks import check_int, replace_fields, set_field
+
+    @dataclasses.dataclass(frozen=True)
+    class Run:
+        steps: int = 10
+        seed: int = 0
+
+        def __post_init__(self):
+            set_field(self, "steps", check_int("steps", self.steps, 1))
+
+    r = replace_fields(Run(), {"seed": 3})
+    assert (r.steps, r.seed) == (10, 3)
+    with pytest.raises(ValueError, match="steps"):
+        replace_fields(Run(), {"steps": 0})  # validated again
+    with pytest.raises(TypeError, match=r"unknown setting\(s\) \['step'\]: Run's fields are"):
+        replace_fields(Run(), {"step": 5})
+    with pytest.raises(TypeError, match="obj must be a dataclass instance"):
+        replace_fields(Run, {})

@@ -11,7 +11,6 @@ See: book/ace/01-homotopy-and-duals.ipynb, book/ace/02-partial-symmetry.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from lab.core.checks import (
     check_int,
     check_positive,
     check_range,
+    replace_fields,
     set_field,
 )
 
@@ -131,13 +131,7 @@ class ToySettings:
 
     def replace(self, **changes: Any) -> ToySettings:
         """A copy with ``changes`` (validated again); an unknown name is a ``TypeError``."""
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise TypeError(
-                f"unknown setting(s) {unknown}: ToySettings' fields are {sorted(names)}"
-            )
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)
 
 
 def sweep_settings(method: str, **changes: Any) -> ToySettings:

@@ -26,6 +26,7 @@ __all__ = [
     "check_int",
     "check_ints",
     "set_field",
+    "replace_fields",
     "check_choice",
     "check_fields",
     "check_instance",
@@ -125,6 +126,28 @@ def set_field(obj: Any, name: str, value: Any) -> None:
             f"name must be one of {type(obj).__name__}'s fields {sorted(fields)}, got {name!r}"
         )
     object.__setattr__(obj, name, value)
+
+
+def replace_fields(obj: Any, changes: dict) -> Any:
+    """A copy of the frozen dataclass ``obj`` with ``changes`` (field name -> value), validated
+    again by its ``__post_init__``: what a settings class's ``replace(**changes)`` returns.
+
+    Raises
+    ------
+    TypeError
+        ``"unknown setting(s) [...]: <Class>'s fields are [...]"`` for a name that is not a field.
+    """
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"obj must be a dataclass instance, got {type(obj).__name__}")
+    names = {f.name for f in dataclasses.fields(obj)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        raise TypeError(
+            f"unknown setting(s) {unknown}: {type(obj).__name__}'s fields are {sorted(names)}"
+        )
+    return dataclasses.replace(obj, **changes)
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -30,6 +30,7 @@ from lab.core.checks import (
     check_int,
     check_positive,
     check_range,
+    replace_fields,
     set_field,
 )
 
@@ -49,15 +50,6 @@ __all__ = [
 METHODS = ("random", "craig", "posterior")
 #: the parameters the posterior samples of a network perturb (``posterior_features``)
 WHERE = ("norm", "all", "last", "norm_out")
-
-
-def _replace(obj: Any, changes: dict) -> Any:
-    names = {f.name for f in dataclasses.fields(obj)}
-    unknown = sorted(set(changes) - names)
-    if unknown:
-        raise TypeError(f"unknown setting(s) {unknown}: {type(obj).__name__}'s fields are "
-                        f"{sorted(names)}")  # fmt: skip
-    return dataclasses.replace(obj, **changes)
 
 
 @dataclass(frozen=True)
@@ -135,7 +127,7 @@ class TrainSettings:
 
     def replace(self, **changes: Any) -> TrainSettings:
         """A copy with some fields changed (validated again, once)."""
-        return _replace(self, changes)
+        return replace_fields(self, changes)
 
 
 @dataclass(frozen=True)
@@ -179,7 +171,7 @@ class RunSettings:
 
     def replace(self, **changes: Any) -> RunSettings:
         """A copy with some fields changed (validated again, once)."""
-        return _replace(self, changes)
+        return replace_fields(self, changes)
 
 
 @dataclass(frozen=True)
@@ -241,7 +233,7 @@ class AlignmentSettings:
 
     def replace(self, **changes: Any) -> AlignmentSettings:
         """A copy with some fields changed (validated again, once)."""
-        return _replace(self, changes)
+        return replace_fields(self, changes)
 
 
 @dataclass(frozen=True)

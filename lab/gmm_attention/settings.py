@@ -11,11 +11,10 @@ See: book/gmm_attention/01-heads-find-centroids.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from lab.core.checks import check_bool, check_int, check_positive, set_field
+from lab.core.checks import check_bool, check_int, check_positive, replace_fields, set_field
 
 __all__ = ["TrainSettings"]
 
@@ -70,13 +69,7 @@ class TrainSettings:
 
     def replace(self, **changes: Any) -> TrainSettings:
         """A copy with some fields changed (validated again)."""
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise TypeError(
-                f"unknown setting(s) {unknown}: TrainSettings' fields are {sorted(names)}"
-            )
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)
 
 
 def check_settings(settings: Any) -> TrainSettings:

@@ -16,13 +16,12 @@ See: book/halo/03-quantized-finetune.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.checks import check_bool, check_choice, check_int, check_range, replace_fields
 
 from .fast import qmatmul  # real INT8/FP8 GEMMs on CUDA with exact=False, else exact
 from .formats import QTensor
@@ -89,7 +88,7 @@ class HaloConfig:
 
     def replace(self, **changes) -> HaloConfig:
         """A copy with ``changes`` (validated again)."""
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)
 
 
 def _config(config, options: dict) -> HaloConfig:

@@ -14,10 +14,9 @@ See: book/halo/03-quantized-finetune.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from lab.core.checks import check_bool, check_choice, check_int, check_range
+from lab.core.checks import check_bool, check_choice, check_int, check_range, replace_fields
 
 from .reference import check_fmt
 
@@ -100,7 +99,7 @@ class FinetuneSettings:
 
     def replace(self, **changes) -> FinetuneSettings:
         """A copy with ``changes`` (validated again)."""
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)
 
 
 @dataclass(frozen=True)
@@ -156,4 +155,4 @@ class PretrainSettings:
 
     def replace(self, **changes) -> PretrainSettings:
         """A copy with ``changes`` (validated again)."""
-        return dataclasses.replace(self, **changes)
+        return replace_fields(self, changes)

@@ -12,11 +12,10 @@ See: book/medro/01-official-algorithm.ipynb, book/medro/02-water-digits.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from lab.core.checks import check_int, check_positive, set_field
+from lab.core.checks import check_int, check_positive, replace_fields, set_field
 
 __all__ = ["TrainSettings", "as_settings"]
 
@@ -77,8 +76,4 @@ def as_settings(settings: Any = None, changes: Any = None) -> TrainSettings:
             f"settings must be a lab.medro.TrainSettings or None, got {type(settings).__name__}"
         )
     changes = dict(changes or {})
-    names = {f.name for f in dataclasses.fields(TrainSettings)}
-    unknown = sorted(set(changes) - names)
-    if unknown:
-        raise TypeError(f"unknown setting(s) {unknown}: TrainSettings' fields are {sorted(names)}")
-    return dataclasses.replace(settings, **changes) if changes else settings
+    return replace_fields(settings, changes) if changes else settings

@@ -10,7 +10,7 @@ See: book/splitfed/02-unbalanced-updates.ipynb
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from lab.core.checks import (
@@ -20,6 +20,7 @@ from lab.core.checks import (
     check_positive,
     check_range,
     check_real,
+    replace_fields,
 )
 
 __all__ = ["MUSplitFedConfig"]
@@ -160,9 +161,4 @@ class MUSplitFedConfig:
 
     def replace(self, **changes: Any) -> MUSplitFedConfig:
         """A copy with some fields changed (validated again)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        unknown = set(changes) - set(values)
-        if unknown:
-            raise TypeError(f"unknown MUSplitFedConfig fields: {sorted(unknown)}")
-        values.update(changes)
-        return MUSplitFedConfig(**values)
+        return replace_fields(self, changes)
